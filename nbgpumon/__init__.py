@@ -1,0 +1,135 @@
+"""nbgpumon: see what the GPU is doing while a notebook cell runs, and which cell took the memory.
+
+In IPython/Jupyter: ``%load_ext nbgpumon``, then ``%gpumon``. From Python: :func:`monitor`,
+:func:`cells`, :func:`cells_frame`, :func:`mark`, :func:`track`.
+"""
+
+from __future__ import annotations
+
+import atexit
+from typing import TYPE_CHECKING, Any
+
+from .cells import CellHooks
+from .config import GPUMon
+from .monitor import Monitor, Region
+from .records import CellRecord, DeviceUsage
+from .text import summary_line
+
+if TYPE_CHECKING:
+    import pandas
+
+__version__ = "0.1.0"
+__all__ = [
+    "CellRecord",
+    "DeviceUsage",
+    "GPUMon",
+    "Monitor",
+    "Region",
+    "cells",
+    "cells_frame",
+    "mark",
+    "monitor",
+    "track",
+]
+
+_monitor: Monitor | None = None  # the one monitor of this process
+_wiring: dict[str, Any] = {}  # what load_ipython_extension attached to the shell
+
+
+def monitor() -> Monitor:
+    """This process's monitor, started on first use (also outside IPython)."""
+    global _monitor
+    if _monitor is None or _monitor.closed:
+        _monitor = Monitor()
+        _monitor.start()
+    return _monitor
+
+
+def cells() -> list[CellRecord]:
+    """Every recorded cell and region, oldest first."""
+    return monitor().cells()
+
+
+def cells_frame() -> pandas.DataFrame:
+    """The ledger as a pandas DataFrame."""
+    return monitor().cells_frame()
+
+
+def mark(label: str) -> None:
+    """Label this instant on the timeline."""
+    monitor().mark(label)
+
+
+def track(label: str) -> Region:
+    """Record a region of a cell like a cell: ``with nbgpumon.track("epoch 3"): ...``."""
+    return monitor().track(label)
+
+
+# -- IPython extension ----------------------------------------------------------------------
+def load_ipython_extension(ip: Any) -> None:
+    """``%load_ext nbgpumon``: start the sampler, hook cells, add ``%gpumon``."""
+    global _monitor
+    if _wiring.get("shell") is ip:
+        return  # already loaded into this shell: no second set of hooks or threads
+    if _wiring:
+        unload_ipython_extension(_wiring["shell"])
+    config = GPUMon(parent=ip)
+    if _monitor is not None:
+        _monitor.close()
+    mon = _monitor = Monitor(config)
+    hooks = CellHooks(ip, mon.ledger, on_record=lambda record: _after_cell(mon, record))
+    hooks.register()
+    from .magics import GPUMonMagics
+
+    ip.register_magics(GPUMonMagics(ip, current=lambda: _monitor))
+    ip.configurables.append(config)
+    _wiring.update(shell=ip, hooks=hooks, config=config)
+    mon.start()
+    print(_loaded_line(mon))
+
+
+def unload_ipython_extension(ip: Any) -> None:
+    """``%unload_ext nbgpumon``: stop the thread and remove every hook."""
+    global _monitor
+    if _wiring.get("shell") is not ip:
+        return
+    _wiring["hooks"].unregister()
+    if _wiring["config"] in ip.configurables:
+        ip.configurables.remove(_wiring["config"])
+    _wiring.clear()
+    if _monitor is not None:
+        _monitor.close()
+        _monitor = None
+
+
+def _after_cell(mon: Monitor, record: CellRecord) -> None:
+    # Runs in post_run_cell, on the main thread, so printing lands in the cell's output.
+    if mon.ledger.reset_notice_due:
+        mon.ledger.reset_notice_due = False
+        print(
+            "nbgpumon: torch's peak memory counters now restart at each cell, for exact "
+            "per-cell peaks (%config GPUMon.peak_mode = 'preserve' leaves them alone)"
+        )
+    if mon.config.summary:
+        print(summary_line(record))
+
+
+def _loaded_line(mon: Monitor) -> str:
+    interval = f"every {mon.config.interval:g} s"
+    if mon.has_gpu:
+        devices = mon.nvml.devices
+        names = sorted({d.name for d in devices})
+        return (
+            f"nbgpumon {__version__}: watching {len(devices)} GPU(s) ({', '.join(names)}) "
+            f"{interval}; %gpumon status for details"
+        )
+    return (
+        f"nbgpumon {__version__}: no GPU ({mon.nvml.status}); recording host memory per "
+        f"cell {interval}"
+    )
+
+
+@atexit.register
+def _stop_at_exit() -> None:
+    if _monitor is not None:
+        _monitor.close()

@@ -1,0 +1,53 @@
+"""``GPUMon``: the settings, as traitlets, so ``%config GPUMon.interval = 0.25`` works."""
+
+from __future__ import annotations
+
+from traitlets import Bool, Enum, Float, Int, TraitError, validate
+from traitlets.config import Configurable
+
+from .cells import PEAK_MODES
+from .sampler import MAX_INTERVAL, MIN_INTERVAL
+
+
+class GPUMon(Configurable):
+    """nbgpumon settings. Change them live with ``%config GPUMon.<name> = value``."""
+
+    interval = Float(0.1, help="Seconds between samples of the fast metrics (0.01 to 60).").tag(
+        config=True
+    )
+    allocator_interval = Float(
+        0.5,
+        help="Seconds between reads of torch's allocator stats for the timeline "
+        "(each read holds the GIL for ~0.1 ms; cell boundaries always read them).",
+    ).tag(config=True)
+    slow_interval = Float(
+        2.0, help="Seconds between reads of process lists, driver samples, system memory."
+    ).tag(config=True)
+    peak_mode = Enum(
+        PEAK_MODES,
+        "reset",
+        help="'reset': restart torch's peak counters (and the peak-RSS mark) at each cell "
+        "so every cell's peak is exact; torch.cuda.max_memory_allocated() then counts from "
+        "the current cell's start. 'preserve': never touch them; a cell's peak is exact only "
+        "when it set a new process-wide high, otherwise a sampled lower bound.",
+    ).tag(config=True)
+    summary = Bool(False, help="Print a one-line summary after every cell.").tag(config=True)
+    history = Int(10_000, help="Ledger records kept (oldest dropped first).").tag(config=True)
+
+    @validate("interval", "allocator_interval", "slow_interval")
+    def _check_interval(self, proposal):
+        value = proposal["value"]
+        if not MIN_INTERVAL <= value <= MAX_INTERVAL:
+            name = proposal["trait"].name
+            raise TraitError(
+                f"GPUMon.{name} must be between {MIN_INTERVAL} and {MAX_INTERVAL:g} seconds, "
+                f"not {value!r}; e.g. %config GPUMon.{name} = 0.25"
+            )
+        return value
+
+    @validate("history")
+    def _check_history(self, proposal):
+        value = proposal["value"]
+        if not 1 <= value <= 10_000_000:
+            raise TraitError(f"GPUMon.history must be between 1 and 10000000, not {value!r}")
+        return value

@@ -1,0 +1,64 @@
+"""The ledger as a pandas DataFrame (pandas is imported only when asked for)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import fields
+from typing import TYPE_CHECKING
+
+from .records import CellRecord, DeviceUsage
+
+if TYPE_CHECKING:
+    import pandas
+
+_RECORD_FIELDS = (
+    "index",
+    "kind",
+    "execution_count",
+    "cell_id",
+    "label",
+    "status",
+    "error",
+    "duration",
+    "rss_before",
+    "rss_after",
+    "rss_peak",
+    "rss_peak_exact",
+)
+_TOTALS = (
+    "allocated_total",
+    "allocated_delta",
+    "retained",
+    "peak_allocated",
+    "util_mean",
+    "util_max",
+    "rss_delta",
+)
+_DEVICE_FIELDS = tuple(
+    f.name for f in fields(DeviceUsage) if f.name not in ("nvml_index", "cuda_index", "name")
+)
+_DEVICE_DERIVED = ("allocated_delta", "reserved_delta", "nvml_used_delta", "retained")
+
+
+def record_row(record: CellRecord) -> dict:
+    """One flat dict per record: totals over GPUs plus ``gpu<N>.<field>`` per device."""
+    row: dict = {name: getattr(record, name) for name in _RECORD_FIELDS}
+    row["start"] = record.start
+    row.update({name: getattr(record, name) for name in _TOTALS})
+    for d in record.devices:
+        prefix = f"gpu{d.nvml_index}."
+        for name in _DEVICE_FIELDS + _DEVICE_DERIVED:
+            row[prefix + name] = getattr(d, name)
+    return row
+
+
+def cells_frame(records: Sequence[CellRecord]) -> pandas.DataFrame:
+    """Records as a DataFrame; ``start`` is a UTC timestamp, bytes are nullable integers."""
+    import pandas as pd
+
+    frame = pd.DataFrame([record_row(r) for r in records])
+    if frame.empty:
+        return pd.DataFrame(columns=[*_RECORD_FIELDS, "start", *_TOTALS])
+    frame = frame.convert_dtypes()  # missing bytes stay integers (<NA>), not floats
+    frame["start"] = pd.to_datetime(frame["start"].astype("float64"), unit="s", utc=True)
+    return frame

@@ -1,0 +1,105 @@
+"""``%gpumon``: wiring from the magic to the monitor; no logic of its own."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from IPython.core.error import UsageError
+from IPython.core.magic import Magics, line_magic, magics_class
+from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
+from IPython.display import display
+
+from .monitor import Monitor
+from .text import cells_table, snapshot_view, status_view
+
+USAGE = (
+    "%gpumon [status | summary on|off | cells [N] | start | stop | mark LABEL]; %gpumon? for help"
+)
+
+
+@magics_class
+class GPUMonMagics(Magics):
+    """The ``%gpumon`` line magic."""
+
+    def __init__(self, shell, current: Callable[[], Monitor | None]) -> None:
+        super().__init__(shell)
+        self._current = current  # the loaded monitor, looked up per call (reload-safe)
+
+    @magic_arguments()
+    @argument(
+        "command",
+        nargs="?",
+        default="show",
+        help="status: devices, sources, what is unavailable and why. "
+        "summary on|off: a one-line summary after every cell. "
+        "cells [N]: the ledger of the last N cells (default 20). "
+        "start / stop: the sampler thread. mark LABEL: a marker on the timeline. "
+        "No command: a snapshot of the devices and the latest cells.",
+    )
+    @argument("args", nargs="*", help="the command's arguments")
+    @line_magic
+    def gpumon(self, line: str = ""):
+        """Show GPU state and the per-cell memory ledger (nbgpumon)."""
+        args = parse_argstring(self.gpumon, line)
+        mon = self._current()
+        if mon is None or mon.closed:
+            raise UsageError("nbgpumon is not loaded: run %load_ext nbgpumon first")
+        handler = _COMMANDS.get(args.command)
+        if handler is None:
+            raise UsageError(f"unknown command {args.command!r}; usage: {USAGE}")
+        return handler(self, mon, args.args)
+
+    # -- commands -------------------------------------------------------------------------
+    def _show(self, mon: Monitor, rest: list[str]) -> None:
+        _no_args("", rest)
+        display(snapshot_view(mon))
+
+    def _status(self, mon: Monitor, rest: list[str]) -> None:
+        _no_args("status", rest)
+        display(status_view(mon))
+
+    def _summary(self, mon: Monitor, rest: list[str]) -> None:
+        if len(rest) > 1 or (rest and rest[0] not in ("on", "off")):
+            raise UsageError("usage: %gpumon summary on|off")
+        if rest:
+            mon.config.summary = rest[0] == "on"
+        print(f"nbgpumon: summary after each cell is {'on' if mon.config.summary else 'off'}")
+
+    def _cells(self, mon: Monitor, rest: list[str]) -> None:
+        if len(rest) > 1 or (rest and not (rest[0].isdigit() and int(rest[0]) > 0)):
+            raise UsageError("usage: %gpumon cells [N], N a positive whole number")
+        count = int(rest[0]) if rest else 20
+        display(cells_table(mon.cells()[-count:]))
+
+    def _start(self, mon: Monitor, rest: list[str]) -> None:
+        _no_args("start", rest)
+        mon.start()
+        print(f"nbgpumon: sampling every {mon.config.interval:g} s")
+
+    def _stop(self, mon: Monitor, rest: list[str]) -> None:
+        _no_args("stop", rest)
+        mon.stop()
+        print("nbgpumon: sampler stopped; the ledger still records cells (%gpumon start resumes)")
+
+    def _mark(self, mon: Monitor, rest: list[str]) -> None:
+        if not rest:
+            raise UsageError("usage: %gpumon mark LABEL")
+        mon.mark(" ".join(rest))
+
+
+def _no_args(command: str, rest: list[str]) -> None:
+    if rest:
+        raise UsageError(
+            f"%gpumon {command} takes no arguments (got {' '.join(rest)!r}); usage: {USAGE}"
+        )
+
+
+_COMMANDS = {
+    "show": GPUMonMagics._show,
+    "status": GPUMonMagics._status,
+    "summary": GPUMonMagics._summary,
+    "cells": GPUMonMagics._cells,
+    "start": GPUMonMagics._start,
+    "stop": GPUMonMagics._stop,
+    "mark": GPUMonMagics._mark,
+}

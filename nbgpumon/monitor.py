@@ -1,0 +1,156 @@
+"""``Monitor``: the sources, the sampler, the timeline and the ledger of one kernel, wired."""
+
+from __future__ import annotations
+
+from types import ModuleType, TracebackType
+from typing import TYPE_CHECKING
+
+from IPython.core.error import UsageError
+
+from .cells import Ledger, _Open, classify_exception
+from .config import GPUMon
+from .records import CellRecord
+from .sampler import Sampler, timeline_columns
+from .sources.host import HostSource
+from .sources.nvml import NvmlSource
+from .sources.torch_alloc import TorchAllocatorSource
+from .timeline import Timeline
+
+if TYPE_CHECKING:
+    import pandas
+
+
+_LIVE_SETTINGS = ["interval", "allocator_interval", "slow_interval", "peak_mode"]
+
+
+class Monitor:
+    """Everything nbgpumon measures in this process. Usable without IPython."""
+
+    def __init__(self, config: GPUMon | None = None, nvml_module: ModuleType | None = None) -> None:
+        self.config = config if config is not None else GPUMon()
+        self.nvml = NvmlSource(nvml_module)
+        self.nvml.open()
+        self.torch = TorchAllocatorSource()
+        self.host = HostSource()
+        self.timeline = Timeline(timeline_columns(self.nvml, self.torch, self.host))
+        self.util_samples = Timeline([f"gpu{d.nvml_index}.util" for d in self.nvml.devices])
+        cfg = self.config
+        self.sampler = Sampler(
+            self.nvml,
+            self.torch,
+            self.host,
+            self.timeline,
+            self.util_samples,
+            interval=cfg.interval,
+            slow_interval=cfg.slow_interval,
+            torch_interval=cfg.allocator_interval,
+        )
+        self.ledger = Ledger(
+            self.nvml,
+            self.torch,
+            self.host,
+            self.timeline,
+            peak_mode=cfg.peak_mode,
+            capacity=cfg.history,
+        )
+        cfg.observe(
+            self._config_changed,
+            names=_LIVE_SETTINGS,
+        )
+        self.closed = False
+
+    def _config_changed(self, change: dict) -> None:
+        name, value = change["name"], change["new"]
+        if name == "interval":
+            self.sampler.set_interval(value)
+        elif name == "allocator_interval":
+            self.sampler.torch_interval = value
+        elif name == "slow_interval":
+            self.sampler.slow_interval = value
+        elif name == "peak_mode":
+            self.ledger.peak_mode = value
+
+    # -- life cycle -----------------------------------------------------------------------
+    def start(self) -> None:
+        """Start sampling (no-op when running)."""
+        if not self.closed:
+            self.sampler.start()
+
+    def stop(self) -> None:
+        """Stop sampling; the timeline and ledger stay readable."""
+        self.sampler.stop()
+
+    def close(self) -> None:
+        """Stop sampling for good and release NVML."""
+        if self.closed:
+            return
+        self.closed = True
+        self.sampler.stop()
+        self.config.unobserve(self._config_changed, names=_LIVE_SETTINGS)
+        self.nvml.close()
+
+    # -- the public API -------------------------------------------------------------------
+    @property
+    def has_gpu(self) -> bool:
+        return bool(self.nvml.devices)
+
+    def cells(self) -> list[CellRecord]:
+        """The ledger, oldest first (cells and regions)."""
+        return self.ledger.records()
+
+    def cells_frame(self) -> pandas.DataFrame:
+        """The ledger as a pandas DataFrame, one row per record."""
+        from .export import cells_frame
+
+        return cells_frame(self.cells())
+
+    def mark(self, label: str) -> None:
+        """Put a labelled marker on the timeline at this instant."""
+        if not isinstance(label, str) or not label.strip():
+            raise UsageError('mark() takes a non-empty label: nbgpumon.mark("warm-up done")')
+        self.ledger.mark(label.strip())
+
+    def track(self, label: str) -> Region:
+        """A region inside a cell, recorded like a cell: ``with mon.track("epoch 3"): ...``."""
+        if not isinstance(label, str) or not label.strip():
+            raise UsageError('track() takes a non-empty label: with nbgpumon.track("epoch 3"): ...')
+        return Region(self.ledger, label.strip())
+
+
+class Region:
+    """The context manager returned by :meth:`Monitor.track`; one use only."""
+
+    def __init__(self, ledger: Ledger, label: str) -> None:
+        self._ledger = ledger
+        self.label = label
+        self._open: _Open | None = None
+        self.record: CellRecord | None = None  # set when the region ends
+
+    def __enter__(self) -> Region:
+        if self._open is not None or self.record is not None:
+            raise UsageError(
+                f"track({self.label!r}) is already used; "
+                "call nbgpumon.track(...) again for a new region"
+            )
+        self._open = self._ledger.begin(
+            "region", self.label, self._ledger.current_execution_count()
+        )
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        opened, self._open = self._open, None
+        if opened is None:
+            return
+        status, error = classify_exception(exc)
+        self.record = self._ledger.end(opened, status, error)
+
+    def __call__(self, *args: object, **kwargs: object) -> None:
+        raise UsageError(
+            f"track({self.label!r}) is a context manager, not a decorator: "
+            f"with nbgpumon.track({self.label!r}): ..."
+        )

@@ -1,0 +1,74 @@
+"""Host memory: this kernel's resident set and the machine's memory."""
+
+from __future__ import annotations
+
+import os
+
+import psutil
+
+_PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+
+
+class HostSource:
+    """Reads host memory in bytes; missing values are ``None``, never an exception."""
+
+    columns = ("rss", "sys_used", "sys_available")
+
+    def __init__(self) -> None:
+        self._process = psutil.Process()
+        self.status = "ok"
+        # Linux resets the peak-RSS mark (VmHWM) on writing "5" to clear_refs: exact per-cell peaks.
+        self.can_reset_peak = _writable("/proc/self/clear_refs") and _readable("/proc/self/status")
+
+    def rss(self) -> int | None:
+        """This process's resident set size, in bytes."""
+        try:
+            with open("/proc/self/statm", "rb") as f:
+                return int(f.read().split()[1]) * _PAGE
+        except (OSError, ValueError, IndexError):
+            pass
+        try:
+            return int(self._process.memory_info().rss)
+        except Exception as exc:
+            self.status = f"cannot read RSS: {exc}"
+            return None
+
+    def system(self) -> tuple[int | None, int | None]:
+        """Machine memory (used, available), in bytes; slower, for the slow cadence."""
+        try:
+            vm = psutil.virtual_memory()
+            return int(vm.total - vm.available), int(vm.available)
+        except Exception as exc:
+            self.status = f"cannot read system memory: {exc}"
+            return None, None
+
+    def peak_rss(self) -> int | None:
+        """High-water RSS since the last :meth:`reset_peak` (or process start), in bytes."""
+        try:
+            with open("/proc/self/status", "rb") as f:
+                for line in f:
+                    if line.startswith(b"VmHWM:"):
+                        return int(line.split()[1]) * 1024
+        except (OSError, ValueError, IndexError):
+            pass
+        return None
+
+    def reset_peak(self) -> bool:
+        """Restart the high-water RSS mark at the current RSS; False where the OS can't."""
+        if not self.can_reset_peak:
+            return False
+        try:
+            with open("/proc/self/clear_refs", "w") as f:
+                f.write("5")
+            return True
+        except OSError:
+            self.can_reset_peak = False
+            return False
+
+
+def _writable(path: str) -> bool:
+    return os.path.exists(path) and os.access(path, os.W_OK)
+
+
+def _readable(path: str) -> bool:
+    return os.path.exists(path) and os.access(path, os.R_OK)

@@ -1,0 +1,215 @@
+"""The one place that talks to NVML's Python binding (``pynvml`` from nvidia-ml-py).
+
+Every call goes through :meth:`NvmlLibrary.query`, which turns an ``NVMLError`` into the
+sentinel ``NA`` plus a remembered reason, so callers above this file never see an NVML
+exception. A metric that answers NotSupported on a device is disabled for that device; a
+function missing from the driver is noted once; a lost GPU marks the device lost.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import importlib.metadata
+import threading
+import warnings
+from collections.abc import Callable
+from types import ModuleType
+from typing import Any
+
+NA: Any = None  # the value of a reading NVML could not give
+
+# NVML return codes (stable across driver versions; the binding exports the same numbers).
+_NOT_SUPPORTED = 3
+_NO_PERMISSION = 4
+_FUNCTION_NOT_FOUND = 13
+_GPU_IS_LOST = 15
+_GPU_NOT_FOUND = 28
+_ARGUMENT_VERSION_MISMATCH = 25  # a versioned struct this driver doesn't know
+
+_PERMANENT = {  # errors that will not change on retry: the metric is off for that device
+    _NOT_SUPPORTED: "not supported",
+    _NO_PERMISSION: "no permission",
+    _ARGUMENT_VERSION_MISMATCH: "not in this driver's version",
+}
+
+
+def _shadowing_distribution() -> str | None:
+    """Name the deprecated ``pynvml`` distribution when it provides the ``pynvml`` module."""
+    try:
+        providers = importlib.metadata.packages_distributions().get("pynvml", [])
+    except Exception:  # metadata can be broken in odd environments; never fail on it
+        return None
+    return "pynvml" if "pynvml" in providers else None
+
+
+class NvmlLibrary:
+    """NVML loaded and initialised once, with calls that never raise.
+
+    ``module`` replaces the ``pynvml`` import (tests pass a fake at this boundary).
+    """
+
+    def __init__(self, module: ModuleType | None = None) -> None:
+        self._module = module
+        self.available = False
+        self.reason = ""  # why NVML is unavailable, for status
+        self.notes: list[str] = []  # things worth telling once (missing functions, shadowing)
+        self.driver_version: str | None = None
+        self.binding_version: str | None = None
+        self._disabled: dict[tuple[int, str], str] = {}  # (device, metric) -> reason
+        self._missing_functions: set[str] = set()
+        self.lost_devices: set[int] = set()
+        self._lock = threading.Lock()  # guards the dicts above; NVML itself is thread-safe
+
+    # -- life cycle ---------------------------------------------------------------------
+    def init(self) -> bool:
+        """Load and initialise NVML; on failure record why and return False."""
+        nvml = self._module
+        if nvml is None:
+            try:
+                with warnings.catch_warnings():
+                    # the deprecated pynvml shim warns on import; we report it in status instead
+                    warnings.simplefilter("ignore")
+                    nvml = importlib.import_module("pynvml")
+            except Exception as exc:
+                self.reason = (
+                    f"the NVML Python binding is not importable ({type(exc).__name__}); "
+                    "pip install nvidia-ml-py"
+                )
+                return False
+            shadow = _shadowing_distribution()
+            if shadow:
+                self.notes.append(
+                    "the deprecated 'pynvml' distribution provides the pynvml module; "
+                    "pip uninstall pynvml && pip install --force-reinstall nvidia-ml-py"
+                )
+        self._module = nvml
+        self.binding_version = getattr(nvml, "__version__", None)
+        try:
+            init = getattr(nvml, "nvmlInit_v2", None) or nvml.nvmlInit
+            init()
+        except Exception as exc:
+            self.reason = f"NVML could not start: {self._describe(exc)} (no NVIDIA driver?)"
+            return False
+        self.available = True
+        version = self.query("nvmlSystemGetDriverVersion")
+        self.driver_version = _text(version)
+        return True
+
+    def shutdown(self) -> None:
+        """Release NVML; safe to call when it never started."""
+        if self.available:
+            self.available = False
+            with contextlib.suppress(Exception):
+                self._module.nvmlShutdown()
+
+    @property
+    def module(self) -> ModuleType:
+        return self._module
+
+    # -- calls ----------------------------------------------------------------------------
+    def query(
+        self,
+        function: str,
+        *args: Any,
+        device: int | None = None,
+        metric: str | None = None,
+        **kwargs: Any,
+    ) -> Any:
+        """Call ``pynvml.<function>(*args)``; return its value or ``NA``.
+
+        ``device``/``metric`` name what the call reads, so that NotSupported disables that
+        metric on that device and a lost GPU marks that device.
+        """
+        if not self.available:
+            return NA
+        if metric is not None and (device, metric) in self._disabled:
+            return NA
+        if device is not None and device in self.lost_devices:
+            return NA
+        fn: Callable[..., Any] | None = getattr(self._module, function, None)
+        if fn is None:
+            self._note_missing(function)
+            return NA
+        try:
+            return fn(*args, **kwargs)
+        except Exception as exc:
+            self._record_failure(exc, function, device, metric)
+            return NA
+
+    def call_first(
+        self,
+        functions: tuple[str, ...],
+        *args: Any,
+        device: int | None = None,
+        metric: str | None = None,
+    ) -> Any:
+        """Try versioned functions newest first (``_v3``, ``_v2``, plain); remember the winner."""
+        for name in functions:
+            if name in self._missing_functions:
+                continue
+            fn = getattr(self._module, name, None) if self.available else None
+            if fn is None:
+                self._missing_functions.add(name)
+                continue
+            try:
+                return fn(*args)
+            except Exception as exc:
+                if self.error_code(exc) == _FUNCTION_NOT_FOUND:
+                    self._missing_functions.add(name)
+                    continue
+                self._record_failure(exc, name, device, metric)
+                return NA
+        if metric is not None and device is not None:
+            self._disable(device, metric, f"the driver has none of {', '.join(functions)}")
+        return NA
+
+    # -- what went wrong ------------------------------------------------------------------
+    def disabled_metrics(self) -> dict[tuple[int, str], str]:
+        with self._lock:
+            return dict(self._disabled)
+
+    def error_code(self, exc: BaseException) -> int | None:
+        value = getattr(exc, "value", None)
+        return value if isinstance(value, int) else None
+
+    def _describe(self, exc: BaseException) -> str:
+        code = self.error_code(exc)
+        try:
+            text = str(exc)
+        except Exception:
+            text = type(exc).__name__
+        return f"{text} (NVML error {code})" if code is not None else text
+
+    def _record_failure(
+        self, exc: BaseException, function: str, device: int | None, metric: str | None
+    ) -> None:
+        code = self.error_code(exc)
+        if code in (_GPU_IS_LOST, _GPU_NOT_FOUND) and device is not None:
+            with self._lock:
+                self.lost_devices.add(device)
+        elif code == _FUNCTION_NOT_FOUND:
+            self._note_missing(function)
+            if metric is not None and device is not None:
+                self._disable(device, metric, f"{function} is not in this driver")
+        elif code in _PERMANENT and metric is not None and device is not None:
+            why = _PERMANENT[code]
+            self._disable(device, metric, f"{why} on this device")
+        # any other error is transient (timeouts, busy driver): a missing value this tick only
+
+    def _disable(self, device: int, metric: str, reason: str) -> None:
+        with self._lock:
+            self._disabled[(device, metric)] = reason
+
+    def _note_missing(self, function: str) -> None:
+        with self._lock:
+            if function in self._missing_functions:
+                return
+            self._missing_functions.add(function)
+            self.notes.append(f"{function} is not available in this NVML")
+
+
+def _text(value: Any) -> str | None:
+    if value is NA:
+        return None
+    return value.decode(errors="replace") if isinstance(value, bytes) else str(value)

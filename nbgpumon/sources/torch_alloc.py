@@ -1,0 +1,118 @@
+"""PyTorch's CUDA caching allocator: this kernel's own view of its GPU memory.
+
+Never imports torch and never creates a CUDA context: every read first checks that the user
+already imported torch and that CUDA is already initialised, and passes device indices
+explicitly (``current_device()``, ``mem_get_info()`` and friends would create a context).
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True, slots=True)
+class AllocatorStats:
+    """One device's allocator counters, in bytes (counts for retries and OOMs)."""
+
+    allocated: int
+    reserved: int
+    active: int
+    inactive_split: int  # reserved but unusable for large requests: fragmentation
+    peak_allocated: int  # since the last peak reset
+    allocated_total: int  # cumulative bytes handed out since start (monotonic)
+    alloc_retries: int
+    ooms: int
+
+
+class TorchAllocatorSource:
+    """Reads ``torch.cuda`` allocator stats when, and only when, CUDA is already up."""
+
+    columns = ("allocated", "reserved", "active", "inactive_split")
+
+    def __init__(self) -> None:
+        self.status = "torch not imported"
+
+    def _cuda(self) -> Any | None:
+        torch = sys.modules.get("torch")
+        cuda = getattr(torch, "cuda", None) if torch is not None else None
+        if cuda is None:
+            self.status = "torch not imported"
+            return None
+        try:
+            if not cuda.is_initialized():
+                self.status = "CUDA not initialised by this kernel yet"
+                return None
+        except Exception as exc:
+            self.status = f"torch.cuda unusable: {exc}"
+            return None
+        return cuda
+
+    def active(self) -> bool:
+        """True when torch is imported and has initialised CUDA in this process."""
+        return self._cuda() is not None
+
+    def device_count(self) -> int:
+        cuda = self._cuda()
+        if cuda is None:
+            return 0
+        try:
+            return int(cuda.device_count())
+        except Exception as exc:
+            self.status = f"torch.cuda.device_count failed: {exc}"
+            return 0
+
+    def device_uuids(self) -> list[str]:
+        """UUIDs of torch's CUDA devices in CUDA order, or [] when unknown."""
+        cuda = self._cuda()
+        if cuda is None:
+            return []
+        try:
+            return [str(cuda.get_device_properties(i).uuid) for i in range(cuda.device_count())]
+        except Exception:
+            return []  # older torch has no uuid property: fall back to CUDA_VISIBLE_DEVICES
+
+    def read(self, cuda_index: int) -> AllocatorStats | None:
+        """Counters for one CUDA device, or None when unavailable."""
+        cuda = self._cuda()
+        if cuda is None:
+            return None
+        try:
+            # The nested dict skips the Python flattening that makes memory_stats() slow.
+            stats = cuda.memory.memory_stats_as_nested_dict(cuda_index)
+        except Exception as exc:
+            self.status = f"torch.cuda memory stats failed: {exc}"
+            return None
+        self.status = "ok"
+        if not stats:
+            return None
+        return AllocatorStats(
+            allocated=_all(stats, "allocated_bytes", "current"),
+            reserved=_all(stats, "reserved_bytes", "current"),
+            active=_all(stats, "active_bytes", "current"),
+            inactive_split=_all(stats, "inactive_split_bytes", "current"),
+            peak_allocated=_all(stats, "allocated_bytes", "peak"),
+            allocated_total=_all(stats, "allocated_bytes", "allocated"),
+            alloc_retries=int(stats.get("num_alloc_retries", 0)),
+            ooms=int(stats.get("num_ooms", 0)),
+        )
+
+    def reset_peak(self, cuda_index: int) -> bool:
+        """Restart torch's peak counters on one device; False when CUDA is not up."""
+        cuda = self._cuda()
+        if cuda is None:
+            return False
+        try:
+            cuda.reset_peak_memory_stats(cuda_index)
+            return True
+        except Exception as exc:
+            self.status = f"torch.cuda.reset_peak_memory_stats failed: {exc}"
+            return False
+
+
+def _all(stats: dict, name: str, field: str) -> int:
+    try:
+        return int(stats[name]["all"][field])
+    except (KeyError, TypeError, ValueError):
+        return 0

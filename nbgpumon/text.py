@@ -1,0 +1,251 @@
+"""Text and HTML views: the summary line, the cells table, status, the snapshot.
+
+Every string that came from user data (cell source, labels, process names, errors) goes
+through ``html.escape`` before it is placed in HTML.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from .records import CellRecord
+
+if TYPE_CHECKING:
+    from .monitor import Monitor
+
+_UNITS = ("B", "KiB", "MiB", "GiB", "TiB")
+
+
+def format_bytes(n: float | None, signed: bool = False) -> str:
+    """``1073741824 -> "1.0 GiB"``; ``signed`` adds ``+`` to positive values."""
+    if n is None or (isinstance(n, float) and math.isnan(n)):
+        return "—"
+    sign = "-" if n < 0 else ("+" if signed and n > 0 else "")
+    value = float(abs(n))
+    unit = 0
+    while value >= 1024 and unit < len(_UNITS) - 1:
+        value /= 1024
+        unit += 1
+    digits = 0 if unit == 0 or value >= 100 else 1
+    return f"{sign}{value:.{digits}f} {_UNITS[unit]}"
+
+
+def format_seconds(s: float | None) -> str:
+    if s is None:
+        return "—"
+    if s < 1:
+        return f"{s * 1000:.0f} ms"
+    if s < 60:
+        return f"{s:.1f} s"
+    minutes, seconds = divmod(round(s), 60)
+    if minutes < 60:
+        return f"{minutes} min {seconds} s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours} h {minutes} min"
+
+
+def format_percent(p: float | None) -> str:
+    return "—" if p is None or math.isnan(p) else f"{p:.0f}%"
+
+
+@dataclass(frozen=True)
+class TextView:
+    """Something to display: plain text for terminals, HTML for notebooks."""
+
+    text: str
+    html: str
+
+    def __repr__(self) -> str:
+        return self.text
+
+    def _repr_html_(self) -> str:
+        return self.html
+
+
+# -- one cell -----------------------------------------------------------------------------
+def summary_line(record: CellRecord) -> str:
+    """``[12] +1.0 GiB alloc · peak 3.2 GiB · kept 1.0 GiB · 12.3 s · GPU 87%``."""
+    parts = [record.name]
+    if record.allocated_total is not None:
+        peak = record.peak_allocated
+        inexact = any(not d.peak_exact for d in record.devices if d.peak_allocated is not None)
+        parts += [
+            f"{format_bytes(record.allocated_total, signed=True)} alloc",
+            f"peak {'≥' if inexact else ''}{format_bytes(peak)}",
+            f"kept {format_bytes(record.retained)}",
+        ]
+    else:
+        used = [d.nvml_used_delta for d in record.devices if d.nvml_used_delta is not None]
+        if used:
+            parts.append(f"GPU mem {format_bytes(sum(used), signed=True)}")
+    if record.rss_delta is not None:
+        parts.append(f"host {format_bytes(record.rss_delta, signed=True)}")
+    parts.append(format_seconds(record.duration))
+    if record.util_mean is not None:
+        parts.append(f"GPU {format_percent(record.util_mean)}")
+    if record.status != "ok":
+        parts.append(record.status.upper() if record.status == "oom" else record.status)
+    return " · ".join(parts)
+
+
+# -- the ledger table ---------------------------------------------------------------------
+_HEADERS = (
+    "cell",
+    "status",
+    "time",
+    "alloc",
+    "peak",
+    "kept",
+    "GPU util",
+    "NVML Δ",
+    "host Δ",
+    "host peak",
+    "source",
+)
+
+
+def _row(r: CellRecord) -> tuple[str, ...]:
+    inexact = any(not d.peak_exact for d in r.devices if d.peak_allocated is not None)
+    nvml = [d.nvml_used_delta for d in r.devices if d.nvml_used_delta is not None]
+    util = (
+        "—"
+        if r.util_mean is None
+        else (f"{format_percent(r.util_mean)} (max {format_percent(r.util_max)})")
+    )
+    return (
+        r.name,
+        r.status,
+        format_seconds(r.duration),
+        format_bytes(r.allocated_total, signed=True),
+        ("≥" if inexact else "") + format_bytes(r.peak_allocated),
+        format_bytes(r.retained),
+        util,
+        format_bytes(sum(nvml), signed=True) if nvml else "—",
+        format_bytes(r.rss_delta, signed=True),
+        ("" if r.rss_peak_exact else "≥") + format_bytes(r.rss_peak),
+        r.label if r.kind == "cell" else "",
+    )
+
+
+def cells_table(records: Sequence[CellRecord]) -> TextView:
+    """The ledger, newest first, as a text table and an HTML table."""
+    rows = [_row(r) for r in reversed(records)]
+    if not rows:
+        message = "No cells recorded yet: run a cell and ask again."
+        return TextView(message, f"<p>{message}</p>")
+    widths = [max(len(h), *(len(row[i]) for row in rows)) for i, h in enumerate(_HEADERS)]
+    lines = ["  ".join(h.ljust(w) for h, w in zip(_HEADERS, widths, strict=True)).rstrip()]
+    lines += [
+        "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in rows
+    ]
+    head = "".join(f"<th>{html.escape(h)}</th>" for h in _HEADERS)
+    body = "".join(
+        "<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in rows
+    )
+    table = (
+        f'<table class="nbgpumon-cells"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
+    )
+    return TextView("\n".join(lines), table)
+
+
+# -- status -------------------------------------------------------------------------------
+def status_lines(mon: Monitor) -> list[str]:
+    """What is running, what is measured, and what is unavailable and why."""
+    s, lib, cfg = mon.sampler, mon.nvml.library, mon.config
+    state = "running" if s.running else ("closed" if mon.closed else "stopped")
+    lines = [
+        f"sampler: {state}, every {cfg.interval:g} s (allocator every "
+        f"{cfg.allocator_interval:g} s, processes every {cfg.slow_interval:g} s), "
+        f"{s.ticks} ticks, last tick {s.last_tick_seconds * 1e6:.0f} µs",
+    ]
+    if s.error:
+        lines.append(f"sampler error: {s.error}")
+    if lib.available:
+        lines.append(
+            f"NVML: driver {lib.driver_version or '?'}, binding "
+            f"{lib.binding_version or '?'}, {len(mon.nvml.devices)} GPU(s)"
+        )
+    else:
+        lines.append(f"NVML: unavailable: {mon.nvml.status}")
+    disabled = lib.disabled_metrics()
+    for d in mon.nvml.devices:
+        cuda = "hidden by CUDA_VISIBLE_DEVICES" if d.cuda_index is None else f"cuda:{d.cuda_index}"
+        lost = " (LOST)" if d.nvml_index in lib.lost_devices else ""
+        lines.append(
+            f"  gpu{d.nvml_index}: {d.name}, {d.uuid}, {cuda}, {format_bytes(d.memory_total)}{lost}"
+        )
+        for (dev, metric), why in sorted(disabled.items()):
+            if dev == d.nvml_index:
+                lines.append(f"    {metric}: unavailable ({why})")
+    if mon.nvml.mapping_note:
+        lines.append(f"  note: {mon.nvml.mapping_note}")
+    for note in lib.notes:
+        lines.append(f"  note: {note}")
+    lines.append(f"torch allocator: {mon.torch.status}")
+    lines.append(
+        f"host: {mon.host.status}; per-cell host peak "
+        f"{'exact (VmHWM)' if mon.host.can_reset_peak else 'sampled'}"
+    )
+    if cfg.peak_mode == "reset":
+        lines.append(
+            "peaks: reset per cell (exact); torch.cuda.max_memory_allocated() counts "
+            "from the current cell's start; %config GPUMon.peak_mode = 'preserve' "
+            "keeps it global"
+        )
+    else:
+        lines.append(
+            "peaks: preserve (torch's counters untouched; a cell's peak is exact "
+            "only when it sets a new high)"
+        )
+    lines.append(
+        f"summary after each cell: {'on' if cfg.summary else 'off'}; "
+        f"{len(mon.ledger.records())} records in the ledger"
+    )
+    return lines
+
+
+def status_view(mon: Monitor) -> TextView:
+    text = "\n".join(status_lines(mon))
+    return TextView(text, f"<pre>{html.escape(text)}</pre>")
+
+
+# -- the snapshot (plain %gpumon) ---------------------------------------------------------
+def snapshot_view(mon: Monitor, last_cells: int = 5) -> TextView:
+    """Current device state plus the newest ledger entries."""
+    latest = mon.timeline.latest() or {}
+    lines = []
+    age = f" ({time.time() - latest['time']:.1f} s ago)" if "time" in latest else ""
+    lines.append(f"nbgpumon snapshot{age}")
+    if not mon.has_gpu:
+        lines.append(f"no GPU: {mon.nvml.status}")
+    for d in mon.nvml.devices:
+        p = f"gpu{d.nvml_index}."
+
+        def get(metric: str, p: str = p) -> float | None:
+            v = latest.get(p + metric)
+            return None if v is None or math.isnan(v) else v
+
+        power = get("power")
+        lines.append(
+            f"gpu{d.nvml_index} {d.name}: mem {format_bytes(get('mem_used'))} / "
+            f"{format_bytes(get('mem_total'))}, util {format_percent(get('gpu_util'))}, "
+            f"mem-bw {format_percent(get('mem_util'))}, "
+            f"{'—' if power is None else f'{power:.0f} W'}, "
+            f"torch alloc {format_bytes(get('allocated'))} / "
+            f"reserved {format_bytes(get('reserved'))}"
+        )
+    for proc in mon.sampler.processes:
+        who = "this kernel" if proc.is_this_kernel else proc.name
+        pid = "PID unknown" if proc.pid is None else f"PID {proc.pid}"
+        lines.append(f"  gpu{proc.nvml_index}: {pid} {who}: {format_bytes(proc.used_memory)}")
+    rss = latest.get("host.rss")
+    if rss is not None and not math.isnan(rss):
+        lines.append(f"host: this kernel {format_bytes(rss)} resident")
+    text = "\n".join(lines)
+    table = cells_table(mon.cells()[-last_cells:])
+    return TextView(text + "\n\n" + table.text, f"<pre>{html.escape(text)}</pre>{table.html}")
