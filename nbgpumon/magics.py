@@ -26,20 +26,22 @@ class GPUMonMagics(Magics):
         self._current = current  # the loaded monitor, looked up per call (reload-safe)
 
     @magic_arguments()
-    @argument(
-        "command",
-        nargs="?",
-        default="show",
-        help="status: devices, sources, what is unavailable and why. "
-        "summary on|off: a one-line summary after every cell. "
-        "cells [N]: the ledger of the last N cells (default 20). "
-        "start / stop: the sampler thread. mark LABEL: a marker on the timeline. "
-        "No command: a snapshot of the devices and the latest cells.",
-    )
+    @argument("command", nargs="?", default="show", help="one of the commands above")
     @argument("args", nargs="*", help="the command's arguments")
     @line_magic
     def gpumon(self, line: str = ""):
-        """Show GPU state and the per-cell memory ledger (nbgpumon)."""
+        """Show GPU state and the per-cell memory ledger (nbgpumon).
+
+        Commands:
+          %gpumon                 a snapshot: devices now, processes, the latest cells
+          %gpumon status          devices, sources, interval; what is unavailable and why
+          %gpumon summary on|off  print a one-line summary after every cell
+          %gpumon cells [N]       the ledger of the last N cells (default 20), newest first
+          %gpumon start | stop    start or stop the sampler thread (the ledger keeps going)
+          %gpumon mark LABEL      put a labelled marker on the timeline
+
+        Settings: %config GPUMon (list), e.g. %config GPUMon.interval = 0.25
+        """
         args = parse_argstring(self.gpumon, line)
         mon = self._current()
         if mon is None or mon.closed:

@@ -70,7 +70,7 @@ class TextView:
 # -- one cell -----------------------------------------------------------------------------
 def summary_line(record: CellRecord) -> str:
     """``[12] +1.0 GiB alloc · peak 3.2 GiB · kept 1.0 GiB · 12.3 s · GPU 87%``."""
-    parts = [record.name]
+    parts: list[str] = []
     if record.allocated_total is not None:
         peak = record.peak_allocated
         inexact = any(not d.peak_exact for d in record.devices if d.peak_allocated is not None)
@@ -90,7 +90,7 @@ def summary_line(record: CellRecord) -> str:
         parts.append(f"GPU {format_percent(record.util_mean)}")
     if record.status != "ok":
         parts.append(record.status.upper() if record.status == "oom" else record.status)
-    return " · ".join(parts)
+    return f"{record.name} " + " · ".join(parts)
 
 
 # -- the ledger table ---------------------------------------------------------------------

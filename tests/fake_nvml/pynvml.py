@@ -1,0 +1,213 @@
+"""A stand-in for nvidia-ml-py's ``pynvml`` module, for fault tests only.
+
+It fakes NVML at the library boundary: the same function names, error class and return
+codes, and structures with the same attribute names. Put this folder first on PYTHONPATH
+and describe the machine in the environment variable ``NBGPUMON_FAKE_NVML`` (JSON):
+
+    {"devices": [{"name": "Fake GPU", "used": 1073741824}],   # one dict per GPU
+     "import_error": false,           # importing this module fails (binding missing)
+     "init_error": 12,                # nvmlInit raises this NVML error code
+     "not_supported": ["nvmlDeviceGetPowerUsage"],   # these answer NotSupported
+     "missing": ["nvmlDeviceGetSamples"],            # these functions don't exist
+     "lost_after": 50,                # after this many device calls, GPU_IS_LOST for all
+     "call_delay": 0.001,             # seconds each device call takes
+     "processes": [{"pid": "self", "used": 1048576}, {"pid": 0, "used": null}]}
+
+``configure(dict)`` does the same in-process.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from types import SimpleNamespace
+
+__version__ = "fake-13.0"
+
+NVML_SUCCESS = 0
+NVML_ERROR_UNINITIALIZED = 1
+NVML_ERROR_NOT_SUPPORTED = 3
+NVML_ERROR_LIBRARY_NOT_FOUND = 12
+NVML_ERROR_FUNCTION_NOT_FOUND = 13
+NVML_ERROR_GPU_IS_LOST = 15
+NVML_ERROR_DRIVER_NOT_LOADED = 9
+NVML_TEMPERATURE_GPU = 0
+NVML_CLOCK_SM = 1
+NVML_GPU_UTILIZATION_SAMPLES = 1
+nvmlMemory_v2 = 0x02000028
+
+_MESSAGES = {
+    NVML_ERROR_UNINITIALIZED: "Uninitialized",
+    NVML_ERROR_NOT_SUPPORTED: "Not Supported",
+    NVML_ERROR_DRIVER_NOT_LOADED: "Driver Not Loaded",
+    NVML_ERROR_LIBRARY_NOT_FOUND: "NVML Shared Library Not Found",
+    NVML_ERROR_FUNCTION_NOT_FOUND: "Function Not Found",
+    NVML_ERROR_GPU_IS_LOST: "GPU is lost",
+}
+
+
+class NVMLError(Exception):
+    def __init__(self, value: int) -> None:
+        super().__init__(value)
+        self.value = value
+
+    def __str__(self) -> str:
+        return _MESSAGES.get(self.value, f"Unknown Error {self.value}")
+
+
+_config: dict = {}
+_state = {"initialised": False, "device_calls": 0, "started": time.time()}
+
+
+def configure(config: dict) -> None:
+    """Describe the fake machine (see the module docstring) and reset its state."""
+    _config.clear()
+    _config.update(config)
+    _state.update(initialised=False, device_calls=0, started=time.time())
+    for name in _config.get("missing", []):
+        globals().pop(name, None)
+
+
+if os.environ.get("NBGPUMON_FAKE_NVML"):
+    _env = json.loads(os.environ["NBGPUMON_FAKE_NVML"])
+    if _env.get("import_error"):
+        raise ImportError("fake: the NVML binding is not installed")
+    configure(_env)
+
+
+def _check(name: str) -> None:
+    if name in _config.get("not_supported", []):
+        raise NVMLError(NVML_ERROR_NOT_SUPPORTED)
+
+
+def _device(handle: SimpleNamespace, name: str) -> dict:
+    if not _state["initialised"]:
+        raise NVMLError(NVML_ERROR_UNINITIALIZED)
+    _state["device_calls"] += 1
+    if _config.get("call_delay"):
+        time.sleep(_config["call_delay"])  # a slow driver: ticks hold their lock for long
+    lost_after = _config.get("lost_after")
+    if lost_after is not None and _state["device_calls"] > lost_after:
+        raise NVMLError(NVML_ERROR_GPU_IS_LOST)
+    _check(name)
+    return _config.get("devices", [])[handle.index]
+
+
+# -- life cycle ---------------------------------------------------------------------------
+def nvmlInit() -> None:
+    code = _config.get("init_error")
+    if code:
+        raise NVMLError(code)
+    _state["initialised"] = True
+
+
+nvmlInit_v2 = nvmlInit
+
+
+def nvmlShutdown() -> None:
+    _state["initialised"] = False
+
+
+def nvmlSystemGetDriverVersion() -> str:
+    return "580.00.fake"
+
+
+def nvmlDeviceGetCount() -> int:
+    if not _state["initialised"]:
+        raise NVMLError(NVML_ERROR_UNINITIALIZED)
+    return len(_config.get("devices", []))
+
+
+nvmlDeviceGetCount_v2 = nvmlDeviceGetCount
+
+
+def nvmlDeviceGetHandleByIndex(index: int) -> SimpleNamespace:
+    if index >= nvmlDeviceGetCount():
+        raise NVMLError(2)
+    return SimpleNamespace(index=index)
+
+
+nvmlDeviceGetHandleByIndex_v2 = nvmlDeviceGetHandleByIndex
+
+
+# -- device reads -------------------------------------------------------------------------
+def nvmlDeviceGetName(handle: SimpleNamespace) -> str:
+    return _device(handle, "nvmlDeviceGetName").get("name", "Fake GPU")
+
+
+def nvmlDeviceGetUUID(handle: SimpleNamespace) -> str:
+    default = f"GPU-{handle.index:08d}-fake-0000-0000-000000000000"
+    return _device(handle, "nvmlDeviceGetUUID").get("uuid", default)
+
+
+def nvmlDeviceGetMemoryInfo(handle: SimpleNamespace, version: int | None = None):
+    d = _device(handle, "nvmlDeviceGetMemoryInfo")
+    total = d.get("total", 80 * 2**30)
+    used = d.get("used", 2**30)
+    info = SimpleNamespace(total=total, used=used, free=total - used)
+    if version:
+        info.reserved = d.get("reserved", 512 * 2**20)
+    return info
+
+
+def nvmlDeviceGetUtilizationRates(handle: SimpleNamespace):
+    d = _device(handle, "nvmlDeviceGetUtilizationRates")
+    return SimpleNamespace(gpu=d.get("util", 42), memory=d.get("mem_util", 17))
+
+
+def nvmlDeviceGetTemperature(handle: SimpleNamespace, sensor: int) -> int:
+    return _device(handle, "nvmlDeviceGetTemperature").get("temperature", 55)
+
+
+def nvmlDeviceGetPowerUsage(handle: SimpleNamespace) -> int:
+    return _device(handle, "nvmlDeviceGetPowerUsage").get("power_mw", 250_000)
+
+
+def nvmlDeviceGetEnforcedPowerLimit(handle: SimpleNamespace) -> int:
+    return _device(handle, "nvmlDeviceGetEnforcedPowerLimit").get("power_limit_mw", 700_000)
+
+
+def nvmlDeviceGetClockInfo(handle: SimpleNamespace, clock: int) -> int:
+    return _device(handle, "nvmlDeviceGetClockInfo").get("sm_clock", 1980)
+
+
+def nvmlDeviceGetFieldValues(handle: SimpleNamespace, field_ids: list[int]):
+    _device(handle, "nvmlDeviceGetFieldValues")
+    now_us = int(time.time() * 1e6)
+    elapsed = now_us / 1e6 - _state["started"]
+    # counters growing at 1 MB/s (TX) and 2 MB/s (RX)
+    rates = {197: 1_000_000, 198: 2_000_000}
+    return [
+        SimpleNamespace(
+            fieldId=f,
+            nvmlReturn=NVML_SUCCESS,
+            timestamp=now_us,
+            value=SimpleNamespace(ullVal=int(rates.get(f, 0) * elapsed)),
+        )
+        for f in field_ids
+    ]
+
+
+def nvmlDeviceGetComputeRunningProcesses(handle: SimpleNamespace):
+    d = _device(handle, "nvmlDeviceGetComputeRunningProcesses")
+    out = []
+    for p in d.get("processes", _config.get("processes", [])):
+        pid = os.getpid() if p.get("pid") == "self" else int(p.get("pid", 0))
+        used = p.get("used")
+        out.append(SimpleNamespace(pid=pid, usedGpuMemory=used))
+    return out
+
+
+nvmlDeviceGetComputeRunningProcesses_v3 = nvmlDeviceGetComputeRunningProcesses
+
+
+def nvmlDeviceGetSamples(handle: SimpleNamespace, kind: int, last_seen_us: int):
+    d = _device(handle, "nvmlDeviceGetSamples")
+    now_us = int(time.time() * 1e6)
+    stamps = range(now_us - 2_000_000, now_us, 200_000)
+    return 1, [
+        SimpleNamespace(timeStamp=t, sampleValue=SimpleNamespace(uiVal=d.get("util", 42)))
+        for t in stamps
+        if t > last_seen_us
+    ]

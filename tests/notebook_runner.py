@@ -1,0 +1,100 @@
+"""Run cells in a real IPython kernel through nbclient and read back what they printed."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import nbformat
+from nbclient import NotebookClient
+
+FAKE_NVML_DIR = Path(__file__).parent / "fake_nvml"
+RECORDS_CELL = (
+    "import json as _json, nbgpumon as _nbg\n"
+    "from nbgpumon.export import record_row as _row\n"
+    "print('RECORDS=' + _json.dumps([_row(r) for r in _nbg.cells()]))"
+)
+
+
+@dataclass
+class CellRun:
+    source: str
+    outputs: list
+
+    @property
+    def stdout(self) -> str:
+        return "".join(
+            o.get("text", "")
+            for o in self.outputs
+            if o.get("output_type") == "stream" and o.get("name") == "stdout"
+        )
+
+    @property
+    def stderr(self) -> str:
+        return "".join(
+            o.get("text", "")
+            for o in self.outputs
+            if o.get("output_type") == "stream" and o.get("name") == "stderr"
+        )
+
+    @property
+    def error(self) -> str | None:
+        for o in self.outputs:
+            if o.get("output_type") == "error":
+                return o.get("ename")
+        return None
+
+    @property
+    def text(self) -> str:
+        """Everything the cell showed, as text (streams, results, displays, errors)."""
+        parts = []
+        for o in self.outputs:
+            if o.get("output_type") == "stream":
+                parts.append(o.get("text", ""))
+            elif o.get("output_type") in ("execute_result", "display_data"):
+                parts.append(o.get("data", {}).get("text/plain", ""))
+            elif o.get("output_type") == "error":
+                parts.append(f"{o.get('ename')}: {o.get('evalue')}")
+        return "".join(parts)
+
+    def json_after(self, prefix: str):
+        for line in self.stdout.splitlines():
+            if line.startswith(prefix):
+                return json.loads(line[len(prefix) :])
+        raise AssertionError(f"no line starting {prefix!r} in output:\n{self.text}")
+
+
+def run_cells(
+    cells: list[str],
+    env: Mapping[str, str] | None = None,
+    timeout: int = 120,
+    cwd: Path | None = None,
+) -> list[CellRun]:
+    """Execute ``cells`` in order in a fresh kernel; errors don't stop the run."""
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
+    saved = dict(os.environ)
+    try:
+        os.environ.update(env or {})
+        client = NotebookClient(
+            nb,
+            kernel_name="python3",
+            timeout=timeout,
+            allow_errors=True,
+            resources={"metadata": {"path": str(cwd or Path.cwd())}},
+        )
+        client.execute()
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+    return [CellRun(c.source, c.outputs) for c in nb.cells]
+
+
+def fake_nvml_env(**machine) -> dict[str, str]:
+    """Environment that makes a kernel import the fake pynvml describing ``machine``."""
+    path = os.pathsep.join([str(FAKE_NVML_DIR), os.environ.get("PYTHONPATH", "")]).rstrip(
+        os.pathsep
+    )
+    return {"PYTHONPATH": path, "NBGPUMON_FAKE_NVML": json.dumps(machine)}

@@ -1,0 +1,80 @@
+"""Bad input: one clear line saying what to do, no traceback, nothing changed."""
+
+from __future__ import annotations
+
+import pytest
+
+from notebook_runner import run_cells
+
+BAD = [
+    ("%gpumon bogus", "UsageError: unknown command 'bogus'; usage: %gpumon [status"),
+    ("%gpumon --frobnicate", "UsageError: unrecognized arguments: --frobnicate"),
+    ("%gpumon cells -3", "UsageError: usage: %gpumon cells [N], N a positive whole number"),
+    ("%gpumon cells many", "UsageError: usage: %gpumon cells [N], N a positive whole number"),
+    ("%gpumon summary maybe", "UsageError: usage: %gpumon summary on|off"),
+    ("%gpumon status now", "UsageError: %gpumon status takes no arguments"),
+    ("%gpumon mark", "UsageError: usage: %gpumon mark LABEL"),
+    (
+        "%config GPUMon.interval = -1",
+        "GPUMon.interval must be between 0.01 and 60 seconds, not -1.0",
+    ),
+    (
+        "%config GPUMon.interval = 1e9",
+        "GPUMon.interval must be between 0.01 and 60 seconds, not 1000000000.0",
+    ),
+    (
+        "%config GPUMon.peak_mode = 'sometimes'",
+        "The 'peak_mode' trait of a GPUMon instance expected any of ['reset', 'preserve']",
+    ),
+    (
+        "import nbgpumon; nbgpumon.track(42)",
+        'UsageError: track() takes a non-empty label: with nbgpumon.track("epoch 3"): ...',
+    ),
+    (
+        "import nbgpumon\nr = nbgpumon.track('twice')\nwith r:\n    pass\nwith r:\n    pass",
+        "UsageError: track('twice') is already used",
+    ),
+    (
+        "import nbgpumon\n@nbgpumon.track('deco')\ndef f():\n    pass",
+        "UsageError: track('deco') is a context manager, not a decorator",
+    ),
+    ("import nbgpumon; nbgpumon.mark('')", "UsageError: mark() takes a non-empty label"),
+]
+
+STATE = (
+    "import nbgpumon\nm = nbgpumon.monitor()\n"
+    "print('STATE', m.config.interval, m.config.peak_mode, m.sampler.interval, "
+    "m.sampler.running, len([r for r in m.cells() if r.kind == 'region']))"
+)
+
+
+@pytest.fixture(scope="module")
+def bad_run():
+    return run_cells(["%load_ext nbgpumon", STATE, *(code for code, _ in BAD), STATE])
+
+
+@pytest.mark.parametrize(("index", "expected"), [(i, e) for i, (_, e) in enumerate(BAD)])
+def test_bad_input_gives_one_clear_line(bad_run, index, expected):
+    run = bad_run[2 + index]
+    text = run.text.strip()
+    assert expected in text
+    assert len(text.splitlines()) == 1, text
+    assert "Traceback" not in text
+
+
+def test_bad_input_changes_nothing(bad_run):
+    before, after = bad_run[1].stdout, bad_run[-1].stdout
+    assert before.split() == ["STATE", "0.1", "reset", "0.1", "True", "0"]
+    # the region that was used once ("twice") is the only new ledger region
+    assert after.split() == ["STATE", "0.1", "reset", "0.1", "True", "1"]
+
+
+def test_magic_help_is_real_help():
+    # %gpumon? shows this docstring through the pager, which nbclient doesn't capture
+    runs = run_cells(
+        ["%load_ext nbgpumon", "print(get_ipython().find_line_magic('gpumon').__doc__)"]
+    )
+    help_text = runs[1].stdout
+    assert "%gpumon [command] [args ...]" in help_text
+    assert "%gpumon summary on|off  print a one-line summary after every cell" in help_text
+    assert "%config GPUMon.interval = 0.25" in help_text

@@ -1,0 +1,117 @@
+"""Load, unload, reload; no framework import; no CUDA; fork safety. All in real kernels."""
+
+from __future__ import annotations
+
+from notebook_runner import fake_nvml_env, run_cells
+
+COUNT_WIRING = (
+    "import threading\n"
+    "ip = get_ipython()\n"
+    "samplers = [t for t in threading.enumerate() if t.name == 'nbgpumon-sampler']\n"
+    "pre = [f for f in ip.events.callbacks['pre_run_cell'] if 'nbgpumon' in repr(f)]\n"
+    "post = [f for f in ip.events.callbacks['post_run_cell'] if 'nbgpumon' in repr(f)]\n"
+    "conf = [c for c in ip.configurables if type(c).__name__ == 'GPUMon']\n"
+    "print('WIRING', len(samplers), len(pre), len(post), len(conf))"
+)
+
+
+def test_load_twice_unload_reload_leaves_one_set_of_hooks_and_one_thread():
+    runs = run_cells(
+        [
+            "%load_ext nbgpumon",
+            "%load_ext nbgpumon",
+            COUNT_WIRING,
+            "%unload_ext nbgpumon",
+            COUNT_WIRING,
+            "%gpumon status",
+            "%load_ext nbgpumon",
+            "%reload_ext nbgpumon",
+            "%reload_ext nbgpumon",
+            COUNT_WIRING,
+            "x = 1",
+            "import nbgpumon\nprint('LABELS', [r.label for r in nbgpumon.cells()])",
+        ]
+    )
+    assert runs[2].stdout.split() == ["WIRING", "1", "1", "1", "1"]
+    assert runs[4].stdout.split() == ["WIRING", "0", "0", "0", "0"]
+    assert "UsageError: nbgpumon is not loaded: run %load_ext nbgpumon first" in runs[5].text
+    assert runs[9].stdout.split() == ["WIRING", "1", "1", "1", "1"]
+    # each cell is recorded once, not once per load
+    labels = runs[11].stdout.split("LABELS ", 1)[1]
+    assert labels.count("'x = 1'") == 1
+
+
+def test_load_ext_does_not_import_torch():
+    runs = run_cells(
+        [
+            "%load_ext nbgpumon",
+            "%gpumon status",
+            "%gpumon",
+            "import sys; print('TORCH', 'torch' in sys.modules)",
+        ]
+    )
+    assert runs[3].stdout.split() == ["TORCH", "False"]
+    assert "torch allocator: torch not imported" in runs[1].text
+
+
+def test_with_torch_imported_but_no_cuda_nothing_breaks_and_cuda_stays_uninitialized():
+    runs = run_cells(
+        [
+            "%load_ext nbgpumon",
+            "import torch\nx = torch.ones(1024, 1024)",
+            "import time; time.sleep(1.2)",  # several sampler ticks and an allocator read
+            "%gpumon summary on",
+            "y = torch.zeros(256, 1024, 1024)",
+            "%gpumon status",
+            "%gpumon",
+            "import nbgpumon\nwith nbgpumon.track('cpu work'):\n    z = x @ x\n"
+            "print('CUDA', torch.cuda.is_initialized())",
+        ]
+    )
+    for run in runs:
+        assert run.error is None, run.text
+    assert runs[4].stdout.startswith("[5] host +1.0 GiB")
+    assert "torch allocator: CUDA not initialised by this kernel yet" in runs[5].text
+    assert runs[7].stdout.split()[:2] == ["CUDA", "False"]
+
+
+def test_fork_while_the_sampler_runs_does_not_hang_the_child():
+    runs = run_cells(
+        [
+            "%load_ext nbgpumon",
+            "%config GPUMon.interval = 0.01",
+            # Forks while ticks run back to back (a slow fake driver makes each tick hold the
+            # sampler's lock ~10 ms): a child that inherited a held lock would hang in tick().
+            "import os, time, nbgpumon\n"
+            "mon = nbgpumon.monitor()\n"
+            "hung = 0\n"
+            "for i in range(30):\n"
+            "    pid = os.fork()\n"
+            "    if pid == 0:\n"
+            "        mon.sampler.tick(); mon.timeline.latest(); mon.timeline.window()\n"
+            "        with nbgpumon.track('in child'):\n"
+            "            pass\n"
+            "        os._exit(0 if not mon.sampler.running else 3)\n"
+            "    deadline = time.time() + 5\n"
+            "    while True:\n"
+            "        done, status = os.waitpid(pid, os.WNOHANG)\n"
+            "        if done:\n"
+            "            assert os.waitstatus_to_exitcode(status) == 0\n"
+            "            break\n"
+            "        if time.time() > deadline:\n"
+            "            os.kill(pid, 9); os.waitpid(pid, 0); hung += 1; break\n"
+            "        time.sleep(0.002)\n"
+            "print('HUNG', hung, 'RUNNING', mon.sampler.running)",
+            # and the way DataLoader workers fork
+            "import torch\n"
+            "from torch.utils.data import DataLoader, TensorDataset\n"
+            "ds = TensorDataset(torch.arange(512.0))\n"
+            "loader = DataLoader(ds, batch_size=32, num_workers=2,\n"
+            "                    multiprocessing_context='fork')\n"
+            "print('SUM', int(sum(b[0].sum() for b in loader)))",
+        ],
+        env=fake_nvml_env(devices=[{"name": "Slow GPU"}], call_delay=0.001),
+        timeout=180,
+    )
+    assert runs[2].stdout.split() == ["HUNG", "0", "RUNNING", "True"], runs[2].text
+    assert runs[3].stdout.split() == ["SUM", str(sum(range(512)))], runs[3].text

@@ -1,0 +1,91 @@
+"""The timeline: bounded, multi-resolution, cursor and window reads."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from nbgpumon.timeline import Timeline
+
+
+def filled(seconds: float, rate: float = 10.0, **kwargs) -> Timeline:
+    tl = Timeline(["a", "b"], **kwargs)
+    for i in range(int(seconds * rate)):
+        t = 1000.0 + i / rate
+        tl.append(t, [float(i), None if i % 2 else 1.0])
+    return tl
+
+
+def test_since_cursor_returns_only_new_rows():
+    tl = filled(1)
+    cursor = tl.cursor
+    tl.append(2000.0, [1.5, 2.5])
+    tl.append(2000.1, [3.5, None])
+    chunk = tl.since(cursor)
+    assert (chunk.start, chunk.end, chunk.gap) == (10, 12, False)
+    assert chunk.values[:, 0].tolist() == [1.5, 3.5]
+    assert math.isnan(chunk.values[1, 1])
+    assert tl.since(tl.cursor).values.shape == (0, 2)
+
+
+def test_a_reader_that_fell_behind_is_told_of_the_gap():
+    tl = filled(100, raw_capacity=64)
+    chunk = tl.since(0)
+    assert chunk.gap and chunk.start == 1000 - 64 and len(chunk.times) == 64
+
+
+def test_memory_is_fixed_at_construction_however_long_it_runs():
+    tl = Timeline(["a"], raw_capacity=128, levels=((1.0, 16), (10.0, 16)))
+    size = tl.nbytes()
+    for i in range(20_000):
+        tl.append(i * 0.1, [float(i)])
+    assert tl.nbytes() == size
+    assert tl.cursor == 20_000
+
+
+def test_old_samples_survive_as_min_max_mean_buckets():
+    tl = filled(60, raw_capacity=100, levels=((1.0, 1000), (10.0, 100)))
+    w = tl.window(1000.0, 1001.0 - 1e-9)  # the first second: only in the 1 s buckets now
+    assert w.times.tolist() == [1000.0]
+    assert w.low[0, 0] == 0 and w.high[0, 0] == 9
+    assert w.mean[0, 0] == pytest.approx(4.5)
+    assert w.mean[0, 1] == 1.0  # missing values don't drag the mean down
+
+
+def test_a_window_is_stitched_from_coarse_old_rows_and_fine_recent_rows():
+    tl = filled(60, raw_capacity=100, levels=((1.0, 1000), (10.0, 100)))
+    w = tl.window()
+    assert np.all(np.diff(w.times) > 0)
+    raw_rows = w.times >= 1050.0
+    assert raw_rows.sum() == 100  # the last 10 s at full rate
+    assert (~raw_rows).sum() == 50  # 50 one-second buckets before them
+    assert w.high[:, 0].max() == 599
+
+
+def test_the_coarsest_level_reaches_back_when_the_finer_ones_have_wrapped():
+    tl = filled(120, raw_capacity=50, levels=((1.0, 20), (10.0, 100)))
+    w = tl.window(1000.0, 1010.0)
+    assert w.times[0] == 1000.0
+    assert w.high[0, 0] == 99  # the first 10 s bucket: samples 0..99
+
+
+def test_column_stats_gives_mean_and_max_over_a_range():
+    tl = filled(10)
+    mean, high = tl.column_stats("a", 1002.0, 1002.9)
+    assert mean == pytest.approx(24.5) and high == 29
+    assert tl.column_stats("a", 0, 1) is None
+    assert tl.column_stats("missing", 0, 2000) is None
+
+
+def test_latest_names_every_column():
+    tl = filled(1)
+    latest = tl.latest()
+    assert latest["a"] == 9 and latest["time"] == pytest.approx(1000.9)
+    assert Timeline(["x"]).latest() is None
+
+
+def test_eight_gpus_for_a_day_at_10_hz_fit_in_64_mb():
+    columns = [f"gpu{g}.m{m}" for g in range(8) for m in range(15)] + ["h1", "h2", "h3"]
+    assert Timeline(columns).nbytes() <= 64 * 2**20
