@@ -84,13 +84,26 @@ def summary_line(record: CellRecord) -> str:
         if used:
             parts.append(f"GPU mem {format_bytes(sum(used), signed=True)}")
     if record.rss_delta is not None:
-        parts.append(f"host {format_bytes(record.rss_delta, signed=True)}")
+        host = f"host {format_bytes(record.rss_delta, signed=True)}"
+        rise = _host_peak_rise(record)
+        if rise is not None and rise > max(record.rss_delta, 0) + _NOTABLE:
+            host += f" (peak {format_bytes(rise, signed=True)})"
+        parts.append(host)
     parts.append(format_seconds(record.duration))
     if record.util_mean is not None:
         parts.append(f"GPU {format_percent(record.util_mean)}")
     if record.status != "ok":
         parts.append(record.status.upper() if record.status == "oom" else record.status)
     return f"{record.name} " + " · ".join(parts)
+
+
+_NOTABLE = 2**20  # a transient host peak smaller than this is noise, not news
+
+
+def _host_peak_rise(record: CellRecord) -> int | None:
+    if record.rss_peak is None or record.rss_before is None:
+        return None
+    return record.rss_peak - record.rss_before
 
 
 # -- the ledger table ---------------------------------------------------------------------
@@ -107,6 +120,9 @@ _HEADERS = (
     "host peak",
     "source",
 )
+
+
+_ALWAYS = ("cell", "status", "time", "source")
 
 
 def _row(r: CellRecord) -> tuple[str, ...]:
@@ -138,12 +154,20 @@ def cells_table(records: Sequence[CellRecord]) -> TextView:
     if not rows:
         message = "No cells recorded yet: run a cell and ask again."
         return TextView(message, f"<p>{message}</p>")
-    widths = [max(len(h), *(len(row[i]) for row in rows)) for i, h in enumerate(_HEADERS)]
-    lines = ["  ".join(h.ljust(w) for h, w in zip(_HEADERS, widths, strict=True)).rstrip()]
+    # columns empty in every row (no GPU, no torch yet) are left out
+    keep = [
+        i
+        for i, h in enumerate(_HEADERS)
+        if h in _ALWAYS or any(row[i] not in ("—", "") for row in rows)
+    ]
+    headers = [_HEADERS[i] for i in keep]
+    rows = [tuple(row[i] for i in keep) for row in rows]
+    widths = [max(len(h), *(len(row[i]) for row in rows)) for i, h in enumerate(headers)]
+    lines = ["  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)).rstrip()]
     lines += [
         "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in rows
     ]
-    head = "".join(f"<th>{html.escape(h)}</th>" for h in _HEADERS)
+    head = "".join(f"<th>{html.escape(h)}</th>" for h in headers)
     body = "".join(
         "<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in rows
     )
