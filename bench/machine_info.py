@@ -6,6 +6,7 @@ itself already initialised CUDA.
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import os
 import platform
@@ -69,10 +70,8 @@ def nvml_devices() -> dict[str, Any]:
     except Exception as exc:
         out["status"] = f"NVML query failed: {exc}"
     finally:
-        try:
+        with contextlib.suppress(Exception):
             pynvml.nvmlShutdown()
-        except Exception:
-            pass
     return out
 
 
@@ -121,7 +120,10 @@ def _git_state() -> dict[str, Any]:
         return done.stdout.strip() if done.returncode == 0 else None
 
     status = git("status", "--porcelain")
-    return {"commit": git("rev-parse", "HEAD"), "dirty": bool(status) if status is not None else None}
+    return {
+        "commit": git("rev-parse", "HEAD"),
+        "dirty": bool(status) if status is not None else None,
+    }
 
 
 def _cpu_model() -> str:

@@ -38,19 +38,33 @@ def parse_args(
 
 @dataclass
 class Metric:
-    """One number for the summary table. ``met`` is value <= target when both are known."""
+    """One number for the summary table.
+
+    ``met`` is value <= target when both are known, and None ("inconclusive") when the
+    value's confidence interval ``ci`` has the target inside it, or lies wholly below zero
+    (every target here is a cost: a negative one is noise or drift, not a result).
+    """
 
     metric: str
     value: float | None
     unit: str
     target: float | None = None
     note: str = ""
+    ci: tuple[float, float] | None = None
 
     @property
     def met(self) -> bool | None:
         if self.value is None or self.target is None or math.isnan(self.value):
             return None
+        if self.ci is not None and (self.ci[0] <= self.target <= self.ci[1] or self.ci[1] < 0):
+            return None
         return self.value <= self.target
+
+    @property
+    def verdict(self) -> str:
+        if self.target is None or self.value is None:
+            return ""
+        return {True: "met", False: "NOT met", None: "inconclusive"}[self.met]
 
 
 class Result:
@@ -72,8 +86,9 @@ class Result:
         unit: str,
         target: float | None = None,
         note: str = "",
+        ci: tuple[float, float] | None = None,
     ) -> None:
-        self.metrics.append(Metric(metric, value, unit, target, note))
+        self.metrics.append(Metric(metric, value, unit, target, note, ci))
 
     def skip(self, part: str, why: str) -> None:
         self.skipped.append(f"{part}: {why}")
@@ -86,12 +101,12 @@ class Result:
         """Print the summary, write ``<out>/<benchmark>.json`` and return its path."""
         self.out_dir.mkdir(parents=True, exist_ok=True)
         path = self.out_dir / f"{self.benchmark}.json"
-        payload = {
+        payload: dict[str, Any] = {
             "benchmark": self.benchmark,
             "quick": self.quick,
             "seconds": time.perf_counter() - self._started,
             "meta": machine_info.describe(),
-            "metrics": [{**asdict(m), "met": m.met} for m in self.metrics],
+            "metrics": [{**asdict(m), "met": m.met, "verdict": m.verdict} for m in self.metrics],
             "skipped": self.skipped,
             "details": self.details,
         }
@@ -104,8 +119,10 @@ class Result:
         quick = " [--quick: smoke run, numbers not meaningful]" if self.quick else ""
         print(f"\n== {self.benchmark} on {meta['host']} ({gpus}){quick}")
         for m in self.metrics:
-            target = f" (target <= {format_value(m.target, m.unit)})" if m.target is not None else ""
-            verdict = {True: " met", False: " NOT met", None: ""}[m.met]
+            target = (
+                f" (target <= {format_value(m.target, m.unit)})" if m.target is not None else ""
+            )
+            verdict = f" {m.verdict}" if m.verdict else ""
             note = f"  [{m.note}]" if m.note else ""
             print(f"  {m.metric}: {format_value(m.value, m.unit)}{target}{verdict}{note}")
         for part in self.skipped:

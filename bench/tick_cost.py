@@ -18,6 +18,7 @@ import math
 import sys
 import time
 from collections.abc import Callable
+from functools import partial
 
 import result_file
 import stats
@@ -32,7 +33,7 @@ GIL_INTERVAL = 0.01  # 100 Hz, the fastest the sampler allows
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--ticks", type=int, default=2000, help="direct ticks per mode")
-    parser.add_argument("--rounds", type=int, default=6, help="on/off rounds of the GIL test")
+    parser.add_argument("--rounds", type=int, default=8, help="on/off rounds of the GIL test")
     parser.add_argument("--seconds", type=float, default=2.0, help="length of one GIL-test run")
 
 
@@ -195,7 +196,7 @@ def main() -> None:
     for device in mon.nvml.devices:
         if device.cuda_index is not None and mon.torch.active():
             index = device.cuda_index
-            components[f"torch.read({index})"] = time_call(lambda i=index: mon.torch.read(i), 500)
+            components[f"torch.read({index})"] = time_call(partial(mon.torch.read, index), 500)
     result.details["components_us"] = components
     for name, d in components.items():
         result.log(f"  {name}: median {d['median']:.1f} µs")
@@ -215,6 +216,7 @@ def main() -> None:
         stats.median(stolen) / per,
         "µs",
         TARGET_US,
+        ci=(low / per, high / per),
         note=f"95% CI {low / per:.1f}..{high / per:.1f}; loop throughput x{ratio:.4f} "
         f"with sampler on; {len(runs)} rounds",
     )
@@ -225,6 +227,7 @@ def main() -> None:
         stats.median(stall) / per,
         "µs",
         TARGET_US,
+        ci=(s_low / per, s_high / per),
         note=f"95% CI {s_low / per:.1f}..{s_high / per:.1f}; 1000-iteration chunks' time "
         "beyond the run's median, sampler on minus off",
     )
