@@ -24,7 +24,7 @@ from .records import CellRecord, DeviceUsage
 from .sources.host import HostSource
 from .sources.nvml import NvmlSource
 from .sources.torch_alloc import AllocatorStats, TorchAllocatorSource
-from .timeline import Timeline
+from .timeline import Timeline, wall_clock
 
 PEAK_MODES = ("reset", "preserve")
 
@@ -90,7 +90,7 @@ class Ledger:
             label=label,
             execution_count=execution_count,
             cell_id=cell_id,
-            start=time.time(),
+            start=wall_clock(),
             started=time.perf_counter(),
             allocator=allocator,
             nvml_used=self.nvml.read_memory(),
@@ -108,11 +108,13 @@ class Ledger:
                     opened.torch_reset.add(cuda)
                     if not self._reset_notice_given:
                         self.reset_notice_due = self._reset_notice_given = True
-            peak_now = host.peak_rss() or 0
-            for outer in self._stack:
-                outer.carried_rss_peak = max(outer.carried_rss_peak, peak_now)
+            if self._stack:  # keep the enclosing measurement's peak before restarting the mark
+                peak_now = host.peak_rss() or 0
+                for outer in self._stack:
+                    outer.carried_rss_peak = max(outer.carried_rss_peak, peak_now)
             opened.rss_reset = host.reset_peak()
-        opened.rss_peak_start = host.peak_rss()
+        if not opened.rss_reset:
+            opened.rss_peak_start = host.peak_rss()
         self._stack.append(opened)
         return opened
 
@@ -123,16 +125,24 @@ class Ledger:
         if opened in self._stack:
             # closing an outer measurement closes anything left open inside it
             del self._stack[self._stack.index(opened) :]
-        end = time.time()
+        end = wall_clock()
         duration = time.perf_counter() - opened.started
         after = self._read_allocator()
         used_after = self.nvml.read_memory()
+        sampled = self.timeline.column_stats(
+            [f"gpu{d.nvml_index}.{m}" for d in self.nvml.devices for m in ("gpu_util", "allocated")]
+            + ["host.rss"],
+            opened.start,
+            end,
+        )
         devices = tuple(
-            self._device_usage(opened, d.nvml_index, d.cuda_index, d.name, after, used_after, end)
+            self._device_usage(
+                opened, d.nvml_index, d.cuda_index, d.name, after, used_after, sampled
+            )
             for d in self.nvml.devices
         )
         rss_after = self.host.rss()
-        rss_peak, rss_exact = self._rss_peak(opened, rss_after, end)
+        rss_peak, rss_exact = self._rss_peak(opened, rss_after, sampled["host.rss"])
         record = CellRecord(
             index=self._count,
             kind=opened.kind,
@@ -155,7 +165,7 @@ class Ledger:
 
     def mark(self, label: str) -> None:
         """Remember a labelled instant (shown by views as a vertical marker)."""
-        self.marks.append((time.time(), label))
+        self.marks.append((wall_clock(), label))
 
     def current_execution_count(self) -> int | None:
         """The execution count of the innermost open cell, for regions inside it."""
@@ -184,9 +194,9 @@ class Ledger:
         name: str,
         after: dict[int, AllocatorStats],
         used_after: list[int | None],
-        end: float,
+        sampled: dict[str, tuple[float, float] | None],
     ) -> DeviceUsage:
-        util = self.timeline.column_stats(f"gpu{nvml_index}.gpu_util", opened.start, end)
+        util = sampled.get(f"gpu{nvml_index}.gpu_util")
         before_stats = opened.allocator.get(cuda) if cuda is not None else None
         after_stats = after.get(cuda) if cuda is not None else None
         # No stats at the start but some at the end: this cell initialised CUDA, and
@@ -203,13 +213,11 @@ class Ledger:
             elif before_stats is not None and counter > before_stats.peak_allocated:
                 peak, exact = counter, True  # this cell raised the process-wide mark
             else:
-                sampled = self.timeline.column_stats(
-                    f"gpu{nvml_index}.allocated", opened.start, end
-                )
+                seen = sampled.get(f"gpu{nvml_index}.allocated")
                 peak = max(
                     before_stats.allocated if before_stats else 0,
                     after_stats.allocated,
-                    int(sampled[1]) if sampled else 0,
+                    int(seen[1]) if seen else 0,
                 )
         zero_if_cold = 0 if started_cold else None
         return DeviceUsage(
@@ -230,14 +238,13 @@ class Ledger:
         )
 
     def _rss_peak(
-        self, opened: _Open, rss_after: int | None, end: float
+        self, opened: _Open, rss_after: int | None, sampled: tuple[float, float] | None
     ) -> tuple[int | None, bool]:
         mark = self.host.peak_rss()
         if mark is not None and (
             opened.rss_reset or (opened.rss_peak_start is not None and mark > opened.rss_peak_start)
         ):
             return max(mark, opened.carried_rss_peak), True
-        sampled = self.timeline.column_stats("host.rss", opened.start, end)
         values = [v for v in (opened.rss, rss_after, sampled and int(sampled[1])) if v]
         return (max(values) if values else None), False
 

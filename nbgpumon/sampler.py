@@ -16,7 +16,7 @@ from collections.abc import Callable
 from .sources.host import HostSource
 from .sources.nvml import GpuProcess, NvmlSource
 from .sources.torch_alloc import TorchAllocatorSource
-from .timeline import Timeline
+from .timeline import Timeline, wall_clock
 
 Subscriber = Callable[[int], None]
 
@@ -59,6 +59,7 @@ class Sampler:
         self._next_slow = 0.0
         self._next_torch = 0.0
         self._cuda_mapped = False
+        self._last_util_sample = 0.0
         _live_samplers.add(self)
 
     # -- control --------------------------------------------------------------------------
@@ -70,8 +71,12 @@ class Sampler:
         """Start the thread; does nothing when it already runs."""
         if self.running:
             return
-        self._stop.clear()
-        self._thread = threading.Thread(target=self._run, name="nbgpumon-sampler", daemon=True)
+        # Each thread gets its own stop event: one stuck in a slow driver call past stop()'s
+        # timeout still ends when that call returns, and never runs beside its successor.
+        self._stop = threading.Event()
+        self._thread = threading.Thread(
+            target=self._run, args=(self._stop,), name="nbgpumon-sampler", daemon=True
+        )
         self._thread.start()
 
     def stop(self, timeout: float = 2.0) -> None:
@@ -96,9 +101,9 @@ class Sampler:
         return lambda: self._subscribers.remove(callback) if callback in self._subscribers else None
 
     # -- the thread -----------------------------------------------------------------------
-    def _run(self) -> None:
+    def _run(self, stop: threading.Event) -> None:
         next_tick = time.monotonic()
-        while not self._stop.is_set():
+        while not stop.is_set():
             self.tick()
             next_tick += self.interval
             delay = next_tick - time.monotonic()
@@ -127,7 +132,7 @@ class Sampler:
                 self.error = f"subscriber failed: {type(exc).__name__}: {exc}"
 
     def _read_into_timeline(self) -> None:
-        now = time.time()
+        now = wall_clock()
         mono = time.monotonic()
         if mono >= self._next_slow:
             self._next_slow = mono + self.slow_interval
@@ -171,9 +176,12 @@ class Sampler:
             (t, i, v) for i, device_samples in enumerate(samples) for t, v in device_samples
         )
         for t, i, v in merged:
+            if t < self._last_util_sample:
+                continue  # devices' buffers overlap across calls; times must only go forward
             row: list[float | None] = [None] * n
             row[i] = v
             self.util_samples.append(t, row)
+            self._last_util_sample = t
 
     # -- fork safety ----------------------------------------------------------------------
     def _before_fork(self) -> None:

@@ -11,10 +11,23 @@ from __future__ import annotations
 
 import math
 import threading
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+
+_WALL_ANCHOR = time.time() - time.monotonic()
+
+
+def wall_clock() -> float:
+    """Unix time in seconds that never goes backwards (a monotonic clock, anchored once).
+
+    Every time stored in a timeline and every ledger start comes from here, so a clock step
+    (NTP, suspend) can't unsort the timeline or misplace a cell against its samples.
+    """
+    return _WALL_ANCHOR + time.monotonic()
+
 
 DEFAULT_LEVELS = ((1.0, 7200), (10.0, 8640), (60.0, 10080))  # (bucket seconds, buckets kept)
 
@@ -66,11 +79,16 @@ class _Ring:
     def oldest_time(self) -> float:
         return float(self.times[self.first % self.capacity]) if self.count else math.inf
 
-    def rows(self, start: int, end: int) -> tuple[np.ndarray, ...]:
+    def rows(
+        self, start: int, end: int, columns: list[int] | None = None
+    ) -> tuple[np.ndarray, ...]:
+        """Rows ``[start, end)`` by cursor, copying only ``columns`` (default all)."""
         idx = self.slots(start, end)
-        low = self.low[idx] if self.low is not None else self.mean[idx]
-        high = self.high[idx] if self.high is not None else self.mean[idx]
-        return self.times[idx], self.mean[idx], low, high, self.n[idx]
+        pick = idx if columns is None else np.ix_(idx, columns)
+        mean = self.mean[pick]
+        low = self.low[pick] if self.low is not None else mean
+        high = self.high[pick] if self.high is not None else mean
+        return self.times[idx], mean, low, high, self.n[idx]
 
     def nbytes(self) -> int:
         arrays = [self.times, self.mean, self.n, self.low, self.high]
@@ -107,15 +125,12 @@ class Timeline:
         self._bucket_seconds = [float(seconds) for seconds, _ in levels]
         # for each level: (bucket id being filled, first cursor of the finer ring in it)
         self._open: list[tuple[int, int] | None] = [None] * len(levels)
-        self._row = np.empty(width, dtype=np.float32)
         self._lock = threading.Lock()
 
     # -- writing --------------------------------------------------------------------------
     def append(self, t: float, values: Sequence[float | None]) -> int:
         """Add one sample at unix time ``t``; ``None`` means missing. Returns the new cursor."""
-        row = self._row
-        for i, v in enumerate(values):
-            row[i] = np.nan if v is None else v
+        row = np.array(values, dtype=np.float64)  # None becomes NaN
         with self._lock:
             raw = self._raw
             slot = raw.count % raw.capacity
@@ -207,10 +222,7 @@ class Timeline:
                 start = _first_at_or_after(ring, t0)
                 end = _first_at_or_after(ring, end_time, strictly_after=True)
                 if end > start:
-                    times, mean, low, high, _ = ring.rows(start, end)
-                    if picked is not None:
-                        mean, low, high = mean[:, picked], low[:, picked], high[:, picked]
-                    parts.append((times, mean, low, high))
+                    parts.append(ring.rows(start, end, picked)[:4])
                 end_time = min(end_time, ring.oldest_time() - 1e-9)
                 if end_time < t0:
                     break
@@ -220,16 +232,24 @@ class Timeline:
         parts.reverse()
         return Window(*(np.concatenate([p[k] for p in parts]) for k in range(4)))
 
-    def column_stats(self, column: str, t0: float, t1: float) -> tuple[float, float] | None:
-        """(mean, max) of one column over ``[t0, t1]``; None when no value is there."""
-        if column not in self._col:
-            return None
-        w = self.window(t0, t1, columns=[column])
-        mean, high = w.mean[:, 0], w.high[:, 0]
-        present = ~np.isnan(mean)
-        if not present.any():
-            return None
-        return float(mean[present].mean()), float(np.nanmax(high[present]))
+    def column_stats(
+        self, columns: Sequence[str], t0: float, t1: float
+    ) -> dict[str, tuple[float, float] | None]:
+        """{column: (mean, max)} over ``[t0, t1]``; None for a column with no value there.
+
+        Unknown columns are None too. One window read serves all the columns.
+        """
+        known = [c for c in columns if c in self._col]
+        out: dict[str, tuple[float, float] | None] = dict.fromkeys(columns)
+        if not known:
+            return out
+        w = self.window(t0, t1, columns=known)
+        for k, name in enumerate(known):
+            mean, high = w.mean[:, k], w.high[:, k]
+            present = ~np.isnan(mean)
+            if present.any():
+                out[name] = (float(mean[present].mean()), float(np.nanmax(high[present])))
+        return out
 
     def column(self, name: str) -> int | None:
         return self._col.get(name)

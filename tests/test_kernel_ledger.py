@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from notebook_runner import RECORDS_CELL, run_cells
@@ -85,7 +87,8 @@ def test_cells_table_lists_the_cells_newest_first(allocation_run):
     lines = table.splitlines()
     assert lines[0].split()[:3] == ["cell", "status", "time"]
     assert lines[1].startswith("[7]") and "interrupted" in lines[1]
-    assert any(line.startswith("[3]") and "+256 MiB" in line for line in lines)
+    kept = next(line for line in lines if line.startswith("[3] "))
+    assert re.search(r" \+25[5-9] MiB ", kept)  # 256 MiB kept, within the 2% of noise
 
 
 def test_summary_line_follows_each_cell_when_on():
@@ -101,7 +104,7 @@ def test_summary_line_follows_each_cell_when_on():
     summary = runs[2].stdout.strip().splitlines()
     assert len(summary) == 1
     assert summary[0].startswith("[3] ")
-    assert "host +64.0 MiB" in summary[0]
+    assert re.search(r"^\[3\] host \+64\.[0-9] MiB · ", summary[0])
     assert runs[4].stdout == ""
 
 

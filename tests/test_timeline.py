@@ -73,10 +73,12 @@ def test_the_coarsest_level_reaches_back_when_the_finer_ones_have_wrapped():
 
 def test_column_stats_gives_mean_and_max_over_a_range():
     tl = filled(10)
-    mean, high = tl.column_stats("a", 1002.0, 1002.9)
+    stats = tl.column_stats(["a", "b", "missing"], 1002.0, 1002.9)
+    mean, high = stats["a"]
     assert mean == pytest.approx(24.5) and high == 29
-    assert tl.column_stats("a", 0, 1) is None
-    assert tl.column_stats("missing", 0, 2000) is None
+    assert stats["b"] == (1.0, 1.0)
+    assert stats["missing"] is None
+    assert tl.column_stats(["a"], 0, 1) == {"a": None}
 
 
 def test_latest_names_every_column():

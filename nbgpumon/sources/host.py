@@ -16,6 +16,7 @@ class HostSource:
 
     def __init__(self) -> None:
         self._process = psutil.Process()
+        self._statm: tuple[int, int] | None = None  # (pid, fd): reopened after a fork
         self.status = "ok"
         # Linux resets the peak-RSS mark (VmHWM) on writing "5" to clear_refs: exact per-cell peaks.
         self.can_reset_peak = _writable("/proc/self/clear_refs") and _readable("/proc/self/status")
@@ -23,8 +24,7 @@ class HostSource:
     def rss(self) -> int | None:
         """This process's resident set size, in bytes."""
         try:
-            with open("/proc/self/statm", "rb") as f:
-                return int(f.read().split()[1]) * _PAGE
+            return int(self._read_statm().split()[1]) * _PAGE
         except (OSError, ValueError, IndexError):
             pass
         try:
@@ -32,6 +32,14 @@ class HostSource:
         except Exception as exc:
             self.status = f"cannot read RSS: {exc}"
             return None
+
+    def _read_statm(self) -> bytes:
+        # One pread on a descriptor kept open: each system call gives up the GIL, and a
+        # busy main thread makes the sampler wait for it back every time.
+        pid = os.getpid()
+        if self._statm is None or self._statm[0] != pid:
+            self._statm = (pid, os.open("/proc/self/statm", os.O_RDONLY))
+        return os.pread(self._statm[1], 128, 0)
 
     def system(self) -> tuple[int | None, int | None]:
         """Machine memory (used, available), in bytes; slower, for the slow cadence."""

@@ -200,7 +200,9 @@ class NvmlSource:
             return None, None
         rates: list[float | None] = []
         for field_id, value in zip((_FI_PCIE_TX_BYTES, _FI_PCIE_RX_BYTES), values, strict=True):
-            counter = state.pcie.setdefault(field_id, _Counter())
+            counter = state.pcie.get(field_id)
+            if counter is None:
+                counter = state.pcie[field_id] = _Counter()
             rates.append(_rate(counter, value))
         return rates[0], rates[1]
 

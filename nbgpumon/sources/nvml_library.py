@@ -35,12 +35,16 @@ _PERMANENT = {  # errors that will not change on retry: the metric is off for th
 
 
 def _shadowing_distribution() -> str | None:
-    """Name the deprecated ``pynvml`` distribution when it provides the ``pynvml`` module."""
+    """Name the deprecated ``pynvml`` distribution when it ships the ``pynvml`` module itself.
+
+    Looked up by name: scanning every installed distribution costs tens of milliseconds.
+    """
     try:
-        providers = importlib.metadata.packages_distributions().get("pynvml", [])
-    except Exception:  # metadata can be broken in odd environments; never fail on it
+        files = importlib.metadata.distribution("pynvml").files or []
+    except Exception:  # not installed, or broken metadata: nothing to report
         return None
-    return "pynvml" if "pynvml" in providers else None
+    shipped = any(str(f) == "pynvml.py" or str(f).startswith("pynvml/") for f in files)
+    return "pynvml" if shipped else None
 
 
 class NvmlLibrary:
