@@ -1,6 +1,6 @@
 """Execute a notebook in a fresh kernel and save it with its outputs.
 
-    python scripts/execute_notebook.py notebooks/quickstart.ipynb executed.ipynb
+python scripts/execute_notebook.py notebooks/quickstart.ipynb executed.ipynb
 """
 
 from __future__ import annotations
