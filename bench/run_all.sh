@@ -33,6 +33,7 @@ run() {
 }
 
 # Shortest first, so that a run cut short still leaves most results.
+run nvml_calls 60 "$@"
 run timeline_memory 180 "$@"
 run load_time 240 "$@"
 run hook_cost 150 "$@"

@@ -46,6 +46,7 @@ def time_ticks(sampler: Sampler, n: int, mode: str) -> tuple[list[float], list[f
         # The sampler decides what a tick reads from these deadlines (monotonic seconds).
         sampler._next_slow = 0.0 if mode == "slow" else math.inf
         sampler._next_torch = 0.0 if mode == "allocator" else math.inf
+        sampler._next_detail = 0.0 if mode == "detail" else math.inf
         c0, w0 = cpu_clock(), clock()
         sampler.tick()
         w1, c1 = clock(), cpu_clock()
@@ -93,7 +94,7 @@ def gil_rounds(mon: nbgpumon.Monitor, rounds: int, seconds: float) -> list[dict[
     """Interleaved runs of the counting loop with the sampler stopped and at 100 Hz."""
     sampler = mon.sampler
     sampler.set_interval(GIL_INTERVAL)
-    sampler._next_slow = sampler._next_torch = 0.0  # back to the natural cadence
+    sampler._next_slow = sampler._next_torch = sampler._next_detail = 0.0  # natural cadence
     count_for(min(seconds, 0.5))  # warm the loop up
     out = []
     for r in range(rounds):
@@ -161,7 +162,12 @@ def main() -> None:
     time_ticks(sampler, 20, "allocator")  # one-time work (CUDA UUID mapping), warm caches
     time_ticks(sampler, 5, "slow")
     direct: dict[str, dict[str, dict[str, float]]] = {}
-    modes = {"fast": n_ticks, "allocator": n_ticks, "slow": min(n_ticks, 500)}
+    modes = {
+        "fast": n_ticks,
+        "detail": n_ticks,
+        "allocator": n_ticks,
+        "slow": min(n_ticks, 500),
+    }
     for mode, n in modes.items():
         if mode == "allocator" and not mon.torch.active():
             result.skip("ticks with allocator reads", mon.torch.status)
@@ -187,7 +193,8 @@ def main() -> None:
 
     # what a fast tick is made of
     components: dict[str, dict[str, float]] = {
-        "nvml.read()": time_call(mon.nvml.read, 500),
+        "nvml.read(details=False)": time_call(partial(mon.nvml.read, False), 500),
+        "nvml.read(details=True)": time_call(partial(mon.nvml.read, True), 500),
         "host.rss()": time_call(mon.host.rss, 500),
     }
     scratch = Timeline(mon.timeline.columns)  # same width, so the real one stays as it was

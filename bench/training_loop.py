@@ -28,8 +28,8 @@ FAST_INTERVAL = 0.01
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--pairs", type=int, default=10, help="without/with pairs per setting")
-    parser.add_argument("--seconds", type=float, default=2.5, help="target length of one run")
+    parser.add_argument("--pairs", type=int, default=16, help="without/with pairs per setting")
+    parser.add_argument("--seconds", type=float, default=2.0, help="target length of one run")
 
 
 class NaiveSampler:

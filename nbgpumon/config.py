@@ -20,6 +20,11 @@ class GPUMon(Configurable):
         help="Seconds between reads of torch's allocator stats for the timeline "
         "(each read holds the GIL for ~0.1 ms; cell boundaries always read them).",
     ).tag(config=True)
+    detail_interval = Float(
+        1.0,
+        help="Seconds between reads of temperature, power, SM clock and PCIe throughput "
+        "(memory and utilization are read every interval).",
+    ).tag(config=True)
     slow_interval = Float(
         2.0, help="Seconds between reads of process lists, driver samples, system memory."
     ).tag(config=True)
@@ -34,7 +39,7 @@ class GPUMon(Configurable):
     summary = Bool(False, help="Print a one-line summary after every cell.").tag(config=True)
     history = Int(10_000, help="Ledger records kept (oldest dropped first).").tag(config=True)
 
-    @validate("interval", "allocator_interval", "slow_interval")
+    @validate("interval", "allocator_interval", "detail_interval", "slow_interval")
     def _check_interval(self, proposal):
         value = proposal["value"]
         if not MIN_INTERVAL <= value <= MAX_INTERVAL:

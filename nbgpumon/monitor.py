@@ -20,7 +20,9 @@ if TYPE_CHECKING:
     import pandas
 
 
-_LIVE_SETTINGS = ["interval", "allocator_interval", "slow_interval", "peak_mode"]
+_LIVE_SETTINGS = [
+    "interval", "allocator_interval", "detail_interval", "slow_interval", "peak_mode",
+]  # fmt: skip
 
 
 class Monitor:
@@ -44,6 +46,7 @@ class Monitor:
             interval=cfg.interval,
             slow_interval=cfg.slow_interval,
             torch_interval=cfg.allocator_interval,
+            detail_interval=cfg.detail_interval,
         )
         self.ledger = Ledger(
             self.nvml,
@@ -65,6 +68,8 @@ class Monitor:
             self.sampler.set_interval(value)
         elif name == "allocator_interval":
             self.sampler.torch_interval = value
+        elif name == "detail_interval":
+            self.sampler.detail_interval = value
         elif name == "slow_interval":
             self.sampler.slow_interval = value
         elif name == "peak_mode":

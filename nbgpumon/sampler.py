@@ -37,12 +37,14 @@ class Sampler:
         interval: float = 0.1,
         slow_interval: float = 2.0,
         torch_interval: float = 0.5,
+        detail_interval: float = 1.0,
     ) -> None:
         self.nvml, self.torch, self.host = nvml, torch, host
         self.timeline, self.util_samples = timeline, util_samples
         self.interval = interval
         self.slow_interval = slow_interval
         self.torch_interval = torch_interval
+        self.detail_interval = detail_interval
         self.processes: list[GpuProcess] = []
         self.ticks = 0
         self.last_tick_seconds = 0.0  # wall time of the last tick's reads
@@ -58,6 +60,7 @@ class Sampler:
         self._host_slow: tuple[int | None, int | None] = (None, None)
         self._next_slow = 0.0
         self._next_torch = 0.0
+        self._next_detail = 0.0
         self._cuda_mapped = False
         self._last_util_sample = 0.0
         _live_samplers.add(self)
@@ -140,7 +143,10 @@ class Sampler:
         if mono >= self._next_torch:
             self._next_torch = mono + self.torch_interval
             self._read_torch()
-        row: list[float | None] = self.nvml.read()
+        details = mono >= self._next_detail
+        if details:
+            self._next_detail = mono + self.detail_interval
+        row: list[float | None] = self.nvml.read(details)
         row.extend(self._torch_row)
         row.append(self.host.rss())
         row.extend(self._host_slow)

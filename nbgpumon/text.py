@@ -183,8 +183,9 @@ def status_lines(mon: Monitor) -> list[str]:
     s, lib, cfg = mon.sampler, mon.nvml.library, mon.config
     state = "running" if s.running else ("closed" if mon.closed else "stopped")
     lines = [
-        f"sampler: {state}, every {cfg.interval:g} s (allocator every "
-        f"{cfg.allocator_interval:g} s, processes every {cfg.slow_interval:g} s), "
+        f"sampler: {state}, memory and utilization every {cfg.interval:g} s (allocator "
+        f"every {cfg.allocator_interval:g} s, power/temperature/clock/PCIe every "
+        f"{cfg.detail_interval:g} s, processes every {cfg.slow_interval:g} s), "
         f"{s.ticks} ticks, last tick {s.last_tick_seconds * 1e6:.0f} µs",
     ]
     if s.error:

@@ -72,6 +72,8 @@ class _DeviceState:
     pcie: dict[int, _Counter] = field(default_factory=dict)
     last_sample_us: int = 0
     power_limit: float | None = None
+    # temperature, power, SM clock, PCIe TX, PCIe RX: read at the detail cadence, carried
+    details: list[float | None] = field(default_factory=lambda: [None] * 5)
 
 
 class NvmlSource:
@@ -147,10 +149,17 @@ class NvmlSource:
         return "ok"
 
     # -- the fast tick --------------------------------------------------------------------
-    def read(self) -> list[float | None]:
-        """Every device's FAST_METRICS, flattened device-major."""
+    def read(self, details: bool = True) -> list[float | None]:
+        """Every device's FAST_METRICS, flattened device-major.
+
+        Memory and utilization are read on every call. ``details`` also refreshes
+        temperature, power, SM clock and PCIe rates; otherwise their last values are carried,
+        which keeps the frequent tick to two NVML calls per device.
+        """
         row: list[float | None] = []
         for i, state in enumerate(self._state):
+            if details:
+                self._read_details(i, state)
             row.extend(self._read_device(i, state))
         return row
 
@@ -167,21 +176,23 @@ class NvmlSource:
         if mem is not NA:
             used, total = _attr(mem, "used"), _attr(mem, "total")
         util = lib.query("nvmlDeviceGetUtilizationRates", h, device=i, metric="utilization")
+        temperature, power, clock, tx, rx = state.details
+        return [
+            used, reserved, total, _attr(util, "gpu"), _attr(util, "memory"),
+            temperature, power, state.power_limit, clock, tx, rx,
+        ]  # fmt: skip
+
+    def _read_details(self, i: int, state: _DeviceState) -> None:
+        lib, h = self.library, state.handle
         temp = lib.query(
             "nvmlDeviceGetTemperature", h, _TEMPERATURE_GPU, device=i, metric="temperature"
         )
         power_mw = lib.query("nvmlDeviceGetPowerUsage", h, device=i, metric="power")
         clock = lib.query("nvmlDeviceGetClockInfo", h, _CLOCK_SM, device=i, metric="sm_clock")
         tx, rx = self._pcie_rates(i, state)
-        return [
-            used,
-            reserved,
-            total,
-            _attr(util, "gpu"),
-            _attr(util, "memory"),
+        state.details = [
             None if temp is NA else temp,
             None if power_mw is NA else power_mw / 1000.0,
-            state.power_limit,
             None if clock is NA else clock,
             tx,
             rx,
