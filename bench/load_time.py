@@ -24,6 +24,7 @@ VARIANTS = {
     "load": "%load_ext in a bare shell",
     "load_torch": "%load_ext with torch and numpy already imported",
     "import": "import nbgpumon alone",
+    "numpy": "import numpy alone (what nbgpumon's own import waits for first)",
 }
 
 
@@ -34,6 +35,12 @@ def child(mode: str) -> None:
     if mode == "import":
         t0 = clock()
         import nbgpumon  # noqa: F401
+
+        print(RESULT_PREFIX + json.dumps({"import_ms": (clock() - t0) * 1e3}), flush=True)
+        return
+    if mode == "numpy":
+        t0 = clock()
+        import numpy
 
         print(RESULT_PREFIX + json.dumps({"import_ms": (clock() - t0) * 1e3}), flush=True)
         return
@@ -154,15 +161,16 @@ def main() -> None:
     for mode, label in variants.items():
         run_child(mode)  # writes .pyc files; not counted
         measured[mode] = [run_child(mode)[0] for _ in range(runs)]
-        key = "import_ms" if mode == "import" else "load_ms"
+        key = "import_ms" if mode in ("import", "numpy") else "load_ms"
         values = [m[key] for m in measured[mode]]
         d = stats.describe(values)
         result.log(f"{label}: median {d['median']:.1f} ms, max {d['max']:.1f} ms ({runs} runs)")
         note = f"max {d['max']:.1f} ms, min {d['min']:.1f} ms, {runs} fresh processes"
-        if mode != "import":
+        if mode not in ("import", "numpy"):
             unload = stats.median([m["unload_ms"] for m in measured[mode]])
             note += f"; unload_ext median {unload:.1f} ms"
-        result.add(label, d["median"], "ms", None if mode == "import" else TARGET_MS, note)
+        target = None if mode in ("import", "numpy") else TARGET_MS
+        result.add(label, d["median"], "ms", target, note)
     result.details["runs"] = measured
 
     try:

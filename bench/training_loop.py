@@ -142,6 +142,10 @@ def measure_pairs(
     return out
 
 
+def _nothing() -> None:
+    pass
+
+
 def main() -> None:
     args = result_file.parse_args(__doc__.splitlines()[0], add_arguments)
     result = result_file.Result("training_loop", args)
@@ -197,7 +201,11 @@ def main() -> None:
         ),
         ("100hz", "nbgpumon at 100 Hz", set_interval(FAST_INTERVAL), mon.stop),
         ("naive_100hz", "naive sampler at 100 Hz (reference)", naive.start, naive.stop),
+        # A/A control: nothing differs between the two runs of a pair, so its spread is the
+        # machine's noise floor, the resolution the other rows can claim.
+        ("control", "no sampler in either run (noise floor)", _nothing, _nothing),
     ]
+    targets = {"default": 0.5, "100hz": 2.0}
     details: dict[str, Any] = {
         "device": str(device),
         "ms_per_step": per_step * 1e3,
@@ -230,6 +238,8 @@ def main() -> None:
             f"slowdown, {label}{where}",
             (ratio - 1.0) * 100.0,
             "%",
+            target=targets.get(key),
+            ci=((low - 1.0) * 100.0, (high - 1.0) * 100.0),
             note=f"median time ratio x{ratio:.4f}, 95% CI x{low:.4f}..x{high:.4f}, "
             f"range x{min(ratios):.4f}..x{max(ratios):.4f}, {len(runs)} pairs of {steps} steps",
         )

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from .records import CellRecord
+from .sources.nvml_library import shadowing_note
 
 if TYPE_CHECKING:
     from .monitor import Monitor
@@ -81,7 +82,7 @@ def summary_line(record: CellRecord) -> str:
         ]
     else:
         used = [d.nvml_used_delta for d in record.devices if d.nvml_used_delta is not None]
-        if used:
+        if used and sum(used) != 0:
             parts.append(f"GPU mem {format_bytes(sum(used), signed=True)}")
     if record.rss_delta is not None:
         host = f"host {format_bytes(record.rss_delta, signed=True)}"
@@ -167,9 +168,21 @@ def cells_table(records: Sequence[CellRecord]) -> TextView:
     lines += [
         "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in rows
     ]
-    head = "".join(f"<th>{html.escape(h)}</th>" for h in headers)
+    # Inline styles: notebook CSS right-aligns and wraps cells; numbers must stay on one
+    # line and text (user data, escaped) reads left to right.
+    aligns = ["left" if h in ("cell", "status", "source") else "right" for h in headers]
+    head = "".join(
+        f'<th style="text-align:{a};white-space:nowrap">{html.escape(h)}</th>'
+        for h, a in zip(headers, aligns, strict=True)
+    )
     body = "".join(
-        "<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in rows
+        "<tr>"
+        + "".join(
+            f'<td style="text-align:{a};white-space:nowrap">{html.escape(c)}</td>'
+            for c, a in zip(row, aligns, strict=True)
+        )
+        + "</tr>"
+        for row in rows
     )
     table = (
         f'<table class="nbgpumon-cells"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
@@ -209,7 +222,8 @@ def status_lines(mon: Monitor) -> list[str]:
                 lines.append(f"    {metric}: unavailable ({why})")
     if mon.nvml.mapping_note:
         lines.append(f"  note: {mon.nvml.mapping_note}")
-    for note in lib.notes:
+    shadow = shadowing_note()
+    for note in [*lib.notes, *([shadow] if shadow else [])]:
         lines.append(f"  note: {note}")
     lines.append(f"torch allocator: {mon.torch.status}")
     lines.append(

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import importlib
-import importlib.metadata
 import threading
 import warnings
 from collections.abc import Callable
@@ -34,17 +33,23 @@ _PERMANENT = {  # errors that will not change on retry: the metric is off for th
 }
 
 
-def _shadowing_distribution() -> str | None:
-    """Name the deprecated ``pynvml`` distribution when it ships the ``pynvml`` module itself.
+def shadowing_note() -> str | None:
+    """What to do when the deprecated ``pynvml`` distribution ships the ``pynvml`` module.
 
-    Looked up by name: scanning every installed distribution costs tens of milliseconds.
+    Asked by status, not at start: importing importlib.metadata alone costs ~30 ms.
     """
+    import importlib.metadata
+
     try:
         files = importlib.metadata.distribution("pynvml").files or []
     except Exception:  # not installed, or broken metadata: nothing to report
         return None
-    shipped = any(str(f) == "pynvml.py" or str(f).startswith("pynvml/") for f in files)
-    return "pynvml" if shipped else None
+    if not any(str(f) == "pynvml.py" or str(f).startswith("pynvml/") for f in files):
+        return None
+    return (
+        "the deprecated 'pynvml' distribution provides the pynvml module; "
+        "pip uninstall pynvml && pip install --force-reinstall nvidia-ml-py"
+    )
 
 
 class NvmlLibrary:
@@ -59,7 +64,6 @@ class NvmlLibrary:
         self.reason = ""  # why NVML is unavailable, for status
         self.notes: list[str] = []  # things worth telling once (missing functions, shadowing)
         self.driver_version: str | None = None
-        self.binding_version: str | None = None
         self._disabled: dict[tuple[int, str], str] = {}  # (device, metric) -> reason
         self._missing_functions: set[str] = set()
         self.lost_devices: set[int] = set()
@@ -81,14 +85,7 @@ class NvmlLibrary:
                     "pip install nvidia-ml-py"
                 )
                 return False
-            shadow = _shadowing_distribution()
-            if shadow:
-                self.notes.append(
-                    "the deprecated 'pynvml' distribution provides the pynvml module; "
-                    "pip uninstall pynvml && pip install --force-reinstall nvidia-ml-py"
-                )
         self._module = nvml
-        self.binding_version = getattr(nvml, "__version__", None)
         try:
             init = getattr(nvml, "nvmlInit_v2", None) or nvml.nvmlInit
             init()
@@ -106,6 +103,12 @@ class NvmlLibrary:
             self.available = False
             with contextlib.suppress(Exception):
                 self._module.nvmlShutdown()
+
+    @property
+    def binding_version(self) -> str | None:
+        """The binding's version, looked up when asked (metadata reads cost milliseconds)."""
+        version = getattr(self._module, "__version__", None)
+        return version or _distribution_version("nvidia-ml-py")
 
     @property
     def module(self) -> ModuleType:
@@ -211,6 +214,15 @@ class NvmlLibrary:
                 return
             self._missing_functions.add(function)
             self.notes.append(f"{function} is not available in this NVML")
+
+
+def _distribution_version(name: str) -> str | None:
+    import importlib.metadata
+
+    try:
+        return importlib.metadata.version(name)
+    except Exception:
+        return None
 
 
 def _text(value: Any) -> str | None:
