@@ -18,7 +18,7 @@ class GPUMon(Configurable):
     allocator_interval = Float(
         0.5,
         help="Seconds between reads of torch's allocator stats for the timeline "
-        "(each read holds the GIL for ~0.1 ms; cell boundaries always read them).",
+        "(each read holds the GIL for ~25 µs a GPU; cell boundaries always read them).",
     ).tag(config=True)
     detail_interval = Float(
         1.0,
