@@ -18,6 +18,7 @@ import time
 from types import SimpleNamespace
 from typing import Any
 
+import cuda_setup
 import result_file
 import stats
 
@@ -122,17 +123,7 @@ def main() -> None:
     if args.quick:
         n_pairs, blocks, cells, long_hours = 100, 2, 50, 0.25
 
-    held: list[Any] = []
-    try:
-        import cuda_setup
-
-        usable, why = cuda_setup.cuda_usable()
-    except ImportError as exc:
-        usable, why = False, f"torch not importable ({exc})"
-    if usable:
-        held = list(cuda_setup.init_cuda_with_tensors())
-    else:
-        result.skip("allocator reads and peak resets in the hooks", why)
+    held = cuda_setup.hold_gpu_tensors(result, "allocator reads and peak resets in the hooks")
 
     shell = make_shell()
     time_cells(shell, 50)  # warm IPython's own paths up

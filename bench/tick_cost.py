@@ -20,6 +20,7 @@ import time
 from collections.abc import Callable
 from functools import partial
 
+import cuda_setup
 import result_file
 import stats
 
@@ -131,17 +132,7 @@ def main() -> None:
     if args.quick:
         n_ticks, rounds, seconds = 300, 5, 0.3
 
-    held: list[object] = []
-    try:
-        import cuda_setup
-
-        usable, why = cuda_setup.cuda_usable()
-    except ImportError as exc:
-        usable, why = False, f"torch not importable ({exc})"
-    if usable:
-        held = list(cuda_setup.init_cuda_with_tensors())
-    else:
-        result.skip("allocator reads (CUDA)", why)
+    held = cuda_setup.hold_gpu_tensors(result, "allocator reads (CUDA)")
 
     mon = nbgpumon.Monitor()  # not started: part 1 ticks it from here
     n_gpu = len(mon.nvml.devices)
