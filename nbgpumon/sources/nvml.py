@@ -164,23 +164,28 @@ class NvmlSource:
         return row
 
     def _read_device(self, i: int, state: _DeviceState) -> list[float | None]:
-        lib, h = self.library, state.handle
-        used = reserved = total = None
-        mem = lib.query(
-            "nvmlDeviceGetMemoryInfo", h, version=_MEMORY_V2, device=i, metric="memory_v2"
+        used, reserved, total = self._memory(i, state)
+        util = self.library.query(
+            "nvmlDeviceGetUtilizationRates", state.handle, device=i, metric="utilization"
         )
-        if mem is NA:
-            mem = lib.query("nvmlDeviceGetMemoryInfo", h, device=i, metric="memory")
-        else:
-            reserved = _attr(mem, "reserved")
-        if mem is not NA:
-            used, total = _attr(mem, "used"), _attr(mem, "total")
-        util = lib.query("nvmlDeviceGetUtilizationRates", h, device=i, metric="utilization")
         temperature, power, clock, tx, rx = state.details
         return [
             used, reserved, total, _attr(util, "gpu"), _attr(util, "memory"),
             temperature, power, state.power_limit, clock, tx, rx,
         ]  # fmt: skip
+
+    def _memory(self, i: int, state: _DeviceState) -> tuple[int | None, int | None, int | None]:
+        """(used, reserved, total) bytes: v2 (as nvidia-smi counts "used"), else v1."""
+        lib, h = self.library, state.handle
+        mem = lib.query(
+            "nvmlDeviceGetMemoryInfo", h, version=_MEMORY_V2, device=i, metric="memory_v2"
+        )
+        reserved = None
+        if mem is NA:
+            mem = lib.query("nvmlDeviceGetMemoryInfo", h, device=i, metric="memory")
+        else:
+            reserved = _attr(mem, "reserved")
+        return _attr(mem, "used"), reserved, _attr(mem, "total")
 
     def _read_details(self, i: int, state: _DeviceState) -> None:
         lib, h = self.library, state.handle
@@ -219,13 +224,7 @@ class NvmlSource:
 
     def read_memory(self) -> list[int | None]:
         """NVML memory used per device, in bytes (the ledger's before/after reading)."""
-        out: list[int | None] = []
-        for i, state in enumerate(self._state):
-            mem = self.library.query(
-                "nvmlDeviceGetMemoryInfo", state.handle, device=i, metric="memory"
-            )
-            out.append(_attr(mem, "used"))
-        return out
+        return [self._memory(i, state)[0] for i, state in enumerate(self._state)]
 
     # -- the slow cadence -----------------------------------------------------------------
     def read_slow(self) -> None:
