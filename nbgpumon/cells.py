@@ -30,7 +30,7 @@ PEAK_MODES = ("reset", "preserve")
 
 
 @dataclass
-class _Open:
+class Measurement:
     """A measurement in progress."""
 
     kind: str
@@ -65,7 +65,7 @@ class Ledger:
         self.peak_mode = peak_mode
         self._records: collections.deque[CellRecord] = collections.deque(maxlen=capacity)
         self._count = 0
-        self._stack: list[_Open] = []
+        self._stack: list[Measurement] = []
         self.marks: collections.deque[tuple[float, str]] = collections.deque(maxlen=capacity)
         self.reset_notice_due = False  # set once, the first time torch's counters are reset
         self._reset_notice_given = False
@@ -81,11 +81,11 @@ class Ledger:
     # -- measuring ------------------------------------------------------------------------
     def begin(
         self, kind: str, label: str, execution_count: int | None = None, cell_id: str | None = None
-    ) -> _Open:
+    ) -> Measurement:
         """Snapshot the counters now; nest freely (a region inside a cell)."""
         allocator = self._read_allocator()
         host = self.host
-        opened = _Open(
+        opened = Measurement(
             kind=kind,
             label=label,
             execution_count=execution_count,
@@ -119,7 +119,11 @@ class Ledger:
         return opened
 
     def end(
-        self, opened: _Open, status: str = "ok", error: str = "", execution_count: int | None = None
+        self,
+        opened: Measurement,
+        status: str = "ok",
+        error: str = "",
+        execution_count: int | None = None,
     ) -> CellRecord:
         """Close a measurement begun with :meth:`begin` and store its record."""
         if opened in self._stack:
@@ -188,7 +192,7 @@ class Ledger:
 
     def _device_usage(
         self,
-        opened: _Open,
+        opened: Measurement,
         nvml_index: int,
         cuda: int | None,
         name: str,
@@ -238,7 +242,7 @@ class Ledger:
         )
 
     def _rss_peak(
-        self, opened: _Open, rss_after: int | None, sampled: tuple[float, float] | None
+        self, opened: Measurement, rss_after: int | None, sampled: tuple[float, float] | None
     ) -> tuple[int | None, bool]:
         mark = self.host.peak_rss()
         if mark is not None and (
@@ -265,7 +269,7 @@ class CellHooks:
         self, shell: Any, ledger: Ledger, on_record: Callable[[CellRecord], None] | None = None
     ) -> None:
         self.shell, self.ledger, self.on_record = shell, ledger, on_record
-        self._open: _Open | None = None
+        self._open: Measurement | None = None
         self._count_at_pre = 0
         self._offset = _initial_offset()
 

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from IPython.core.error import UsageError
 
-from .cells import Ledger, _Open, classify_exception
+from .cells import Ledger, Measurement, classify_exception
 from .config import GPUMon
 from .records import CellRecord
 from .sampler import Sampler, timeline_columns
@@ -128,7 +128,7 @@ class Region:
     def __init__(self, ledger: Ledger, label: str) -> None:
         self._ledger = ledger
         self.label = label
-        self._open: _Open | None = None
+        self._open: Measurement | None = None
         self.record: CellRecord | None = None  # set when the region ends
 
     def __enter__(self) -> Region:
