@@ -104,6 +104,7 @@ def unload_ipython_extension(ip: Any) -> None:
 
 def _after_cell(mon: Monitor, record: CellRecord) -> None:
     # Runs in post_run_cell, on the main thread, so printing lands in the cell's output.
+    mon.ledger_changed()
     if mon.ledger.reset_notice_due:
         mon.ledger.reset_notice_due = False
         print(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 
 from IPython.core.error import UsageError
@@ -13,7 +14,8 @@ from .monitor import Monitor
 from .text import cells_table, snapshot_view, status_view
 
 USAGE = (
-    "%gpumon [status | summary on|off | cells [N] | start | stop | mark LABEL]; %gpumon? for help"
+    "%gpumon [--static] [status | snapshot | summary on|off | cells [N] | start | stop | "
+    "mark LABEL]; %gpumon? for help"
 )
 
 
@@ -26,6 +28,11 @@ class GPUMonMagics(Magics):
         self._current = current  # the loaded monitor, looked up per call (reload-safe)
 
     @magic_arguments()
+    @argument(
+        "--static",
+        action="store_true",
+        help="a picture updated in place about once a second instead of the widget",
+    )
     @argument("command", nargs="?", default="show", help="one of the commands above")
     @argument("args", nargs="*", help="the command's arguments")
     @line_magic
@@ -33,7 +40,11 @@ class GPUMonMagics(Magics):
         """Show GPU state and the per-cell memory ledger (nbgpumon).
 
         Commands:
-          %gpumon                 a snapshot: devices now, processes, the latest cells
+          %gpumon                 the live chart, cell table and status (a widget)
+          %gpumon --static        the same as a picture updated about once a second (chosen
+                                  by itself in Colab, where widget updates from a
+                                  background thread don't show)
+          %gpumon snapshot        text: devices now, processes, the latest cells
           %gpumon status          devices, sources, interval; what is unavailable and why
           %gpumon summary on|off  print a one-line summary after every cell
           %gpumon cells [N]       the ledger of the last N cells (default 20), newest first
@@ -49,11 +60,26 @@ class GPUMonMagics(Magics):
         handler = _COMMANDS.get(args.command)
         if handler is None:
             raise UsageError(f"unknown command {args.command!r}; usage: {USAGE}")
+        if args.static and args.command != "show":
+            raise UsageError(f"--static goes with plain %gpumon only; usage: {USAGE}")
+        if args.static:
+            return self._static(mon, args.args)
         return handler(self, mon, args.args)
 
     # -- commands -------------------------------------------------------------------------
     def _show(self, mon: Monitor, rest: list[str]) -> None:
         _no_args("", rest)
+        if "google.colab" in sys.modules:
+            self._static(mon, rest)
+        else:
+            display(mon.widget())
+
+    def _static(self, mon: Monitor, rest: list[str]) -> None:
+        _no_args("--static", rest)
+        mon.static_view()
+
+    def _snapshot(self, mon: Monitor, rest: list[str]) -> None:
+        _no_args("snapshot", rest)
         display(snapshot_view(mon))
 
     def _status(self, mon: Monitor, rest: list[str]) -> None:
@@ -98,6 +124,7 @@ def _no_args(command: str, rest: list[str]) -> None:
 
 _COMMANDS = {
     "show": GPUMonMagics._show,
+    "snapshot": GPUMonMagics._snapshot,
     "status": GPUMonMagics._status,
     "summary": GPUMonMagics._summary,
     "cells": GPUMonMagics._cells,

@@ -15,6 +15,7 @@ from .sources.host import HostSource
 from .sources.nvml import NvmlSource
 from .sources.torch_alloc import TorchAllocatorSource
 from .timeline import Timeline
+from .widget import GPUMonWidget, Publisher, StaticView
 
 if TYPE_CHECKING:
     import pandas
@@ -61,6 +62,8 @@ class Monitor:
             names=_LIVE_SETTINGS,
         )
         self.closed = False
+        self._publisher: Publisher | None = None
+        self._static_views: list[StaticView] = []
 
     def _config_changed(self, change: dict) -> None:
         name, value = change["name"], change["new"]
@@ -86,13 +89,37 @@ class Monitor:
         self.sampler.stop()
 
     def close(self) -> None:
-        """Stop sampling for good and release NVML."""
+        """Stop sampling for good, close the widget and release NVML."""
         if self.closed:
             return
         self.closed = True
+        if self._publisher is not None:
+            self._publisher.close()
+            self._publisher = None
+        for view in self._static_views:
+            view.close()
+        self._static_views.clear()
         self.sampler.stop()
         self.config.unobserve(self._config_changed, names=_LIVE_SETTINGS)
         self.nvml.close()
+
+    # -- views ----------------------------------------------------------------------------
+    def widget(self) -> GPUMonWidget:
+        """The live chart; one per monitor, so showing it twice gives two views of one model."""
+        if self._publisher is None:
+            self._publisher = Publisher(self, GPUMonWidget(self))
+        return self._publisher.widget
+
+    def static_view(self) -> StaticView:
+        """Display an SVG picture that updates in place about once a second (Colab)."""
+        view = StaticView(self)
+        self._static_views.append(view)
+        return view
+
+    def ledger_changed(self) -> None:
+        """Tell the widget, if any, that a cell was recorded or a mark set (main thread)."""
+        if self._publisher is not None:
+            self._publisher.ledger_changed()
 
     # -- the public API -------------------------------------------------------------------
     @property
@@ -114,6 +141,7 @@ class Monitor:
         if not isinstance(label, str) or not label.strip():
             raise UsageError('mark() takes a non-empty label: nbgpumon.mark("warm-up done")')
         self.ledger.mark(label.strip())
+        self.ledger_changed()
 
     def track(self, label: str) -> Region:
         """A region inside a cell, recorded like a cell: ``with mon.track("epoch 3"): ...``."""

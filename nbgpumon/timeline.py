@@ -56,6 +56,24 @@ class Window:
     low: np.ndarray
     high: np.ndarray
 
+    def downsample(self, rows: int) -> Window:
+        """At most ``rows`` rows, consecutive rows merged: min of lows, mean, max of highs."""
+        n = len(self.times)
+        if n <= rows:
+            return self
+        starts = np.linspace(0, n, rows + 1).astype(np.int64)[:-1]
+        present = ~np.isnan(self.mean)
+        total = np.add.reduceat(np.where(present, self.mean, 0.0), starts, axis=0)
+        counted = np.add.reduceat(present, starts, axis=0)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            mean = np.where(counted > 0, total / np.maximum(counted, 1), np.nan)
+        return Window(
+            times=self.times[starts],
+            mean=mean.astype(np.float32),
+            low=np.fmin.reduceat(self.low, starts, axis=0),
+            high=np.fmax.reduceat(self.high, starts, axis=0),
+        )
+
 
 class _Ring:
     """Fixed-capacity rows of (time, mean, low, high, n); low/high omitted for raw."""

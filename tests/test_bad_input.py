@@ -7,7 +7,7 @@ import pytest
 from notebook_runner import run_cells
 
 BAD = [
-    ("%gpumon bogus", "UsageError: unknown command 'bogus'; usage: %gpumon [status"),
+    ("%gpumon bogus", "UsageError: unknown command 'bogus'; usage: %gpumon [--static] [status"),
     ("%gpumon --frobnicate", "UsageError: unrecognized arguments: --frobnicate"),
     ("%gpumon cells -3", "UsageError: usage: %gpumon cells [N], N a positive whole number"),
     ("%gpumon cells many", "UsageError: usage: %gpumon cells [N], N a positive whole number"),
@@ -75,6 +75,6 @@ def test_magic_help_is_real_help():
         ["%load_ext nbgpumon", "print(get_ipython().find_line_magic('gpumon').__doc__)"]
     )
     help_text = runs[1].stdout
-    assert "%gpumon [command] [args ...]" in help_text
+    assert "%gpumon [--static] [command] [args ...]" in help_text
     assert "%gpumon summary on|off  print a one-line summary after every cell" in help_text
     assert "%config GPUMon.interval = 0.25" in help_text

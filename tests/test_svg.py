@@ -1,0 +1,60 @@
+"""The static picture: what nbconvert, GitHub and Colab's fallback show."""
+
+import xml.etree.ElementTree as ET
+
+import numpy as np
+
+from nbgpumon.svg import timeline_svg
+from nbgpumon.timeline import Timeline
+
+
+def _timeline() -> Timeline:
+    tl = Timeline(
+        [
+            "gpu0.mem_used",
+            "gpu0.reserved",
+            "gpu0.allocated",
+            "gpu0.gpu_util",
+            "gpu0.mem_util",
+            "host.rss",
+        ]
+    )
+    for i in range(50):
+        tl.append(1000.0 + i, [i * 2**30, i * 2**29, None, 50.0, 10.0, 2**30])
+    return tl
+
+
+def test_the_picture_is_well_formed_svg_with_a_panel_per_metric_group():
+    tl = _timeline()
+    svg = timeline_svg(tl.window(), tl.columns, [(0, "Fake GPU")], [(1010.0, 1020.0, "[3]")])
+    root = ET.fromstring(svg)
+    lines = root.findall("{http://www.w3.org/2000/svg}polyline")
+    assert len(lines) == 4  # used, reserved, GPU util, memory util (allocated is all missing)
+    texts = [t.text for t in root.iter("{http://www.w3.org/2000/svg}text")]
+    assert "gpu0 Fake GPU: memory (GiB)" in texts and "[3]" in texts
+
+
+def test_names_from_the_system_are_escaped_not_markup():
+    tl = _timeline()
+    svg = timeline_svg(tl.window(), tl.columns, [(0, "<script>alert(1)</script>")])
+    assert "<script>" not in svg
+    root = ET.fromstring(svg)
+    texts = [t.text for t in root.iter("{http://www.w3.org/2000/svg}text")]
+    assert "gpu0 <script>alert(1)</script>: memory (GiB)" in texts
+
+
+def test_without_a_gpu_the_picture_shows_host_memory():
+    tl = _timeline()
+    root = ET.fromstring(timeline_svg(tl.window(), tl.columns, []))
+    texts = [t.text for t in root.iter("{http://www.w3.org/2000/svg}text")]
+    assert texts[0] == "host: this kernel's resident memory (GiB)"
+
+
+def test_downsampling_keeps_extremes_and_means():
+    tl = Timeline(["a"], raw_capacity=1000)
+    for i in range(1000):
+        tl.append(float(i), [float(i % 10)])
+    small = tl.window().downsample(100)
+    assert len(small.times) == 100
+    assert np.all(small.low[:, 0] == 0) and np.all(small.high[:, 0] == 9)
+    assert np.allclose(small.mean[:, 0], 4.5)

@@ -1,0 +1,130 @@
+"""The widget's kernel side in a real kernel: what actually goes over the wire."""
+
+from __future__ import annotations
+
+import queue
+import time
+from collections.abc import Iterator
+
+import pytest
+from jupyter_client.manager import start_new_kernel
+
+XSS = "<img src=x onerror=alert(1)>"
+
+
+class Kernel:
+    """A real ipykernel, with every iopub message kept for inspection."""
+
+    def __init__(self) -> None:
+        self.manager, self.client = start_new_kernel(kernel_name="python3")
+        self.messages: list[dict] = []
+
+    def run(self, code: str, timeout: float = 60) -> list[dict]:
+        """Execute ``code``; return the iopub messages it caused, in order."""
+        msg_id = self.client.execute(code)
+        got: list[dict] = []
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            try:
+                msg = self.client.get_iopub_msg(timeout=1)
+            except queue.Empty:
+                continue
+            self.messages.append(msg)
+            if msg["parent_header"].get("msg_id") == msg_id:
+                got.append(msg)
+                if msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
+                    return got
+        raise TimeoutError(f"no idle after {code!r}")
+
+    def stop(self) -> None:
+        self.client.stop_channels()
+        self.manager.shutdown_kernel(now=True)
+
+
+@pytest.fixture
+def kernel() -> Iterator[Kernel]:
+    k = Kernel()
+    try:
+        yield k
+    finally:
+        k.stop()
+
+
+def _displays(msgs: list[dict]) -> list[dict]:
+    return [m for m in msgs if m["msg_type"] in ("display_data", "execute_result")]
+
+
+def _samples(msgs: list[dict]) -> list[dict]:
+    return [
+        m for m in msgs
+        if m["msg_type"] == "comm_msg"
+        and m["content"]["data"].get("method") == "custom"
+        and m["content"]["data"]["content"].get("type") == "samples"
+    ]  # fmt: skip
+
+
+def test_the_widget_streams_new_samples_while_a_long_cell_runs(kernel):
+    kernel.run("%load_ext nbgpumon")
+    shown = _displays(kernel.run("%gpumon"))
+    assert len(shown) == 1
+    data = shown[0]["content"]["data"]
+    assert "application/vnd.jupyter.widget-view+json" in data
+    assert data["image/svg+xml"].startswith("<svg")  # for front ends without widgets
+    assert data["text/plain"].startswith("nbgpumon live chart")
+    started = time.time()
+    during = kernel.run("import time; time.sleep(3)")
+    elapsed = time.time() - started
+    samples = _samples(during)
+    # sent while the cell ran, coalesced to at most 2 messages a second
+    assert 4 <= len(samples) <= 2 * elapsed + 1
+    rows_before = None
+    for msg in samples:
+        header = msg["content"]["data"]["content"]
+        times, values = msg["buffers"]
+        assert len(times) == header["rows"] * 8
+        assert len(values) == header["rows"] * header["width"] * 4
+        if rows_before is not None:
+            assert header["start"] == rows_before  # nothing sent twice, nothing skipped
+        rows_before = header["start"] + header["rows"]
+        assert header["gap"] is False
+
+
+def test_showing_it_twice_gives_two_views_of_one_widget(kernel):
+    kernel.run("%load_ext nbgpumon")
+    first = _displays(kernel.run("%gpumon"))[0]["content"]["data"]
+    second = _displays(kernel.run("%gpumon"))[0]["content"]["data"]
+    key = "application/vnd.jupyter.widget-view+json"
+    assert first[key]["model_id"] == second[key]["model_id"]
+
+
+def test_cells_reach_the_widget_with_their_labels_as_data(kernel):
+    kernel.run("%load_ext nbgpumon")
+    kernel.run("%gpumon")
+    updates = kernel.run(f"x = 1  # {XSS}")
+    state = [
+        m["content"]["data"]["state"] for m in updates
+        if m["msg_type"] == "comm_msg" and m["content"]["data"].get("method") == "update"
+        and "cells" in m["content"]["data"].get("state", {})
+    ]  # fmt: skip
+    assert state and state[-1]["cells"][-1]["label"] == f"x = 1  # {XSS}"
+
+
+def test_unload_closes_the_widget(kernel):
+    kernel.run("%load_ext nbgpumon")
+    kernel.run("%gpumon")
+    closed = [m for m in kernel.run("%unload_ext nbgpumon") if m["msg_type"] == "comm_close"]
+    assert len(closed) == 1
+
+
+def test_static_mode_updates_one_picture_in_place_at_most_once_a_second(kernel):
+    kernel.run("%load_ext nbgpumon")
+    shown = kernel.run("%gpumon --static")
+    (display,) = [m for m in shown if m["msg_type"] == "display_data"]
+    display_id = display["content"]["transient"]["display_id"]
+    assert display["content"]["data"]["image/svg+xml"].startswith("<svg")
+    started = time.time()
+    kernel.run("import time; time.sleep(3.2)")
+    elapsed = time.time() - started
+    updates = [m for m in kernel.messages if m["msg_type"] == "update_display_data"]
+    assert 2 <= len(updates) <= elapsed + 1
+    assert {m["content"]["transient"]["display_id"] for m in updates} == {display_id}
