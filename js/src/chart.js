@@ -1,0 +1,462 @@
+// The uPlot panels: which panels exist for the current devices, columns and toggles
+// (panelSpecs, pure), and the Chart that builds one uPlot per panel, feeds it downsampled rows,
+// and draws cell bands, marks and the total-memory line in uPlot's draw hooks.
+//
+// Everything drawn from user strings goes through canvas fillText or textContent.
+
+import { cellAt, cellEnd, cellId, cellKey } from "./cells.js";
+import { formatBytes, formatBytesAxis, formatPercent, ledgerLine } from "./format.js";
+import { downsample } from "./ring.js";
+
+export const PANEL_HEIGHT = 160; // CSS px, axes included
+
+const COLOR = {
+  used: "#3b82f6",
+  reserved: "#f59e0b",
+  allocated: "#10b981",
+  gpuUtil: "#8b5cf6",
+  memUtil: "#06b6d4",
+  power: "#ef4444",
+  temperature: "#ec4899",
+  rss: "#64748b",
+};
+
+const UNIT = {
+  bytes: { value: (v) => formatBytes(v), axis: formatBytesAxis },
+  percent: { value: (v) => formatPercent(v), axis: (v) => `${v}%` },
+  watts: { value: (v) => `${v.toFixed(0)} W`, axis: (v) => `${v} W` },
+  celsius: { value: (v) => `${v.toFixed(0)} \u00b0C`, axis: (v) => `${v}\u00b0` },
+};
+
+// Binary steps for byte axes, so ticks land on 16 GiB, 32 GiB rather than 17.2 GB.
+const BYTE_INCRS = (() => {
+  const out = [];
+  for (let k = 0; k <= 4; k++) {
+    for (const m of [1, 2, 4, 8, 16, 32, 64, 128, 256, 512]) out.push(m * 1024 ** k);
+  }
+  return [...new Set(out)].sort((a, b) => a - b);
+})();
+
+/**
+ * The panels to show.
+ * @param {{devices: object[], columns: string[], gpu: "all"|number, toggles: {power, temperature, rss}}} s
+ * @returns {{id, title, unit, series: {label, column, color}[], totalColumn?, totalFallback?}[]}
+ */
+export function panelSpecs({ devices, columns, gpu, toggles }) {
+  const has = new Set(columns);
+  const panels = [];
+  const add = (id, title, unit, series, extra = {}) => {
+    const present = series.filter((s) => has.has(s.column));
+    if (present.length) panels.push({ id, title, unit, series: present, ...extra });
+  };
+  const shown = devices.filter((d) => gpu === "all" || d.index === gpu);
+  for (const d of shown) {
+    const p = `gpu${d.index}`;
+    const name = devices.length > 1 ? `GPU ${d.index}` : "GPU";
+    add(
+      `${p}-memory`,
+      `${name} memory`,
+      "bytes",
+      [
+        { label: "used (NVML)", column: `${p}.mem_used`, color: COLOR.used },
+        { label: "reserved", column: `${p}.reserved`, color: COLOR.reserved },
+        { label: "allocated", column: `${p}.allocated`, color: COLOR.allocated },
+      ],
+      { totalColumn: `${p}.mem_total`, totalFallback: d.memory_total },
+    );
+    add(`${p}-util`, `${name} utilization`, "percent", [
+      { label: "GPU", column: `${p}.gpu_util`, color: COLOR.gpuUtil },
+      { label: "memory", column: `${p}.mem_util`, color: COLOR.memUtil },
+    ]);
+    if (toggles.power) {
+      add(`${p}-power`, `${name} power`, "watts", [
+        { label: "power", column: `${p}.power`, color: COLOR.power },
+      ]);
+    }
+    if (toggles.temperature) {
+      add(`${p}-temperature`, `${name} temperature`, "celsius", [
+        { label: "temperature", column: `${p}.temperature`, color: COLOR.temperature },
+      ]);
+    }
+  }
+  if (toggles.rss || devices.length === 0) {
+    add("host-rss", "host memory", "bytes", [
+      { label: "RSS", column: "host.rss", color: COLOR.rss },
+    ]);
+  }
+  return panels;
+}
+
+function yRange(unit, panel) {
+  if (unit === "percent") return () => [0, 100];
+  if (unit === "celsius") {
+    return (u, min, max) =>
+      Number.isFinite(min) && Number.isFinite(max) ? [Math.floor(min - 3), Math.ceil(max + 3)] : [0, 100];
+  }
+  return (u, min, max) => {
+    let hi = Number.isFinite(max) ? max : 0;
+    if (panel.total != null && panel.total > hi) hi = panel.total;
+    return [0, hi > 0 ? hi * 1.05 : 1];
+  };
+}
+
+function lastValue(values) {
+  if (!values) return null;
+  for (let i = values.length - 1; i >= 0; i--) if (values[i] != null) return values[i];
+  return null;
+}
+
+function clock(seconds) {
+  return new Date(seconds * 1000).toLocaleTimeString();
+}
+
+function cssVar(el, name, fallback) {
+  try {
+    const v = getComputedStyle(el).getPropertyValue(name).trim();
+    return v || fallback;
+  } catch {
+    return fallback;
+  }
+}
+
+export class Chart {
+  /**
+   * @param {object} o
+   * @param {HTMLElement} o.container where the panels go
+   * @param {Function} o.UPlot the uPlot constructor (injected so tests can pass a stub)
+   * @param {(key: string|null) => void} o.onSelect a band was clicked (its cellKey, or null)
+   * @param {(seriesKey: string, show: boolean) => void} o.onSeriesToggle a legend entry was clicked
+   * @param {string} o.syncKey cursor sync group (one per view)
+   */
+  constructor({ container, UPlot, onSelect, onSeriesToggle, syncKey }) {
+    this.container = container;
+    this.UPlot = UPlot;
+    this.onSelect = onSelect;
+    this.onSeriesToggle = onSeriesToggle;
+    this.syncKey = syncKey;
+    this.panels = [];
+    this.layout = null;
+    this.width = 0;
+    this.frame = { cells: [], marks: [], highlight: null, now: NaN };
+  }
+
+  pxRatio() {
+    return this.UPlot.pxRatio || globalThis.devicePixelRatio || 1;
+  }
+
+  /**
+   * Draw the current state.
+   * @param {object} f
+   * @param {import("./store.js").Store} f.store
+   * @param {object[]} f.specs from panelSpecs
+   * @param {number|null} f.window seconds shown, or null for all
+   * @param {number} f.width CSS px
+   * @param {object[]} f.cells valid ledger entries
+   * @param {object[]} f.marks
+   * @param {string|null} f.highlight cellKey of the selected cell
+   * @param {Set<string>} f.hidden series keys the user switched off
+   */
+  update({ store, specs, window, width, cells, marks, highlight, hidden }) {
+    const layout = specs.map((s) => `${s.id}:${s.series.map((x) => x.column).join(",")}`).join("|");
+    if (layout !== this.layout) this._rebuild(specs, width, hidden);
+    else if (width !== this.width) {
+      for (const p of this.panels) p.u.setSize({ width, height: PANEL_HEIGHT });
+    }
+    this.layout = layout;
+    this.width = width;
+
+    const t1 = store.lastTime;
+    const now = t1;
+    this.frame = { cells, marks, highlight, now };
+    // The window is a maximum: until that much is held the chart spans what there is.
+    let t0 = window ? Math.max(t1 - window, store.firstTime) : store.firstTime;
+    if (!(t1 > t0)) t0 = t1 - 1;
+
+    const names = [...new Set(specs.flatMap((s) => s.series.map((x) => x.column)))];
+    const index = names.map((n) => store.columns.indexOf(n));
+    const buckets = Math.max(1, Math.round(width));
+    const { x, ys } = Number.isFinite(t1)
+      ? downsample(store.segments(), index, t0, t1, buckets, 2)
+      : { x: [], ys: names.map(() => []) };
+    const byName = new Map(names.map((n, i) => [n, ys[i]]));
+
+    for (const p of this.panels) {
+      p.range = Number.isFinite(t1) ? [t0, t1] : [0, 1];
+      if (p.spec.totalColumn) {
+        const total = store.latest(p.spec.totalColumn);
+        p.total = total ?? (Number.isFinite(p.spec.totalFallback) ? p.spec.totalFallback : null);
+      }
+      p.u.setData([x, ...p.spec.series.map((s) => byName.get(s.column))], true);
+    }
+    return x.length;
+  }
+
+  _rebuild(specs, width, hidden) {
+    this._destroyPanels();
+    // Canvas colours cannot be CSS variables: read the theme's once per layout.
+    this.colors = {
+      axis: cssVar(this.container, "--jp-ui-font-color2", "#888"),
+      text: cssVar(this.container, "--jp-ui-font-color1", "#888"),
+      background: cssVar(this.container, "--jp-layout-color0", "rgba(128,128,128,0.2)"),
+    };
+    for (const spec of specs) this.panels.push(this._panel(spec, width, hidden));
+  }
+
+  _panel(spec, width, hidden) {
+    const el = document.createElement("div");
+    el.className = "nbgpumon-panel";
+    el.dataset.panel = spec.id;
+    const head = document.createElement("div");
+    head.className = "nbgpumon-panel-head";
+    const title = document.createElement("span");
+    title.className = "nbgpumon-panel-title";
+    title.textContent = spec.title;
+    head.append(title);
+    const plot = document.createElement("div");
+    plot.className = "nbgpumon-plot";
+    const tip = document.createElement("div");
+    tip.className = "nbgpumon-tip";
+    tip.hidden = true;
+    el.append(head, plot, tip);
+    this.container.append(el);
+
+    const panel = { spec, el, tip, range: [0, 1], total: null, hovered: null, u: null };
+    const unit = UNIT[spec.unit];
+    const fg = this.colors.axis;
+    const grid = "rgba(128,128,128,0.18)";
+    const axis = (extra) => ({
+      stroke: fg,
+      grid: { stroke: grid, width: 1 },
+      ticks: { stroke: grid, width: 1, size: 4 },
+      font: "10px sans-serif",
+      ...extra,
+    });
+    const opts = {
+      width,
+      height: PANEL_HEIGHT,
+      // The legend sits in the panel's header row: one line instead of one under each plot.
+      legend: { show: true, live: true, mount: (u, table) => head.append(table) },
+      cursor: {
+        drag: { x: false, y: false, setScale: false },
+        sync: { key: this.syncKey },
+        points: { size: 5 },
+      },
+      scales: {
+        x: { time: true, range: () => panel.range },
+        y: { range: yRange(spec.unit, panel) },
+      },
+      axes: [
+        axis({ space: 60 }),
+        axis({
+          size: 58,
+          values: (u, splits) => splits.map(unit.axis),
+          ...(spec.unit === "bytes" ? { incrs: BYTE_INCRS } : {}),
+        }),
+      ],
+      series: [
+        { label: "time", value: (u, v) => (v == null ? "latest" : clock(v)) },
+        ...spec.series.map((s) => ({
+          label: s.label,
+          stroke: s.color,
+          width: 1.25,
+          show: !hidden.has(`${spec.id}:${s.column}`),
+          // Not hovering (idx null): the newest value, so the legend reads as a live readout.
+          value: (u, v, si, idx) => {
+            const x = idx == null ? lastValue(u.data[si]) : v;
+            return x == null ? "\u2014" : unit.value(x);
+          },
+          points: { show: false },
+        })),
+      ],
+      hooks: {
+        drawClear: [(u) => this._drawBands(u, panel)],
+        draw: [(u) => this._drawOverlays(u, panel)],
+        setCursor: [(u) => this._hover(u, panel)],
+        setSeries: [
+          (u, i, o) => {
+            if (i > 0 && o && typeof o.show === "boolean") {
+              this.onSeriesToggle(`${spec.id}:${spec.series[i - 1].column}`, o.show);
+            }
+          },
+        ],
+      },
+    };
+    const empty = [[], ...spec.series.map(() => [])];
+    panel.u = new this.UPlot(opts, empty, plot);
+    panel.onClick = () => this.onSelect(panel.hovered ? cellKey(panel.hovered) : null);
+    panel.onLeave = () => this._showTip(panel, null);
+    if (panel.u.over) {
+      panel.u.over.addEventListener("click", panel.onClick);
+      panel.u.over.addEventListener("mouseleave", panel.onLeave);
+    }
+    return panel;
+  }
+
+  _visibleCells(u) {
+    const { min, max } = u.scales.x;
+    const { cells, now } = this.frame;
+    return cells.filter((c) => c.start <= max && cellEnd(c, now) >= min);
+  }
+
+  _drawBands(u, panel) {
+    const { ctx, bbox } = u;
+    const { highlight, now } = this.frame;
+    const pr = this.pxRatio();
+    ctx.save();
+    ctx.beginPath();
+    ctx.rect(bbox.left, bbox.top, bbox.width, bbox.height);
+    ctx.clip();
+    for (const c of this._visibleCells(u)) {
+      const x0 = Math.max(bbox.left, u.valToPos(c.start, "x", true));
+      const x1 = Math.min(bbox.left + bbox.width, u.valToPos(cellEnd(c, now), "x", true));
+      const w = Math.max(pr, x1 - x0);
+      const selected = highlight !== null && cellKey(c) === highlight;
+      const bad = c.status && c.status !== "ok";
+      ctx.fillStyle = selected
+        ? "rgba(245,158,11,0.30)"
+        : bad
+          ? "rgba(239,68,68,0.14)"
+          : c === panel.hovered
+            ? "rgba(128,128,128,0.20)"
+            : "rgba(128,128,128,0.10)";
+      ctx.fillRect(x0, bbox.top, w, bbox.height);
+      if (selected) {
+        ctx.fillStyle = "rgba(245,158,11,0.9)";
+        ctx.fillRect(x0, bbox.top, pr, bbox.height);
+        ctx.fillRect(x0 + w - pr, bbox.top, pr, bbox.height);
+      }
+    }
+    ctx.restore();
+  }
+
+  _drawOverlays(u, panel) {
+    const { ctx, bbox } = u;
+    const { marks, now } = this.frame;
+    const pr = this.pxRatio();
+    const fg = this.colors.text;
+    ctx.save();
+    ctx.beginPath();
+    ctx.rect(bbox.left, bbox.top, bbox.width, bbox.height);
+    ctx.clip();
+    ctx.font = `${Math.round(10 * pr)}px sans-serif`;
+    ctx.textAlign = "left"; // uPlot leaves its axis alignment in the context
+    ctx.textBaseline = "top";
+
+    // Cell labels "[N]" at the top of each band wide enough to hold one.
+    ctx.fillStyle = fg;
+    ctx.globalAlpha = 0.75;
+    for (const c of this._visibleCells(u)) {
+      const label = String(c.name ?? "");
+      const x0 = Math.max(bbox.left, u.valToPos(c.start, "x", true));
+      const x1 = Math.min(bbox.left + bbox.width, u.valToPos(cellEnd(c, now), "x", true));
+      if (label && x1 - x0 >= ctx.measureText(label).width + 4 * pr) {
+        ctx.fillText(label, x0 + 2 * pr, bbox.top + 2 * pr);
+      }
+    }
+
+    // Total memory: a dashed horizontal line.
+    ctx.globalAlpha = 0.8;
+    ctx.lineWidth = pr;
+    if (panel.total != null && Number.isFinite(panel.total)) {
+      const y = Math.round(u.valToPos(panel.total, "y", true)) + 0.5;
+      ctx.strokeStyle = fg;
+      ctx.setLineDash([4 * pr, 3 * pr]);
+      ctx.beginPath();
+      ctx.moveTo(bbox.left, y);
+      ctx.lineTo(bbox.left + bbox.width, y);
+      ctx.stroke();
+      const text = `total ${formatBytes(panel.total)}`;
+      // Above the line when there is room, else just under it.
+      const above = y - bbox.top > 14 * pr;
+      const right = bbox.left + bbox.width - 3 * pr;
+      const ty = above ? y - 2 * pr : y + 2 * pr;
+      const tw = ctx.measureText(text).width;
+      // On a backing box: cell labels and lines may run under it.
+      ctx.globalAlpha = 0.85;
+      ctx.fillStyle = this.colors.background;
+      ctx.fillRect(right - tw - 2 * pr, above ? ty - 12 * pr : ty - pr, tw + 4 * pr, 13 * pr);
+      ctx.globalAlpha = 0.9;
+      ctx.fillStyle = fg;
+      ctx.textAlign = "right";
+      ctx.textBaseline = above ? "bottom" : "top";
+      ctx.fillText(text, right, ty);
+      ctx.textAlign = "left";
+      ctx.textBaseline = "top";
+    }
+
+    // Marks: vertical dashed lines with their labels.
+    const { min, max } = u.scales.x;
+    ctx.setLineDash([2 * pr, 2 * pr]);
+    ctx.strokeStyle = "#f59e0b";
+    for (const m of marks) {
+      if (!(m.time >= min && m.time <= max)) continue;
+      const x = Math.round(u.valToPos(m.time, "x", true)) + 0.5;
+      ctx.beginPath();
+      ctx.moveTo(x, bbox.top);
+      ctx.lineTo(x, bbox.top + bbox.height);
+      ctx.stroke();
+      const label = String(m.label ?? "").slice(0, 60);
+      if (label) {
+        ctx.fillStyle = fg;
+        ctx.fillText(label, x + 3 * pr, bbox.top + 14 * pr);
+      }
+    }
+    ctx.restore();
+  }
+
+  _hover(u, panel) {
+    const left = u.cursor.left;
+    if (left == null || left < 0 || !u.scales.x || u.scales.x.min == null) {
+      this._showTip(panel, null);
+      return;
+    }
+    const t = u.posToVal(left, "x");
+    const cell = cellAt(this.frame.cells, t, this.frame.now);
+    // Panels that follow the cursor through uPlot's sync get a null event: they shade the
+    // band but only the panel under the mouse shows the tip.
+    this._showTip(panel, cell, left, u.cursor.event !== null);
+  }
+
+  _showTip(panel, cell, left = 0, withText = true) {
+    const changed = panel.hovered !== cell;
+    panel.hovered = cell;
+    const tip = panel.tip;
+    if (!cell || !withText) {
+      tip.hidden = true;
+      delete tip.dataset.tipCell;
+    } else {
+      const label = typeof cell.label === "string" ? cell.label : "";
+      tip.textContent = label ? `${ledgerLine(cell)}\n${label}` : ledgerLine(cell);
+      tip.dataset.tipCell = cellId(cell);
+      tip.hidden = false;
+      // Left of the cursor when the cursor is in the right half, so the tip stays inside.
+      const plotLeft = panel.u.bbox ? panel.u.bbox.left / this.pxRatio() : 0;
+      const x = plotLeft + left;
+      if (left > this.width / 2) {
+        tip.style.left = "";
+        tip.style.right = `${Math.max(0, this.width - x + 10)}px`;
+      } else {
+        tip.style.right = "";
+        tip.style.left = `${x + 10}px`;
+      }
+    }
+    if (changed && panel.u && panel.u.redraw) panel.u.redraw(false, false);
+  }
+
+  _destroyPanels() {
+    for (const p of this.panels) {
+      if (p.u.over) {
+        p.u.over.removeEventListener("click", p.onClick);
+        p.u.over.removeEventListener("mouseleave", p.onLeave);
+      }
+      p.u.destroy();
+      p.el.remove();
+    }
+    this.panels = [];
+    this.layout = null;
+  }
+
+  destroy() {
+    this._destroyPanels();
+  }
+}

@@ -1,0 +1,116 @@
+// The row of controls above the chart: time window, GPU selector (only with more than one GPU),
+// and toggles for the optional panels. They change view state only; nothing goes to the kernel.
+
+export const WINDOWS = [
+  { label: "1 min", seconds: 60 },
+  { label: "10 min", seconds: 600 },
+  { label: "1 h", seconds: 3600 },
+  { label: "all", seconds: null },
+];
+
+const TOGGLES = [
+  { key: "power", label: "power", suffix: ".power" },
+  { key: "temperature", label: "temperature", suffix: ".temperature" },
+  { key: "rss", label: "host RSS", column: "host.rss" },
+];
+
+export class Controls {
+  /**
+   * @param {{state: object, onChange: (patch: object) => void}} o state: {window, gpu, toggles}
+   */
+  constructor({ state, onChange }) {
+    this.onChange = onChange;
+    this.listeners = [];
+    this.el = document.createElement("div");
+    this.el.className = "nbgpumon-controls";
+
+    const group = document.createElement("div");
+    group.className = "nbgpumon-windows";
+    group.setAttribute("role", "group");
+    this.windowButtons = WINDOWS.map((w) => {
+      const b = document.createElement("button");
+      b.type = "button";
+      b.textContent = w.label;
+      b.dataset.window = w.seconds === null ? "all" : String(w.seconds);
+      this._listen(b, "click", () => this.onChange({ window: w.seconds }));
+      group.append(b);
+      return b;
+    });
+
+    this.gpuSelect = document.createElement("select");
+    this.gpuSelect.className = "nbgpumon-gpu";
+    this.gpuSelect.hidden = true;
+    this._listen(this.gpuSelect, "change", () => {
+      const v = this.gpuSelect.value;
+      this.onChange({ gpu: v === "all" ? "all" : Number(v) });
+    });
+    this.deviceKey = null;
+
+    const toggles = document.createElement("div");
+    toggles.className = "nbgpumon-toggles";
+    this.toggles = TOGGLES.map((t) => {
+      const label = document.createElement("label");
+      const box = document.createElement("input");
+      box.type = "checkbox";
+      box.dataset.toggle = t.key;
+      this._listen(box, "change", () => this.onChange({ toggles: { [t.key]: box.checked } }));
+      label.append(box, document.createTextNode(` ${t.label}`));
+      toggles.append(label);
+      return { ...t, label, box };
+    });
+
+    this.el.append(group, this.gpuSelect, toggles);
+    this.update({ devices: [], columns: [], state });
+  }
+
+  _listen(target, type, fn) {
+    target.addEventListener(type, fn);
+    this.listeners.push([target, type, fn]);
+  }
+
+  /** Reflect devices, columns and the view state. */
+  update({ devices, columns, state }) {
+    for (const b of this.windowButtons) {
+      const on = b.dataset.window === (state.window === null ? "all" : String(state.window));
+      b.classList.toggle("active", on);
+      b.setAttribute("aria-pressed", on ? "true" : "false");
+    }
+
+    const key = JSON.stringify(devices.map((d) => [d.index, d.name]));
+    if (key !== this.deviceKey) {
+      this.deviceKey = key;
+      const options = [];
+      if (devices.length > 1) {
+        const all = document.createElement("option");
+        all.value = "all";
+        all.textContent = "all GPUs";
+        options.push(all);
+      }
+      for (const d of devices) {
+        const o = document.createElement("option");
+        o.value = String(d.index);
+        o.textContent = `GPU ${d.index}: ${d.name ?? ""}`;
+        options.push(o);
+      }
+      this.gpuSelect.replaceChildren(...options);
+    }
+    this.gpuSelect.hidden = devices.length <= 1;
+    this.gpuSelect.value = String(state.gpu);
+
+    const names = new Set(columns);
+    const gpuColumns = columns.filter((c) => c.startsWith("gpu"));
+    for (const t of this.toggles) {
+      const available = t.column
+        ? names.has(t.column) && devices.length > 0 // without a GPU, RSS is always shown
+        : gpuColumns.some((c) => c.endsWith(t.suffix));
+      t.label.hidden = !available;
+      t.box.checked = Boolean(state.toggles[t.key]);
+    }
+  }
+
+  destroy() {
+    for (const [target, type, fn] of this.listeners) target.removeEventListener(type, fn);
+    this.listeners = [];
+    this.el.remove();
+  }
+}

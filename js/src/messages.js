@@ -1,0 +1,103 @@
+// Decoding the kernel's binary payloads (docs/widget-protocol.md): the `samples` custom message
+// with its two buffers, and the packed `history` trait. Both are little-endian. Each decoder
+// copies into fresh, aligned typed arrays: anywidget hands over DataViews whose byteOffset is
+// not guaranteed to be a multiple of 8.
+
+const LITTLE_ENDIAN = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
+
+/** A DataView over a DataView, ArrayBuffer, typed array, or base64 string; null otherwise. */
+export function toDataView(raw) {
+  if (raw === null || raw === undefined) return null;
+  if (raw instanceof DataView) return raw;
+  if (ArrayBuffer.isView(raw)) return new DataView(raw.buffer, raw.byteOffset, raw.byteLength);
+  const tag = Object.prototype.toString.call(raw);
+  // By tag, not instanceof: a buffer made in another realm (an iframe, a test DOM) still counts.
+  if (tag === "[object ArrayBuffer]" || tag === "[object SharedArrayBuffer]") {
+    return new DataView(raw);
+  }
+  if (typeof raw === "string") {
+    // Not what ipywidgets sends for bytes, but cheap to accept (e.g. a JSON-serialized state).
+    if (raw === "") return new DataView(new ArrayBuffer(0));
+    try {
+      const bin = atob(raw);
+      const bytes = new Uint8Array(bin.length);
+      for (let i = 0; i < bin.length; i++) bytes[i] = bin.charCodeAt(i);
+      return new DataView(bytes.buffer);
+    } catch {
+      return null;
+    }
+  }
+  return null;
+}
+
+function copyBytes(dv, offset, length) {
+  const start = dv.byteOffset + offset;
+  return dv.buffer.slice(start, start + length);
+}
+
+/** `n` little-endian float64 from `dv` at byte `offset`, as a new Float64Array. */
+export function readFloat64(dv, offset, n) {
+  if (LITTLE_ENDIAN) return new Float64Array(copyBytes(dv, offset, n * 8));
+  const out = new Float64Array(n);
+  for (let i = 0; i < n; i++) out[i] = dv.getFloat64(offset + i * 8, true);
+  return out;
+}
+
+/** `n` little-endian float32 from `dv` at byte `offset`, as a new Float32Array. */
+export function readFloat32(dv, offset, n) {
+  if (LITTLE_ENDIAN) return new Float32Array(copyBytes(dv, offset, n * 4));
+  const out = new Float32Array(n);
+  for (let i = 0; i < n; i++) out[i] = dv.getFloat32(offset + i * 4, true);
+  return out;
+}
+
+function isCount(x) {
+  return Number.isInteger(x) && x >= 0;
+}
+
+/**
+ * A `samples` message as { start, rows, width, gap, times: Float64Array(rows),
+ * values: Float32Array(rows*width) }, or null when it is not one or is malformed
+ * (a wrong type, missing buffers, or buffers shorter than the header says).
+ */
+export function decodeSamples(msg, buffers) {
+  if (!msg || msg.type !== "samples") return null;
+  const { start, rows, width } = msg;
+  if (!isCount(rows) || !isCount(width) || !Number.isFinite(start)) return null;
+  if (!buffers || buffers.length < 2) return null;
+  const tv = toDataView(buffers[0]);
+  const vv = toDataView(buffers[1]);
+  if (!tv || !vv) return null;
+  if (tv.byteLength < rows * 8 || vv.byteLength < rows * width * 4) return null;
+  return {
+    start,
+    rows,
+    width,
+    gap: msg.gap === true,
+    times: readFloat64(tv, 0, rows),
+    values: readFloat32(vv, 0, rows * width),
+  };
+}
+
+/**
+ * The packed `history` trait as { rows, width, times, mean, low, high }, or null when it is
+ * empty (no history yet) or malformed (shorter than its header says).
+ */
+export function decodeHistory(raw) {
+  const dv = toDataView(raw);
+  if (!dv || dv.byteLength < 8) return null;
+  const rows = dv.getUint32(0, true);
+  const width = dv.getUint32(4, true);
+  const block = rows * width * 4;
+  const need = 8 + rows * 8 + 3 * block;
+  if (rows === 0 || dv.byteLength < need) return null;
+  let at = 8;
+  const times = readFloat64(dv, at, rows);
+  at += rows * 8;
+  const mean = readFloat32(dv, at, rows * width);
+  at += block;
+  const low = readFloat32(dv, at, rows * width);
+  at += block;
+  const high = readFloat32(dv, at, rows * width);
+  return { rows, width, times, mean, low, high };
+}

@@ -1,0 +1,230 @@
+// The model-level state every view of one widget shares: the timeline (a snapshot from the
+// `history` trait plus a ring of rows from `samples` messages), a revision counter, listeners.
+// Created once per model (in `initialize`) and kept in a WeakMap keyed by the model, so views
+// are cheap and a second view starts with everything the first one has.
+
+import { decodeHistory, decodeSamples } from "./messages.js";
+import { DEFAULT_CAPACITY, Ring, historySegment, ringSegment } from "./ring.js";
+
+const stores = new WeakMap();
+
+export class Store {
+  /** @param {{capacity?: number}} options capacity: most live rows held (oldest dropped) */
+  constructor({ capacity = DEFAULT_CAPACITY } = {}) {
+    this.capacity = capacity;
+    this.columns = [];
+    this.ring = new Ring(0, capacity);
+    this.history = null; // decoded `history`: { rows, width, times, mean, low, high }
+    this.cursor = null; // timeline cursor just past the last row received
+    this.revision = 0;
+    this.listeners = new Set();
+    this.pendingGap = false; // rows were lost; break the line before the next row
+    this.stats = { messages: 0, rejected: 0, gaps: 0 };
+  }
+
+  /** Call `fn(revision)` on every change; returns the unsubscribe function. */
+  subscribe(fn) {
+    this.listeners.add(fn);
+    return () => this.listeners.delete(fn);
+  }
+
+  _changed() {
+    this.revision += 1;
+    for (const fn of [...this.listeners]) fn(this.revision);
+  }
+
+  /** Timeline column names; rows held so far are kept column by column (matched by name). */
+  setColumns(names) {
+    const next = Array.isArray(names) ? names.map(String) : [];
+    const old = this.columns;
+    if (next.length === old.length && next.every((n, i) => n === old[i])) return false;
+    this.ring = this.ring.length
+      ? this.ring.remap(old, next)
+      : new Ring(next.length, this.capacity);
+    this.history = this.history ? remapHistory(this.history, old, next) : null;
+    this.columns = next;
+    this.pendingGap = false;
+    this._changed();
+    return true;
+  }
+
+  /**
+   * A decoded history snapshot (or null: none yet). Ignored when its width does not match the
+   * columns: it belongs to other columns, and the next snapshot will match.
+   */
+  setHistory(history) {
+    if (history && history.width !== this.columns.length) return false;
+    if (history === this.history) return false;
+    this.history = history;
+    this._changed();
+    return true;
+  }
+
+  /** The newest time held (history or live), or NaN. */
+  get lastTime() {
+    if (this.ring.length) return this.ring.lastTime;
+    const h = this.history;
+    return h ? h.times[h.rows - 1] : NaN;
+  }
+
+  /** The oldest time drawn (history or live), or NaN. */
+  get firstTime() {
+    if (this.historyRowsUsed() > 0) return this.history.times[0];
+    return this.ring.length ? this.ring.firstTime : NaN;
+  }
+
+  /** History rows older than the first live row: those are drawn; the rest the ring covers. */
+  historyRowsUsed() {
+    const h = this.history;
+    if (!h) return 0;
+    if (!this.ring.length) return h.rows;
+    const t = this.ring.firstTime;
+    let lo = 0;
+    let hi = h.rows;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (h.times[mid] < t) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo;
+  }
+
+  /** Rows held for drawing: used history rows plus live rows (gap markers included). */
+  get size() {
+    return this.historyRowsUsed() + this.ring.length;
+  }
+
+  /** Row sources for `downsample`, oldest first. */
+  segments() {
+    const used = this.historyRowsUsed();
+    const out = [];
+    if (used > 0) out.push(historySegment(this.history, 0, used));
+    if (this.ring.length) out.push(ringSegment(this.ring));
+    return out;
+  }
+
+  /** The newest non-NaN value of column `name` (looking back at most `lookback` rows), or null. */
+  latest(name, lookback = 2000) {
+    const c = this.columns.indexOf(name);
+    if (c < 0) return null;
+    const r = this.ring;
+    for (let i = r.length - 1; i >= Math.max(0, r.length - lookback); i--) {
+      const v = r.value(i, c);
+      if (!Number.isNaN(v)) return v;
+    }
+    const h = this.history;
+    if (h) {
+      for (let i = h.rows - 1; i >= Math.max(0, h.rows - lookback); i--) {
+        const v = h.mean[i * h.width + c];
+        if (!Number.isNaN(v)) return v;
+      }
+    }
+    return null;
+  }
+
+  /**
+   * Append a decoded `samples` message. Rows not newer than what is held are skipped (a resend
+   * or the overlap with the history snapshot); a `gap` flag or a `start` past the cursor puts a
+   * break row before the new rows so no line is drawn across the missing time. A message whose
+   * width is not the number of columns is rejected (and counts as a gap).
+   */
+  appendSamples(samples) {
+    this.stats.messages += 1;
+    if (!samples || samples.width !== this.columns.length) {
+      this.stats.rejected += 1;
+      this.pendingGap = true;
+      return false;
+    }
+    const { start, rows, times, values } = samples;
+    const lost = samples.gap || (this.cursor !== null && start > this.cursor);
+    if (lost) this.pendingGap = true;
+    this.cursor = start + rows;
+    let last = this.lastTime;
+    const held = Number.isFinite(last);
+    if (!held) last = -Infinity;
+    let appended = 0;
+    for (let r = 0; r < rows; r++) {
+      const t = times[r];
+      if (!(t > last)) continue; // not newer (or NaN): keeps times ascending
+      if (this.pendingGap) {
+        if (held) {
+          this.ring.appendBreak(Number.isFinite(last) ? (last + t) / 2 : t);
+          this.stats.gaps += 1;
+        }
+        this.pendingGap = false;
+      }
+      this.ring.append(times, values, 1, r);
+      last = t;
+      appended += 1;
+    }
+    if (appended) this._changed();
+    return appended > 0;
+  }
+}
+
+function remapHistory(h, oldNames, newNames) {
+  const from = newNames.map((n) => oldNames.indexOf(n));
+  const w = newNames.length;
+  const pick = (src) => {
+    const out = new Float32Array(h.rows * w);
+    for (let i = 0; i < h.rows; i++) {
+      for (let c = 0; c < w; c++) out[i * w + c] = from[c] < 0 ? NaN : src[i * h.width + from[c]];
+    }
+    return out;
+  };
+  return { rows: h.rows, width: w, times: h.times, mean: pick(h.mean), low: pick(h.low), high: pick(h.high) };
+}
+
+/** The store of `model`, created on first use. */
+export function storeFor(model, options) {
+  let store = stores.get(model);
+  if (!store) {
+    store = new Store(options);
+    stores.set(model, store);
+  }
+  return store;
+}
+
+/**
+ * Feed `model`'s store from the kernel: `columns` and `history` now and on change, `samples`
+ * custom messages as they come. Returns the cleanup that removes every listener it added.
+ * Connecting twice (e.g. a hot reload) replaces the first connection.
+ */
+export function connectModel(model, options) {
+  const store = storeFor(model, options);
+  if (store.disconnect) store.disconnect();
+
+  const readHistory = () => {
+    const h = decodeHistory(model.get("history"));
+    if (h === null) {
+      // Empty bytes: no snapshot yet. Keep whatever is held (it is at least as new).
+      return;
+    }
+    store.setHistory(h);
+  };
+  const onColumns = () => {
+    store.setColumns(model.get("columns"));
+    readHistory(); // a snapshot that arrived before its columns did is usable now
+  };
+  const onHistory = () => {
+    store.setColumns(model.get("columns")); // no-op unless the columns changed too
+    readHistory();
+  };
+  const onMessage = (msg, buffers) => {
+    if (msg && msg.type === "samples") store.appendSamples(decodeSamples(msg, buffers));
+  };
+
+  onColumns();
+  model.on("change:columns", onColumns);
+  model.on("change:history", onHistory);
+  model.on("msg:custom", onMessage);
+
+  const disconnect = () => {
+    model.off("change:columns", onColumns);
+    model.off("change:history", onHistory);
+    model.off("msg:custom", onMessage);
+    if (store.disconnect === disconnect) store.disconnect = null;
+  };
+  store.disconnect = disconnect;
+  return disconnect;
+}

@@ -1,0 +1,89 @@
+import { describe, expect, test } from "vitest";
+import { decodeHistory, decodeSamples, toDataView } from "../src/messages.js";
+import { packHistory, samples } from "./protocol.js";
+
+describe("decodeSamples", () => {
+  test("decodes the header and both buffers as the protocol lays them out", () => {
+    const [msg, buffers] = samples(40, [100.5, 101], [[1, 2, NaN], [4, 5, 6]]);
+    const d = decodeSamples(msg, buffers);
+    expect(d).toMatchObject({ start: 40, rows: 2, width: 3, gap: false });
+    expect(Array.from(d.times)).toEqual([100.5, 101]);
+    expect(Array.from(d.values.slice(0, 2))).toEqual([1, 2]);
+    expect(d.values[2]).toBeNaN();
+    expect(d.values[5]).toBe(6);
+  });
+
+  test("buffers at unaligned offsets decode the same", () => {
+    const [msg, buffers] = samples(0, [1, 2, 3], [[1], [2], [3]], { misalign: true });
+    expect(buffers[0].byteOffset % 8).not.toBe(0);
+    const d = decodeSamples(msg, buffers);
+    expect(Array.from(d.times)).toEqual([1, 2, 3]);
+    expect(Array.from(d.values)).toEqual([1, 2, 3]);
+  });
+
+  test("ArrayBuffer and Uint8Array buffers are accepted too", () => {
+    const [msg, [t, v]] = samples(0, [7], [[8]]);
+    const asBuffer = decodeSamples(msg, [t.buffer, new Uint8Array(v.buffer)]);
+    expect(asBuffer.times[0]).toBe(7);
+    expect(asBuffer.values[0]).toBe(8);
+  });
+
+  test("the gap flag is carried", () => {
+    const [msg, buffers] = samples(9, [1], [[1]], { gap: true });
+    expect(decodeSamples(msg, buffers).gap).toBe(true);
+  });
+
+  test("other messages and short buffers are rejected", () => {
+    const [msg, buffers] = samples(0, [1, 2], [[1], [2]]);
+    expect(decodeSamples({ ...msg, type: "other" }, buffers)).toBeNull();
+    expect(decodeSamples({ ...msg, rows: 3 }, buffers)).toBeNull();
+    expect(decodeSamples(msg, [buffers[0]])).toBeNull();
+    expect(decodeSamples({ ...msg, rows: -1 }, buffers)).toBeNull();
+  });
+});
+
+describe("decodeHistory", () => {
+  const times = [10, 20];
+  const mean = [[1, 2], [3, 4]];
+  const low = [[0, 1], [2, 3]];
+  const high = [[2, 3], [4, 5]];
+
+  test("decodes rows, width, times, means, lows and highs", () => {
+    const h = decodeHistory(packHistory(times, mean, low, high));
+    expect(h.rows).toBe(2);
+    expect(h.width).toBe(2);
+    expect(Array.from(h.times)).toEqual([10, 20]);
+    expect(Array.from(h.mean)).toEqual([1, 2, 3, 4]);
+    expect(Array.from(h.low)).toEqual([0, 1, 2, 3]);
+    expect(Array.from(h.high)).toEqual([2, 3, 4, 5]);
+  });
+
+  test("accepts a DataView (also unaligned), an ArrayBuffer or a Uint8Array", () => {
+    const bytes = packHistory(times, mean, low, high);
+    const shifted = new Uint8Array(bytes.length + 1);
+    shifted.set(bytes, 1);
+    for (const raw of [
+      new DataView(bytes.buffer),
+      new DataView(shifted.buffer, 1, bytes.length),
+      bytes.buffer,
+      bytes,
+    ]) {
+      expect(Array.from(decodeHistory(raw).high)).toEqual([2, 3, 4, 5]);
+    }
+  });
+
+  test("empty bytes mean no history; truncated bytes are rejected", () => {
+    expect(decodeHistory(new DataView(new ArrayBuffer(0)))).toBeNull();
+    expect(decodeHistory(new Uint8Array(0))).toBeNull();
+    expect(decodeHistory(null)).toBeNull();
+    expect(decodeHistory(packHistory([], []))).toBeNull();
+    const bytes = packHistory(times, mean, low, high);
+    expect(decodeHistory(bytes.slice(0, bytes.length - 1))).toBeNull();
+  });
+
+  test("toDataView leaves a DataView as it is", () => {
+    const dv = new DataView(new ArrayBuffer(4));
+    expect(toDataView(dv)).toBe(dv);
+    expect(toDataView(42)).toBeNull();
+  });
+});

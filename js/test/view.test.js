@@ -1,0 +1,293 @@
+// @vitest-environment jsdom
+import { afterEach, beforeEach, describe, expect, test } from "vitest";
+import "./dom-shims.js";
+import { createWidget } from "../src/widget.js";
+import { storeFor } from "../src/store.js";
+import { FakeModel, manualFrames } from "./fake-model.js";
+import { packHistory, samples } from "./protocol.js";
+import { StubUPlot } from "./stub-uplot.js";
+
+const GiB = 2 ** 30;
+const COLUMNS = [
+  "gpu0.mem_used", "gpu0.mem_total", "gpu0.gpu_util", "gpu0.mem_util", "gpu0.power",
+  "gpu0.temperature", "gpu0.allocated", "gpu0.reserved", "host.rss",
+];
+const DEVICE = { index: 0, name: "NVIDIA H200", memory_total: 141 * GiB, cuda_index: 0 };
+const XSS = "<img src=x onerror=alert(1)>";
+
+function row(t) {
+  return [t * GiB, 141 * GiB, 50, 20, 300, 60, 0.5 * t * GiB, t * GiB, 2 * GiB];
+}
+
+function cell(count, start, end, extra = {}) {
+  return {
+    name: `[${count}]`, count, kind: "cell", label: `x = f(${count})`, start, end,
+    status: "ok", alloc: GiB, peak: 2 * GiB, peak_exact: true, kept: 512 * 2 ** 20,
+    util_mean: 80, util_max: 99, host_delta: -(2 ** 20), duration: end - start, ...extra,
+  };
+}
+
+let frames;
+let widget;
+let el;
+
+beforeEach(() => {
+  frames = manualFrames();
+  StubUPlot.instances = [];
+  widget = createWidget({ UPlot: StubUPlot, requestFrame: frames.requestFrame, cancelFrame: frames.cancelFrame });
+  el = document.createElement("div");
+  document.body.append(el);
+});
+
+afterEach(() => {
+  el.remove();
+});
+
+function gpuModel(extra = {}) {
+  return new FakeModel({
+    columns: COLUMNS,
+    devices: [DEVICE],
+    history: new DataView(packHistory([100, 101], [row(1), row(2)]).buffer),
+    status: "sampling every 0.1 s",
+    ...extra,
+  });
+}
+
+describe("a view", () => {
+  test("builds the status line, the panels, the table and the data attributes", () => {
+    const model = gpuModel({ cells: [cell(1, 100, 100.5), cell(2, 100.5, 101)] });
+    widget.initialize({ model });
+    widget.render({ model, el });
+    const root = el.querySelector(".nbgpumon-widget");
+    expect(root.dataset.points).toBe("2");
+    expect(el.querySelector(".nbgpumon-status").textContent).toBe("sampling every 0.1 s");
+    const panels = [...el.querySelectorAll("[data-panel]")].map((p) => p.dataset.panel);
+    expect(panels).toEqual(["gpu0-memory", "gpu0-util"]);
+    const rows = [...el.querySelectorAll(".nbgpumon-table tbody tr")];
+    expect(rows.map((r) => r.dataset.cell)).toEqual(["2", "1"]); // newest first
+    const texts = [...rows[0].children].map((td) => td.textContent);
+    expect(texts).toEqual(["[2]", "ok", "500 ms", "+1.0 GiB", "2.0 GiB", "512 MiB", "80%", "\u22121.0 MiB", "x = f(2)"]);
+    expect(el.querySelector("style").textContent).toContain(".u-legend"); // uPlot's CSS, inlined
+  });
+
+  test("the memory panel gets used, reserved and allocated, and a total line", () => {
+    const model = gpuModel();
+    widget.initialize({ model });
+    widget.render({ model, el });
+    const memory = StubUPlot.instances[0];
+    expect(memory.opts.series.map((s) => s.label)).toEqual(["time", "used (NVML)", "reserved", "allocated"]);
+    expect(memory.data[1]).toEqual([GiB, 2 * GiB]);
+    memory.paint();
+    const text = memory.ctx.calls.filter((c) => c[0] === "fillText").map((c) => c[1]);
+    expect(text).toContain("total 141 GiB");
+    expect(memory.scales.y.max).toBeGreaterThanOrEqual(141 * GiB);
+  });
+
+  test("a peak measured from samples is shown as a lower bound", () => {
+    const model = gpuModel({ cells: [cell(3, 100, 101, { peak_exact: false })] });
+    widget.initialize({ model });
+    widget.render({ model, el });
+    expect(el.querySelector("[data-cell='3']").children[4].textContent).toBe("\u22652.0 GiB");
+  });
+
+  test("two views of one model share one store, and both draw each new row", () => {
+    const model = gpuModel();
+    widget.initialize({ model });
+    widget.render({ model, el });
+    const el2 = document.createElement("div");
+    widget.render({ model, el: el2 });
+    model.custom(...samples(2, [102, 103], [row(3), row(4)]));
+    expect(frames.pending.size).toBe(2); // one frame per view, not per message
+    model.custom(...samples(4, [104], [row(5)]));
+    expect(frames.pending.size).toBe(2); // coalesced
+    frames.flush();
+    for (const root of [el, el2].map((e) => e.querySelector(".nbgpumon-widget"))) {
+      expect(root.dataset.points).toBe("5");
+    }
+    expect(storeFor(model).size).toBe(5);
+  });
+
+  test("nothing is redrawn when nothing changed", () => {
+    const model = gpuModel();
+    widget.initialize({ model });
+    widget.render({ model, el });
+    const memory = StubUPlot.instances[0];
+    const before = memory.setDataCalls;
+    model.custom(...samples(2, [101], [row(2)])); // an old row: no new data, no revision
+    expect(frames.pending.size).toBe(0);
+    model.custom(...samples(3, [102], [row(3)]));
+    frames.flush();
+    expect(memory.setDataCalls).toBe(before + 1);
+  });
+
+  test("cleanup destroys the plots, cancels the frame and removes every listener", () => {
+    const model = gpuModel();
+    const disconnect = widget.initialize({ model });
+    const afterInitialize = model.listenerCount();
+    const cleanup = widget.render({ model, el });
+    expect(model.listenerCount()).toBeGreaterThan(afterInitialize);
+    const store = storeFor(model);
+    expect(store.listeners.size).toBe(1);
+    model.custom(...samples(2, [102], [row(3)]));
+    expect(frames.pending.size).toBe(1);
+    cleanup();
+    expect(frames.pending.size).toBe(0);
+    expect(model.listenerCount()).toBe(afterInitialize);
+    expect(store.listeners.size).toBe(0);
+    expect(StubUPlot.instances.every((u) => u.destroyed)).toBe(true);
+    expect(el.children.length).toBe(0);
+    disconnect();
+    expect(model.listenerCount()).toBe(0);
+  });
+
+  test("a cleaned-up view ignores later messages", () => {
+    const model = gpuModel();
+    widget.initialize({ model });
+    const cleanup = widget.render({ model, el });
+    cleanup();
+    model.custom(...samples(2, [102], [row(3)]));
+    model.set({ status: "changed" });
+    expect(frames.pending.size).toBe(0);
+  });
+
+  test("strings from traits render as text, never as HTML", () => {
+    const model = gpuModel({
+      cells: [cell(12, 100, 101, { name: `[12]${XSS}`, label: XSS, status: XSS })],
+      marks: [{ time: 100.5, label: XSS }],
+      devices: [{ ...DEVICE, name: XSS }, { ...DEVICE, index: 1, name: XSS }],
+      status: XSS,
+    });
+    widget.initialize({ model });
+    widget.render({ model, el });
+    expect(el.querySelector("img")).toBeNull();
+    expect(el.querySelector(".nbgpumon-status").textContent).toBe(XSS);
+    const tr = el.querySelector("[data-cell='12']");
+    expect(tr.textContent).toContain(XSS);
+    expect(tr.querySelector("td.source").textContent).toBe(XSS);
+    expect([...el.querySelectorAll(".nbgpumon-gpu option")].map((o) => o.textContent)).toContain(`GPU 1: ${XSS}`);
+    // hover the band: the tip shows the ledger line and the label, as text
+    const memory = StubUPlot.instances[0];
+    memory.hover(memory.valToPos(100.5, "x") - memory.bbox.left);
+    const tip = el.querySelector(".nbgpumon-tip:not([hidden])");
+    expect(tip.dataset.tipCell).toBe("12");
+    expect(tip.textContent).toContain(`[12]${XSS} +1.0 GiB alloc`);
+    expect(tip.textContent).toContain(`\n${XSS}`);
+    expect(el.querySelector("img")).toBeNull();
+  });
+
+  test("clicking a table row highlights its band; clicking again clears it", () => {
+    const model = gpuModel({ cells: [cell(1, 100, 100.4), cell(2, 100.6, 101)] });
+    widget.initialize({ model });
+    widget.render({ model, el });
+    const tr = el.querySelector("[data-cell='1']");
+    tr.children[0].dispatchEvent(new MouseEvent("click", { bubbles: true }));
+    frames.flush();
+    expect(tr.classList.contains("selected")).toBe(true);
+    const memory = StubUPlot.instances.find((u) => u.root.isConnected);
+    memory.ctx.calls.length = 0;
+    memory.paint();
+    const fills = memory.ctx.calls.filter((c) => c[0] === "fillRect");
+    expect(fills.length).toBeGreaterThan(2); // two bands + the selected band's edges
+    tr.children[0].dispatchEvent(new MouseEvent("click", { bubbles: true }));
+    frames.flush();
+    expect(tr.classList.contains("selected")).toBe(false);
+  });
+
+  test("clicking a band in the chart selects its row", () => {
+    const model = gpuModel({ cells: [cell(7, 100, 101)] });
+    widget.initialize({ model });
+    widget.render({ model, el });
+    const memory = StubUPlot.instances[0];
+    memory.hover(10);
+    expect(el.querySelector(".nbgpumon-tip").dataset.tipCell).toBe("7");
+    memory.over.dispatchEvent(new MouseEvent("click"));
+    frames.flush();
+    expect(el.querySelector("[data-cell='7']").classList.contains("selected")).toBe(true);
+  });
+
+  test("bands are labelled [N] and marks drawn with their label", () => {
+    const model = gpuModel({ cells: [cell(12, 100, 101)], marks: [{ time: 100.5, label: "warm-up done" }] });
+    widget.initialize({ model });
+    widget.render({ model, el });
+    const util = StubUPlot.instances[1];
+    util.paint();
+    const text = util.ctx.calls.filter((c) => c[0] === "fillText").map((c) => c[1]);
+    expect(text).toContain("[12]");
+    expect(text).toContain("warm-up done");
+  });
+
+  test("controls: window, toggles and GPU selection change the panels without the kernel", () => {
+    const model = gpuModel({ devices: [DEVICE, { ...DEVICE, index: 1 }] });
+    model.set({ columns: [...COLUMNS, "gpu1.mem_used", "gpu1.gpu_util"] });
+    widget.initialize({ model });
+    widget.render({ model, el });
+    const panels = () => [...el.querySelectorAll("[data-panel]")].map((p) => p.dataset.panel);
+    expect(panels()).toEqual(["gpu0-memory", "gpu0-util"]);
+
+    const select = el.querySelector(".nbgpumon-gpu");
+    expect(select.hidden).toBe(false);
+    select.value = "1";
+    select.dispatchEvent(new Event("change"));
+    frames.flush();
+    expect(panels()).toEqual(["gpu1-memory", "gpu1-util"]);
+
+    select.value = "all";
+    select.dispatchEvent(new Event("change"));
+    for (const key of ["power", "temperature", "rss"]) {
+      const box = el.querySelector(`[data-toggle=${key}]`);
+      box.checked = true;
+      box.dispatchEvent(new Event("change"));
+    }
+    frames.flush();
+    expect(panels()).toEqual([
+      "gpu0-memory", "gpu0-util", "gpu0-power", "gpu0-temperature", "gpu1-memory", "gpu1-util", "host-rss",
+    ]);
+
+    model.custom(...samples(0, [100, 400], [[...row(1), 1, 1], [...row(3), 1, 1]])); // 300 s held
+    frames.flush();
+    const live = () => StubUPlot.instances.filter((u) => !u.destroyed)[0];
+    expect(live().scales.x.max - live().scales.x.min).toBe(300); // 10 min: all of it
+    el.querySelector("[data-window='60']").click();
+    frames.flush();
+    expect(live().scales.x.max - live().scales.x.min).toBe(60);
+    expect(el.querySelector("[data-window='60']").classList.contains("active")).toBe(true);
+    expect(model.sent).toEqual([]);
+  });
+
+  test("a series switched off in the legend stays off when the panels are rebuilt", () => {
+    const model = gpuModel();
+    widget.initialize({ model });
+    widget.render({ model, el });
+    const memory = StubUPlot.instances[0];
+    memory.opts.hooks.setSeries[0](memory, 2, { show: false }); // what a legend click fires
+    el.querySelector("[data-toggle=power]").click();
+    frames.flush();
+    const rebuilt = StubUPlot.instances.find((u) => !u.destroyed && u.root.closest("[data-panel=gpu0-memory]"));
+    expect(rebuilt).not.toBe(memory);
+    expect(rebuilt.opts.series.map((x) => x.show)).toEqual([undefined, true, false, true]);
+  });
+
+  test("without a GPU only the host RSS panel is shown", () => {
+    const model = new FakeModel({ columns: ["host.rss", "host.sys_used"], devices: [] });
+    widget.initialize({ model });
+    widget.render({ model, el });
+    model.custom(...samples(0, [1, 2], [[GiB, 0], [2 * GiB, 0]]));
+    frames.flush();
+    expect([...el.querySelectorAll("[data-panel]")].map((p) => p.dataset.panel)).toEqual(["host-rss"]);
+    expect(el.querySelector("[data-toggle=rss]").parentElement.hidden).toBe(true);
+    expect(el.querySelector(".nbgpumon-gpu").hidden).toBe(true);
+    expect(el.querySelector(".nbgpumon-widget").dataset.points).toBe("2");
+  });
+
+  test("a gap in the samples draws as a break in the line", () => {
+    const model = gpuModel({ history: new DataView(new ArrayBuffer(0)) });
+    widget.initialize({ model });
+    widget.render({ model, el });
+    model.custom(...samples(0, [100, 101], [row(1), row(2)]));
+    model.custom(...samples(10, [110, 111], [row(3), row(4)]));
+    frames.flush();
+    const memory = StubUPlot.instances[0];
+    expect(memory.data[0]).toEqual([100, 101, 105.5, 110, 111]);
+    expect(memory.data[1]).toEqual([GiB, 2 * GiB, null, 3 * GiB, 4 * GiB]);
+  });
+});
