@@ -13,6 +13,7 @@ import html
 import struct
 import threading
 import time
+import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -52,9 +53,12 @@ class GPUMonWidget(anywidget.AnyWidget):
     marks = List(Dict()).tag(sync=True)
     status = Unicode("").tag(sync=True)
     interval = Float(0.1).tag(sync=True)
+    # anywidget gives initialize() and each render() its own proxy of the model; the front
+    # end finds the one store they share by this id
+    _uid = Unicode().tag(sync=True)
 
     def __init__(self, monitor: Monitor, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
+        super().__init__(_uid=uuid.uuid4().hex, **kwargs)
         self._monitor = monitor
 
     def _repr_mimebundle_(self, **kwargs: Any) -> Any:

@@ -6,7 +6,15 @@
 import { decodeHistory, decodeSamples } from "./messages.js";
 import { DEFAULT_CAPACITY, Ring, historySegment, ringSegment } from "./ring.js";
 
+// anywidget hands `initialize` and each `render` a proxy of its own for one model, so the
+// store is keyed by the widget's `_uid` trait; a model without one (tests) by the object.
 const stores = new WeakMap();
+const storesByUid = new Map();
+
+function uidOf(model) {
+  const uid = typeof model.get === "function" ? model.get("_uid") : null;
+  return uid ? String(uid) : null;
+}
 
 export class Store {
   /** @param {{capacity?: number}} options capacity: most live rows held (oldest dropped) */
@@ -177,12 +185,21 @@ function remapHistory(h, oldNames, newNames) {
 
 /** The store of `model`, created on first use. */
 export function storeFor(model, options) {
-  let store = stores.get(model);
+  const uid = uidOf(model);
+  let store = uid ? storesByUid.get(uid) : stores.get(model);
   if (!store) {
     store = new Store(options);
-    stores.set(model, store);
+    if (uid) storesByUid.set(uid, store);
+    else stores.set(model, store);
   }
   return store;
+}
+
+/** Drop `model`'s store (the model is gone). */
+export function forgetStore(model) {
+  const uid = uidOf(model);
+  if (uid) storesByUid.delete(uid);
+  else stores.delete(model);
 }
 
 /**

@@ -2,7 +2,7 @@
 // from the kernel; `render` runs once per view and only draws. See docs/widget-protocol.md.
 
 import uPlot from "uplot";
-import { connectModel } from "./store.js";
+import { connectModel, forgetStore } from "./store.js";
 import { createView } from "./view.js";
 
 /** The anywidget module with injectable dependencies (tests pass a stub uPlot and frames). */
@@ -10,7 +10,11 @@ export function createWidget(deps = {}) {
   const resolved = { UPlot: uPlot, ...deps };
   return {
     initialize({ model }) {
-      return connectModel(model);
+      const disconnect = connectModel(model);
+      return () => {
+        disconnect();
+        forgetStore(model);
+      };
     },
     render({ model, el }) {
       return createView({ model, el }, resolved);
