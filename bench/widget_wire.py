@@ -44,7 +44,7 @@ def measure(gpus: int, seconds: float) -> dict[str, float]:
             except queue.Empty:
                 break
         kc.execute(f"import time; time.sleep({seconds})")
-        payload = framed = messages = 0
+        payload = framed = messages = every = 0
         rows = 0
         start = time.time()
         while time.time() - start < seconds:
@@ -53,13 +53,16 @@ def measure(gpus: int, seconds: float) -> dict[str, float]:
             except queue.Empty:
                 continue
             data = msg["content"].get("data", {})
-            if msg["msg_type"] != "comm_msg" or data.get("method") != "custom":
+            if msg["msg_type"] != "comm_msg":
                 continue
             buffers = sum(len(b) for b in msg.get("buffers", []))
             frame = sum(
                 len(json.dumps(msg[k], default=str))
                 for k in ("header", "parent_header", "metadata", "content")
             )
+            every += buffers + frame  # trait updates (the status line) count here too
+            if data.get("method") != "custom":
+                continue
             payload += buffers
             framed += buffers + frame
             messages += 1
@@ -73,6 +76,7 @@ def measure(gpus: int, seconds: float) -> dict[str, float]:
         "framed_bytes_per_s": framed / elapsed,
         "messages_per_s": messages / elapsed,
         "rows_per_s": rows / elapsed,
+        "all_widget_bytes_per_s": every / elapsed,
     }
 
 
@@ -97,6 +101,12 @@ def main() -> None:
             got["framed_bytes_per_s"] / gpus,
             "B/s",
             note="header, parent header, metadata and content JSON included (not signatures)",
+        )
+        result.add(
+            f"all of the widget's messages while a cell runs, per GPU, {gpus} GPU(s)",
+            got["all_widget_bytes_per_s"] / gpus,
+            "B/s",
+            note="samples plus trait updates (status every 2 s), framing included",
         )
     result.finish()
 

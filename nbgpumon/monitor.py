@@ -108,6 +108,8 @@ class Monitor:
         """The live chart; one per monitor, so showing it twice gives two views of one model."""
         if self._publisher is None:
             self._publisher = Publisher(self, GPUMonWidget(self))
+        else:
+            self._publisher.refresh_history()  # a new view starts from a recent snapshot
         return self._publisher.widget
 
     def static_view(self) -> StaticView:

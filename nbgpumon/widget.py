@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 
 BUNDLE = Path(__file__).parent / "static" / "widget.js"
 SEND_EVERY = 0.5  # seconds between samples messages: <= 2 messages/s, <= 1 s latency
-HISTORY_EVERY = 5.0  # seconds between refreshes of the history trait
+HISTORY_EVERY = 30.0  # at most one history refresh per this many seconds (it is ~1 MB a GPU)
 STATUS_EVERY = 2.0
 HISTORY_ROWS = 4000
 CELLS_KEPT = 500
@@ -93,11 +93,11 @@ class Publisher:
                 }
                 for d in monitor.nvml.devices
             ]
-            widget.history = pack_history(monitor.timeline.window().downsample(HISTORY_ROWS))
             widget.cells = [cell_row(r) for r in monitor.cells()[-CELLS_KEPT:]]
             widget.marks = [{"time": t, "label": label} for t, label in monitor.ledger.marks]
             widget.status = status_line(monitor)
             widget.interval = monitor.config.interval
+        self.refresh_history(force=True)
         self._unsubscribe = monitor.sampler.subscribe(self)
 
     def __call__(self, cursor: int) -> None:
@@ -106,11 +106,6 @@ class Publisher:
             return
         self._next_send = now + SEND_EVERY
         self.send_new()
-        if now >= self._next_history:
-            self._next_history = now + HISTORY_EVERY
-            history = pack_history(self._monitor.timeline.window().downsample(HISTORY_ROWS))
-            with self._lock:
-                self._widget.history = history
         if now >= self._next_status:
             self._next_status = now + STATUS_EVERY
             with self._lock:
@@ -138,12 +133,27 @@ class Publisher:
         self.messages_sent += 1
 
     def ledger_changed(self) -> None:
-        """After a cell or a mark (main thread): the ledger and marks as the widget shows them."""
+        """After a cell or a mark (main thread): the ledger and marks as the widget shows them.
+
+        The history snapshot (for views opened or pages reloaded later) is refreshed here, not
+        while cells run, and at most every HISTORY_EVERY seconds: live views never need it.
+        """
         rows = [cell_row(r) for r in self._monitor.cells()[-CELLS_KEPT:]]
         marks = [{"time": t, "label": label} for t, label in self._monitor.ledger.marks]
         with self._lock:
             self._widget.cells = rows
             self._widget.marks = marks
+        self.refresh_history()
+
+    def refresh_history(self, force: bool = False) -> None:
+        """Replace the history snapshot (main thread), unless one was sent very recently."""
+        now = time.monotonic()
+        if not force and now < self._next_history:
+            return
+        self._next_history = now + HISTORY_EVERY
+        history = pack_history(self._monitor.timeline.window().downsample(HISTORY_ROWS))
+        with self._lock:
+            self._widget.history = history
 
     def close(self) -> None:
         self._unsubscribe()

@@ -75,6 +75,11 @@ def test_the_widget_streams_new_samples_while_a_long_cell_runs(kernel):
     during = kernel.run("import time; time.sleep(3)")
     elapsed = time.time() - started
     samples = _samples(during)
+    history = [
+        m for m in during
+        if m["msg_type"] == "comm_msg" and "history" in m["content"]["data"].get("state", {})
+    ]  # fmt: skip
+    assert history == []  # the big snapshot never travels while a cell runs
     # sent while the cell ran, coalesced to at most 2 messages a second
     assert 4 <= len(samples) <= 2 * elapsed + 1
     rows_before = None
