@@ -75,8 +75,7 @@ class Publisher:
     """Keeps one widget current. Called by the sampler after each tick, on its thread."""
 
     def __init__(self, monitor: Monitor, widget: GPUMonWidget) -> None:
-        self._monitor, self._widget = monitor, widget
-        self.widget = widget
+        self._monitor, self.widget = monitor, widget
         self._lock = threading.Lock()
         self._cursor = monitor.timeline.cursor
         self._next_send = self._next_history = self._next_status = 0.0
@@ -109,8 +108,8 @@ class Publisher:
         if now >= self._next_status:
             self._next_status = now + STATUS_EVERY
             with self._lock:
-                self._widget.status = status_line(self._monitor)
-                self._widget.interval = self._monitor.config.interval
+                self.widget.status = status_line(self._monitor)
+                self.widget.interval = self._monitor.config.interval
 
     def send_new(self) -> None:
         """Send every sample appended since the last call (one message, or none)."""
@@ -127,7 +126,7 @@ class Publisher:
             "gap": chunk.gap,
         }
         with self._lock:
-            self._widget.send(header, buffers=[times, values])
+            self.widget.send(header, buffers=[times, values])
         self._cursor = chunk.end
         self.bytes_sent += len(times) + len(values)
         self.messages_sent += 1
@@ -141,8 +140,8 @@ class Publisher:
         rows = [cell_row(r) for r in self._monitor.cells()[-CELLS_KEPT:]]
         marks = [{"time": t, "label": label} for t, label in self._monitor.ledger.marks]
         with self._lock:
-            self._widget.cells = rows
-            self._widget.marks = marks
+            self.widget.cells = rows
+            self.widget.marks = marks
         self.refresh_history()
 
     def refresh_history(self, force: bool = False) -> None:
@@ -153,12 +152,12 @@ class Publisher:
         self._next_history = now + HISTORY_EVERY
         history = pack_history(self._monitor.timeline.window().downsample(HISTORY_ROWS))
         with self._lock:
-            self._widget.history = history
+            self.widget.history = history
 
     def close(self) -> None:
         self._unsubscribe()
         with self._lock:
-            self._widget.close()
+            self.widget.close()
 
 
 def cell_row(r: CellRecord) -> dict[str, Any]:
