@@ -41,6 +41,8 @@ function fakeModel(state) {
     emit(ev, ...args) { for (const cb of handlers.get(ev) || []) cb(...args); },
   };
 }
+window.n = 0;
+window.cleanups = [];
 window.setup = (gpus, rows) => {
   const metrics = ["mem_used", "mem_reserved", "mem_total", "gpu_util", "mem_util", "temperature",
     "power", "power_limit", "sm_clock", "pcie_tx", "pcie_rx"];
@@ -52,12 +54,12 @@ window.setup = (gpus, rows) => {
   const devices = [...Array(gpus).keys()].map((g) => ({index: g, name: "GPU " + g,
     memory_total: 150e9, cuda_index: g}));
   const model = fakeModel({columns: cols, devices, history: new DataView(new ArrayBuffer(0)),
-    cells: [], marks: [], status: "benchmark", interval: 0.1, _uid: "bench" + gpus});
+    cells: [], marks: [], status: "benchmark", interval: 0.1, _uid: `bench-${gpus}-${++window.n}`});
   window.model = model; window.width = cols.length; window.t = 1.7e9; window.cursor = 0;
   window.scale = cols.map((c) => (/util/.test(c) ? 50 : /temperature/.test(c) ? 40 : 1e9));
-  widget.initialize({model});
+  for (const cleanup of window.cleanups) cleanup();  // the previous case's view and model
   const el = document.getElementById("out"); el.textContent = "";
-  widget.render({model, el});
+  window.cleanups = [widget.initialize({model}), widget.render({model, el})];
   window.push(rows);
 };
 window.push = (n) => {
