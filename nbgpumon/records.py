@@ -101,6 +101,11 @@ class CellRecord:
         return max(values) if values else None
 
     @property
+    def peak_exact(self) -> bool:
+        """True unless some GPU's peak is only a sampled lower bound."""
+        return all(d.peak_exact for d in self.devices if d.peak_allocated is not None)
+
+    @property
     def util_mean(self) -> float | None:
         values = [d.util_mean for d in self.devices if d.util_mean is not None]
         return sum(values) / len(values) if values else None

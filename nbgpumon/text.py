@@ -74,10 +74,9 @@ def summary_line(record: CellRecord) -> str:
     parts: list[str] = []
     if record.allocated_total is not None:
         peak = record.peak_allocated
-        inexact = any(not d.peak_exact for d in record.devices if d.peak_allocated is not None)
         parts += [
             f"{format_bytes(record.allocated_total, signed=True)} alloc",
-            f"peak {'≥' if inexact else ''}{format_bytes(peak)}",
+            f"peak {'' if record.peak_exact else '≥'}{format_bytes(peak)}",
             f"kept {format_bytes(record.retained)}",
         ]
     else:
@@ -127,7 +126,6 @@ _ALWAYS = ("cell", "status", "time", "source")
 
 
 def _row(r: CellRecord) -> tuple[str, ...]:
-    inexact = any(not d.peak_exact for d in r.devices if d.peak_allocated is not None)
     nvml = [d.nvml_used_delta for d in r.devices if d.nvml_used_delta is not None]
     util = (
         "—"
@@ -139,7 +137,7 @@ def _row(r: CellRecord) -> tuple[str, ...]:
         r.status,
         format_seconds(r.duration),
         format_bytes(r.allocated_total, signed=True),
-        ("≥" if inexact else "") + format_bytes(r.peak_allocated),
+        ("" if r.peak_exact else "≥") + format_bytes(r.peak_allocated),
         format_bytes(r.retained),
         util,
         format_bytes(sum(nvml), signed=True) if nvml else "—",

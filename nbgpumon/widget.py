@@ -92,10 +92,8 @@ class Publisher:
                 }
                 for d in monitor.nvml.devices
             ]
-            widget.cells = [cell_row(r) for r in monitor.cells()[-CELLS_KEPT:]]
-            widget.marks = [{"time": t, "label": label} for t, label in monitor.ledger.marks]
-            widget.status = status_line(monitor)
-            widget.interval = monitor.config.interval
+        self._publish_ledger()
+        self._publish_status()
         self.refresh_history(force=True)
         self._unsubscribe = monitor.sampler.subscribe(self)
 
@@ -107,9 +105,7 @@ class Publisher:
         self.send_new()
         if now >= self._next_status:
             self._next_status = now + STATUS_EVERY
-            with self._lock:
-                self.widget.status = status_line(self._monitor)
-                self.widget.interval = self._monitor.config.interval
+            self._publish_status()
 
     def send_new(self) -> None:
         """Send every sample appended since the last call (one message, or none)."""
@@ -137,12 +133,21 @@ class Publisher:
         The history snapshot (for views opened or pages reloaded later) is refreshed here, not
         while cells run, and at most every HISTORY_EVERY seconds: live views never need it.
         """
+        self._publish_ledger()
+        self.refresh_history()
+
+    def _publish_ledger(self) -> None:
         rows = [cell_row(r) for r in self._monitor.cells()[-CELLS_KEPT:]]
         marks = [{"time": t, "label": label} for t, label in self._monitor.ledger.marks]
         with self._lock:
             self.widget.cells = rows
             self.widget.marks = marks
-        self.refresh_history()
+
+    def _publish_status(self) -> None:
+        status = status_line(self._monitor)
+        with self._lock:
+            self.widget.status = status
+            self.widget.interval = self._monitor.config.interval
 
     def refresh_history(self, force: bool = False) -> None:
         """Replace the history snapshot (main thread), unless one was sent very recently."""
@@ -162,12 +167,11 @@ class Publisher:
 
 def cell_row(r: CellRecord) -> dict[str, Any]:
     """One ledger record as the widget's ``cells`` trait holds it."""
-    peaks = [d.peak_exact for d in r.devices if d.peak_allocated is not None]
     return {
         "name": r.name, "count": r.execution_count, "kind": r.kind, "label": r.label,
         "start": r.start, "end": r.start + r.duration, "duration": r.duration,
         "status": r.status, "alloc": r.allocated_total, "peak": r.peak_allocated,
-        "peak_exact": all(peaks), "kept": r.retained, "util_mean": r.util_mean,
+        "peak_exact": r.peak_exact, "kept": r.retained, "util_mean": r.util_mean,
         "util_max": r.util_max, "host_delta": r.rss_delta, "summary": summary_line(r),
     }  # fmt: skip
 
