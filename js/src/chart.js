@@ -6,7 +6,7 @@
 
 import { cellAt, cellEnd, cellId, cellKey } from "./cells.js";
 import { formatBytes, formatBytesAxis, formatPercent, ledgerLine } from "./format.js";
-import { downsample } from "./ring.js";
+import { Downsampler } from "./downsample.js";
 
 export const PANEL_HEIGHT = 160; // CSS px, axes included
 
@@ -127,17 +127,36 @@ export class Chart {
    * @param {(key: string|null) => void} o.onSelect a band was clicked (its cellKey, or null)
    * @param {(seriesKey: string, show: boolean) => void} o.onSeriesToggle a legend entry was clicked
    * @param {string} o.syncKey cursor sync group (one per view)
+   * @param {() => void} [o.onVisible] a panel that missed updates scrolled into view
+   * @param {Function} [o.IntersectionObserver] injected for tests; the browser's by default
    */
-  constructor({ container, UPlot, onSelect, onSeriesToggle, syncKey }) {
+  constructor({ container, UPlot, onSelect, onSeriesToggle, syncKey, onVisible, IntersectionObserver }) {
     this.container = container;
     this.UPlot = UPlot;
     this.onSelect = onSelect;
     this.onSeriesToggle = onSeriesToggle;
     this.syncKey = syncKey;
     this.panels = [];
+    // Panels scrolled out of view are not redrawn (8 GPUs make 16 panels, a few screens tall):
+    // they are marked stale and drawn when they come back.
+    const Observer = IntersectionObserver ?? globalThis.IntersectionObserver;
+    this.observer =
+      typeof Observer === "function"
+        ? new Observer((entries) => {
+            let wake = false;
+            for (const e of entries) {
+              const panel = this.panels.find((p) => p.el === e.target);
+              if (!panel) continue;
+              panel.visible = e.isIntersecting;
+              if (panel.visible && panel.stale) wake = true;
+            }
+            if (wake && onVisible) onVisible();
+          })
+        : null;
     this.layout = null;
     this.width = 0;
     this.frame = { cells: [], marks: [], highlight: null, now: NaN };
+    this.downsampler = new Downsampler();
   }
 
   pxRatio() {
@@ -174,13 +193,15 @@ export class Chart {
 
     const names = [...new Set(specs.flatMap((s) => s.series.map((x) => x.column)))];
     const index = names.map((n) => store.columns.indexOf(n));
-    const buckets = Math.max(1, Math.round(width));
-    const { x, ys } = Number.isFinite(t1)
-      ? downsample(store.segments(), index, t0, t1, buckets, 2)
-      : { x: [], ys: names.map(() => []) };
+    const { x, ys } = this.downsampler.run(store, index, t0, Math.max(1, Math.round(width)));
     const byName = new Map(names.map((n, i) => [n, ys[i]]));
 
     for (const p of this.panels) {
+      if (!p.visible) {
+        p.stale = true;
+        continue;
+      }
+      p.stale = false;
       p.range = Number.isFinite(t1) ? [t0, t1] : [0, 1];
       if (p.spec.totalColumn) {
         const total = store.latest(p.spec.totalColumn);
@@ -220,7 +241,9 @@ export class Chart {
     el.append(head, plot, tip);
     this.container.append(el);
 
-    const panel = { spec, el, tip, range: [0, 1], total: null, hovered: null, u: null };
+    // Visible until the observer says otherwise, so the first frame draws everything.
+    const panel = { spec, el, tip, range: [0, 1], total: null, hovered: null, u: null, visible: true, stale: false };
+    if (this.observer) this.observer.observe(el);
     const unit = UNIT[spec.unit];
     const fg = this.colors.axis;
     const grid = "rgba(128,128,128,0.18)";
@@ -445,6 +468,7 @@ export class Chart {
 
   _destroyPanels() {
     for (const p of this.panels) {
+      if (this.observer) this.observer.unobserve(p.el);
       if (p.u.over) {
         p.u.over.removeEventListener("click", p.onClick);
         p.u.over.removeEventListener("mouseleave", p.onLeave);
@@ -458,5 +482,6 @@ export class Chart {
 
   destroy() {
     this._destroyPanels();
+    if (this.observer) this.observer.disconnect();
   }
 }

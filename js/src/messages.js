@@ -80,8 +80,9 @@ export function decodeSamples(msg, buffers) {
 }
 
 /**
- * The packed `history` trait as { rows, width, times, mean, low, high }, or null when it is
- * empty (no history yet) or malformed (shorter than its header says).
+ * The packed `history` trait as { rows, width, times, mean, low, high }, each of mean, low and
+ * high an array of `width` columns (Float32Array(rows) each: the store's layout), or null when
+ * it is empty (no history yet) or malformed (shorter than its header says).
  */
 export function decodeHistory(raw) {
   const dv = toDataView(raw);
@@ -94,10 +95,18 @@ export function decodeHistory(raw) {
   let at = 8;
   const times = readFloat64(dv, at, rows);
   at += rows * 8;
-  const mean = readFloat32(dv, at, rows * width);
-  at += block;
-  const low = readFloat32(dv, at, rows * width);
-  at += block;
-  const high = readFloat32(dv, at, rows * width);
+  const blocks = [];
+  for (let k = 0; k < 3; k++, at += block) blocks.push(toColumns(readFloat32(dv, at, rows * width), rows, width));
+  const [mean, low, high] = blocks;
   return { rows, width, times, mean, low, high };
+}
+
+/** Row-major `values` (rows x width) as `width` column arrays. */
+export function toColumns(values, rows, width) {
+  const cols = Array.from({ length: width }, () => new Float32Array(rows));
+  for (let i = 0; i < rows; i++) {
+    const o = i * width;
+    for (let c = 0; c < width; c++) cols[c][i] = values[o + c];
+  }
+  return cols;
 }

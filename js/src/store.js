@@ -4,7 +4,8 @@
 // are cheap and a second view starts with everything the first one has.
 
 import { decodeHistory, decodeSamples } from "./messages.js";
-import { DEFAULT_CAPACITY, Ring, historySegment, ringSegment } from "./ring.js";
+import { historySegment, ringSegment } from "./downsample.js";
+import { DEFAULT_CAPACITY, Ring } from "./ring.js";
 
 // anywidget hands `initialize` and each `render` a proxy of its own for one model, so the
 // store is keyed by the widget's `_uid` trait; a model without one (tests) by the object.
@@ -25,6 +26,7 @@ export class Store {
     this.history = null; // decoded `history`: { rows, width, times, mean, low, high }
     this.cursor = null; // timeline cursor just past the last row received
     this.revision = 0;
+    this.epoch = 0; // counts changes other than appended rows (what drawing caches key on)
     this.listeners = new Set();
     this.pendingGap = false; // rows were lost; break the line before the next row
     this.stats = { messages: 0, rejected: 0, gaps: 0 };
@@ -52,6 +54,7 @@ export class Store {
     this.history = this.history ? remapHistory(this.history, old, next) : null;
     this.columns = next;
     this.pendingGap = false;
+    this.epoch += 1;
     this._changed();
     return true;
   }
@@ -64,6 +67,7 @@ export class Store {
     if (history && history.width !== this.columns.length) return false;
     if (history === this.history) return false;
     this.history = history;
+    this.epoch += 1;
     this._changed();
     return true;
   }
@@ -102,7 +106,7 @@ export class Store {
     return this.historyRowsUsed() + this.ring.length;
   }
 
-  /** Row sources for `downsample`, oldest first. */
+  /** Row sources for the Downsampler, oldest first. */
   segments() {
     const used = this.historyRowsUsed();
     const out = [];
@@ -123,7 +127,7 @@ export class Store {
     const h = this.history;
     if (h) {
       for (let i = h.rows - 1; i >= Math.max(0, h.rows - lookback); i--) {
-        const v = h.mean[i * h.width + c];
+        const v = h.mean[c][i];
         if (!Number.isNaN(v)) return v;
       }
     }
@@ -172,15 +176,8 @@ export class Store {
 
 function remapHistory(h, oldNames, newNames) {
   const from = newNames.map((n) => oldNames.indexOf(n));
-  const w = newNames.length;
-  const pick = (src) => {
-    const out = new Float32Array(h.rows * w);
-    for (let i = 0; i < h.rows; i++) {
-      for (let c = 0; c < w; c++) out[i * w + c] = from[c] < 0 ? NaN : src[i * h.width + from[c]];
-    }
-    return out;
-  };
-  return { rows: h.rows, width: w, times: h.times, mean: pick(h.mean), low: pick(h.low), high: pick(h.high) };
+  const pick = (cols) => from.map((k) => (k < 0 ? new Float32Array(h.rows).fill(NaN) : cols[k]));
+  return { rows: h.rows, width: newNames.length, times: h.times, mean: pick(h.mean), low: pick(h.low), high: pick(h.high) };
 }
 
 /** The store of `model`, created on first use. */

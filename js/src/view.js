@@ -27,7 +27,7 @@ function validMarks(value) {
  * Render a view of `model` into `el`.
  * @param {{model: object, el: HTMLElement}} ctx anywidget's render arguments
  * @param {object} deps UPlot (constructor), and optionally requestFrame / cancelFrame /
- *   ResizeObserver (defaults: the browser's)
+ *   ResizeObserver / IntersectionObserver (defaults: the browser's)
  * @returns {() => void} cleanup
  */
 export function createView({ model, el }, deps) {
@@ -96,6 +96,8 @@ export function createView({ model, el }, deps) {
       if (key) table.reveal(key);
     },
     onSeriesToggle: (key, show) => (show ? state.hidden.delete(key) : state.hidden.add(key)),
+    onVisible: invalidate,
+    IntersectionObserver: deps.IntersectionObserver,
   });
   const table = new CellTable({ onSelect: select });
 

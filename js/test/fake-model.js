@@ -83,3 +83,32 @@ export function manualFrames() {
     },
   };
 }
+
+/** An IntersectionObserver whose entries the test reports with `report(el, isIntersecting)`. */
+export class FakeIntersectionObserver {
+  static instances = [];
+
+  constructor(callback) {
+    this.callback = callback;
+    this.targets = new Set();
+    this.disconnected = false;
+    FakeIntersectionObserver.instances.push(this);
+  }
+
+  observe(el) {
+    this.targets.add(el);
+  }
+
+  unobserve(el) {
+    this.targets.delete(el);
+  }
+
+  disconnect() {
+    this.targets.clear();
+    this.disconnected = true;
+  }
+
+  report(el, isIntersecting) {
+    if (this.targets.has(el)) this.callback([{ target: el, isIntersecting }]);
+  }
+}

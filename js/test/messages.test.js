@@ -53,9 +53,10 @@ describe("decodeHistory", () => {
     expect(h.rows).toBe(2);
     expect(h.width).toBe(2);
     expect(Array.from(h.times)).toEqual([10, 20]);
-    expect(Array.from(h.mean)).toEqual([1, 2, 3, 4]);
-    expect(Array.from(h.low)).toEqual([0, 1, 2, 3]);
-    expect(Array.from(h.high)).toEqual([2, 3, 4, 5]);
+    // column by column: column 0 holds the first value of each row
+    expect(h.mean.map((c) => Array.from(c))).toEqual([[1, 3], [2, 4]]);
+    expect(h.low.map((c) => Array.from(c))).toEqual([[0, 2], [1, 3]]);
+    expect(h.high.map((c) => Array.from(c))).toEqual([[2, 4], [3, 5]]);
   });
 
   test("accepts a DataView (also unaligned), an ArrayBuffer or a Uint8Array", () => {
@@ -68,7 +69,7 @@ describe("decodeHistory", () => {
       bytes.buffer,
       bytes,
     ]) {
-      expect(Array.from(decodeHistory(raw).high)).toEqual([2, 3, 4, 5]);
+      expect(decodeHistory(raw).high.map((c) => Array.from(c))).toEqual([[2, 4], [3, 5]]);
     }
   });
 

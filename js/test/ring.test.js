@@ -1,5 +1,5 @@
 import { describe, expect, test } from "vitest";
-import { Ring, downsample, historySegment, ringSegment } from "../src/ring.js";
+import { Ring } from "../src/ring.js";
 
 function rowsOf(n, width, t0 = 1000, dt = 1, f = (i, c) => i * 10 + c) {
   const times = new Float64Array(n);
@@ -12,7 +12,7 @@ function rowsOf(n, width, t0 = 1000, dt = 1, f = (i, c) => i * 10 + c) {
 }
 
 describe("Ring", () => {
-  test("append keeps rows in order, columns row-major", () => {
+  test("append takes row-major values and keeps rows in order", () => {
     const ring = new Ring(2, 100);
     const { times, values } = rowsOf(5, 2);
     ring.append(times, values);
@@ -52,15 +52,27 @@ describe("Ring", () => {
     expect(Array.from({ length: 4 }, (_, i) => ring.time(i))).toEqual([1006, 1007, 1008, 1009]);
   });
 
-  test("window and slice select rows by time, inclusive, after wrapping", () => {
+  test("window selects rows by time, inclusive, after wrapping", () => {
     const ring = new Ring(1, 50);
     const { times, values } = rowsOf(120, 1, 0, 0.5, (i) => i);
     ring.append(times, values); // holds t = 35.0 .. 59.5
-    expect(ring.window(40, 42)).toEqual({ start: 10, end: 15 });
-    const s = ring.slice(40, 42);
-    expect(Array.from(s.times)).toEqual([40, 40.5, 41, 41.5, 42]);
-    expect(Array.from(s.values)).toEqual([80, 81, 82, 83, 84]);
-    expect(ring.slice(100, 200).times.length).toBe(0);
+    const { start, end } = ring.window(40, 42);
+    expect([start, end]).toEqual([10, 15]);
+    expect(Array.from({ length: end - start }, (_, k) => ring.value(start + k, 0))).toEqual([80, 81, 82, 83, 84]);
+    expect(ring.window(100, 200)).toEqual({ start: 50, end: 50 });
+    expect(ring.total).toBe(120);
+  });
+
+  test("growing keeps every column of every row", () => {
+    const ring = new Ring(3, 10_000);
+    for (let k = 0; k < 30; k++) {
+      const { times, values } = rowsOf(100, 3, k * 100, 1, (i, c) => (k * 100 + i) * 10 + c);
+      ring.append(times, values);
+    }
+    expect(ring.cap).toBeGreaterThanOrEqual(3000);
+    for (const i of [0, 1023, 1024, 2047, 2999]) {
+      expect([0, 1, 2].map((c) => ring.value(i, c))).toEqual([i * 10, i * 10 + 1, i * 10 + 2]);
+    }
   });
 
   test("remap keeps columns by name and fills new ones with NaN", () => {
@@ -73,58 +85,5 @@ describe("Ring", () => {
     expect(next.value(1, 0)).toBe(11);
     expect(next.value(1, 1)).toBeNaN();
     expect(next.isBreak(3)).toBe(true);
-  });
-});
-
-describe("downsample", () => {
-  test("at most two points per pixel column, and every column's min and max survive", () => {
-    const n = 100_000;
-    const ring = new Ring(2, n);
-    const { times, values } = rowsOf(n, 2, 0, 0.01, (i, c) => (c === 0 ? Math.sin(i / 50) : (i * 7919) % 1000));
-    values[0 + 2 * 12_345] = 50; // a one-sample spike
-    values[1 + 2 * 54_321] = -5; // a one-sample dip
-    ring.append(times, values);
-    const buckets = 400;
-    const { x, ys } = downsample([ringSegment(ring)], [0, 1], 0, (n - 1) * 0.01, buckets, 2);
-    expect(x.length).toBeLessThanOrEqual(2 * buckets);
-    expect(Math.max(...ys[0])).toBe(50);
-    expect(Math.min(...ys[1])).toBe(-5);
-    expect(Math.max(...ys[1])).toBe(999);
-    for (let i = 1; i < x.length; i++) expect(x[i]).toBeGreaterThanOrEqual(x[i - 1]);
-  });
-
-  test("sparse rows are kept as they are, plus one row either side of the window", () => {
-    const ring = new Ring(1, 100);
-    const { times, values } = rowsOf(10, 1, 0, 1, (i) => i);
-    ring.append(times, values);
-    const { x, ys } = downsample([ringSegment(ring)], [0], 3, 6, 1000);
-    expect(x).toEqual([2, 3, 4, 5, 6, 7]);
-    expect(ys[0]).toEqual([2, 3, 4, 5, 6, 7]);
-  });
-
-  test("a break row becomes a null point and NaN becomes null", () => {
-    const ring = new Ring(1, 100);
-    ring.append(new Float64Array([0, 1]), new Float32Array([1, NaN]));
-    ring.appendBreak(1.5);
-    ring.append(new Float64Array([2, 3]), new Float32Array([3, 4]));
-    const { x, ys } = downsample([ringSegment(ring)], [0], 0, 3, 100);
-    expect(x).toEqual([0, 1, 1.5, 2, 3]);
-    expect(ys[0]).toEqual([1, null, null, 3, 4]);
-  });
-
-  test("history rows contribute their lows and highs when reduced, then live rows follow", () => {
-    const history = {
-      rows: 4, width: 1,
-      times: new Float64Array([0, 1, 2, 3]),
-      mean: new Float32Array([5, 5, 5, 5]),
-      low: new Float32Array([4, 1, 4, 4]),
-      high: new Float32Array([6, 6, 9, 6]),
-    };
-    const ring = new Ring(1, 10);
-    ring.append(new Float64Array([10, 11]), new Float32Array([7, 8]));
-    const { x, ys } = downsample([historySegment(history), ringSegment(ring)], [0], 0, 11, 1);
-    // one bucket of six rows -> two points: min 1 (history low) before max 9 (history high)
-    expect(x).toEqual([0, 11]);
-    expect(ys[0]).toEqual([1, 9]);
   });
 });

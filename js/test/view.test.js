@@ -3,7 +3,7 @@ import { afterEach, beforeEach, describe, expect, test } from "vitest";
 import "./dom-shims.js";
 import { createWidget } from "../src/widget.js";
 import { storeFor } from "../src/store.js";
-import { FakeModel, manualFrames } from "./fake-model.js";
+import { FakeIntersectionObserver, FakeModel, manualFrames } from "./fake-model.js";
 import { packHistory, samples } from "./protocol.js";
 import { StubUPlot } from "./stub-uplot.js";
 
@@ -214,6 +214,35 @@ describe("a view", () => {
     const text = util.ctx.calls.filter((c) => c[0] === "fillText").map((c) => c[1]);
     expect(text).toContain("[12]");
     expect(text).toContain("warm-up done");
+  });
+
+  test("panels scrolled out of view are not redrawn until they come back", () => {
+    FakeIntersectionObserver.instances = [];
+    const seen = createWidget({
+      UPlot: StubUPlot,
+      requestFrame: frames.requestFrame,
+      cancelFrame: frames.cancelFrame,
+      IntersectionObserver: FakeIntersectionObserver,
+    });
+    const model = gpuModel();
+    seen.initialize({ model });
+    const cleanup = seen.render({ model, el });
+    const [observer] = FakeIntersectionObserver.instances;
+    const [memory, util] = StubUPlot.instances;
+    const utilPanel = el.querySelector("[data-panel='gpu0-util']");
+    expect(observer.targets.has(utilPanel)).toBe(true);
+    observer.report(utilPanel, false);
+    expect(frames.pending.size).toBe(0); // going out of view needs no frame
+    const before = [memory.setDataCalls, util.setDataCalls];
+    model.custom(...samples(2, [102], [row(3)]));
+    frames.flush();
+    expect([memory.setDataCalls, util.setDataCalls]).toEqual([before[0] + 1, before[1]]);
+    observer.report(utilPanel, true); // back in view: drawn with the row it missed
+    expect(frames.flush()).toBe(1);
+    expect(util.setDataCalls).toBe(before[1] + 1);
+    expect(util.data[0].at(-1)).toBe(102);
+    cleanup();
+    expect(observer.disconnected).toBe(true);
   });
 
   test("controls: window, toggles and GPU selection change the panels without the kernel", () => {

@@ -13,6 +13,19 @@ def _points(widget) -> int:
     return int(widget.get_attribute("data-points") or 0)
 
 
+def _hover_band(page, panel) -> dict:
+    """Sweep the mouse across ``panel``'s plot until a cell band's tip shows: its cell id and
+    text (empty when no band was found)."""
+    panel.scroll_into_view_if_needed()
+    box = panel.locator(".u-over").bounding_box()
+    tip = panel.locator(".nbgpumon-tip")
+    for k in range(1, 60):
+        page.mouse.move(box["x"] + box["width"] * k / 60, box["y"] + box["height"] / 2)
+        if tip.is_visible():
+            return {"cell": tip.get_attribute("data-tip-cell"), "text": tip.text_content()}
+    return {}
+
+
 def test_the_chart_updates_during_a_long_cell_and_records_it_after(page, open_notebook):
     nb = open_notebook(
         [
@@ -44,6 +57,9 @@ def test_the_chart_updates_during_a_long_cell_and_records_it_after(page, open_no
     assert "import time" in row.text_content()  # the first line of the long cell
     row.click()
     assert "selected" in (row.get_attribute("class") or "")
+    tip = _hover_band(page, nb.in_output(1, '[data-panel$="-memory"], [data-panel="host-rss"]').first)
+    assert tip.get("cell") and tip["text"].startswith(f"[{tip['cell']}]"), tip
+    nb.screenshot(f"widget_hover_{nb.server.kind}")
 
     xss_count = nb.run_cell(3)
     xss_row = nb.in_output(1, f'.nbgpumon-table tr[data-cell="{xss_count}"][data-kind="cell"]')
