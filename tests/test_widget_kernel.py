@@ -63,6 +63,21 @@ def _samples(msgs: list[dict]) -> list[dict]:
     ]  # fmt: skip
 
 
+def _widget_state(msgs: list[dict]) -> dict:
+    """The nbgpumon widget's synced state as the front end would hold it after ``msgs``: the
+    state it was opened with, then each update in order."""
+    (opened,) = [
+        m for m in msgs
+        if m["msg_type"] == "comm_open" and "columns" in m["content"]["data"].get("state", {})
+    ]  # fmt: skip
+    comm = opened["content"]["comm_id"]
+    state = dict(opened["content"]["data"]["state"])
+    for m in msgs:
+        if m["msg_type"] == "comm_msg" and m["content"]["comm_id"] == comm:
+            state.update(m["content"]["data"].get("state", {}))
+    return state
+
+
 def test_the_widget_streams_new_samples_while_a_long_cell_runs(kernel):
     kernel.run("%load_ext nbgpumon")
     shown = _displays(kernel.run("%gpumon"))
@@ -133,3 +148,29 @@ def test_static_mode_updates_one_picture_in_place_at_most_once_a_second(kernel):
     updates = [m for m in kernel.messages if m["msg_type"] == "update_display_data"]
     assert 2 <= len(updates) <= elapsed + 1
     assert {m["content"]["transient"]["display_id"] for m in updates} == {display_id}
+
+
+@pytest.mark.gpu
+def test_on_a_gpu_the_stream_carries_the_device_and_the_allocators_bytes(kernel):
+    """On a real GPU: the widget's columns name the device, and the samples sent while a cell
+    holds 1 GiB of torch memory carry it, in NVML's and the allocator's columns alike."""
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA GPU")
+    import numpy as np
+
+    kernel.run("%load_ext nbgpumon")
+    shown = kernel.run("%gpumon")
+    state = _widget_state(shown)
+    assert state["devices"] and state["devices"][0]["name"].startswith("NVIDIA")
+    assert "image/svg+xml" in _displays(shown)[0]["content"]["data"]
+    kernel.run("import torch; y = torch.empty(2**30, dtype=torch.uint8, device='cuda')")
+    during = kernel.run("import time; time.sleep(2.5)")
+    columns = state["columns"]
+    allocated = columns.index("gpu0.allocated")
+    used = columns.index("gpu0.mem_used")
+    last = _samples(during)[-1]
+    header = last["content"]["data"]["content"]
+    values = np.frombuffer(last["buffers"][1], dtype="<f4").reshape(header["rows"], header["width"])
+    assert values[-1, allocated] == 2**30
+    assert values[-1, used] >= 2**30

@@ -57,7 +57,8 @@ def test_the_chart_updates_during_a_long_cell_and_records_it_after(page, open_no
     assert "import time" in row.text_content()  # the first line of the long cell
     row.click()
     assert "selected" in (row.get_attribute("class") or "")
-    tip = _hover_band(page, nb.in_output(1, '[data-panel$="-memory"], [data-panel="host-rss"]').first)
+    first_panel = nb.in_output(1, '[data-panel$="-memory"], [data-panel="host-rss"]').first
+    tip = _hover_band(page, first_panel)
     assert tip.get("cell") and tip["text"].startswith(f"[{tip['cell']}]"), tip
     nb.screenshot(f"widget_hover_{nb.server.kind}")
 
