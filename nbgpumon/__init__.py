@@ -1,7 +1,8 @@
 """nbgpumon: see what the GPU is doing while a notebook cell runs, and which cell took the memory.
 
 In IPython/Jupyter: ``%load_ext nbgpumon``, then ``%gpumon``. From Python: :func:`monitor`,
-:func:`cells`, :func:`cells_frame`, :func:`mark`, :func:`track`.
+:func:`cells`, :func:`cells_frame`, :func:`mark`, :func:`track`, :func:`holders`,
+:func:`free`.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from .cells import CellHooks
 from .config import GPUMon
+from .holder_scan import HolderScan
 from .monitor import Monitor, Region
 from .records import CellRecord, DeviceUsage
 from .text import summary_line
@@ -23,10 +25,13 @@ __all__ = [
     "CellRecord",
     "DeviceUsage",
     "GPUMon",
+    "HolderScan",
     "Monitor",
     "Region",
     "cells",
     "cells_frame",
+    "free",
+    "holders",
     "mark",
     "monitor",
     "track",
@@ -60,6 +65,19 @@ def mark(label: str) -> None:
     monitor().mark(label)
 
 
+def holders(device: str | None = None) -> HolderScan:
+    """What holds GPU memory now (host memory without CUDA), biggest first: your variables,
+    ``Out[N]``, ``_``, and the frames of stored tracebacks. ``device``: cuda, cuda:N or host."""
+    return monitor().holders(device)
+
+
+def free() -> str:
+    """Drop what IPython's hidden references hold (outputs holding tensors or arrays, ``_``,
+    stored tracebacks), collect garbage, empty torch's cache; your variables stay. Returns what
+    came back, as one line."""
+    return monitor().free()
+
+
 def track(label: str) -> Region:
     """Record a region of a cell like a cell: ``with nbgpumon.track("epoch 3"): ...``."""
     return monitor().track(label)
@@ -77,7 +95,12 @@ def load_ipython_extension(ip: Any) -> None:
     if _monitor is not None:
         _monitor.close()
     mon = _monitor = Monitor(config)
-    hooks = CellHooks(ip, mon.ledger, on_record=lambda record: _after_cell(mon, record))
+    hooks = CellHooks(
+        ip,
+        mon.ledger,
+        on_record=lambda record, error: _after_cell(mon, record, error),
+        on_start=mon.cell_started,
+    )
     hooks.register()
     from .magics import GPUMonMagics
 
@@ -102,8 +125,10 @@ def unload_ipython_extension(ip: Any) -> None:
         _monitor = None
 
 
-def _after_cell(mon: Monitor, record: CellRecord) -> None:
+def _after_cell(mon: Monitor, record: CellRecord, error: BaseException | None) -> None:
     # Runs in post_run_cell, on the main thread, so printing lands in the cell's output.
+    record, post_mortem = mon.after_cell(record, error)
+    del error  # keep no reference to the failing frames past this point
     mon.ledger_changed()
     if mon.ledger.reset_notice_due:
         mon.ledger.reset_notice_due = False
@@ -113,6 +138,8 @@ def _after_cell(mon: Monitor, record: CellRecord) -> None:
         )
     if mon.config.summary:
         print(summary_line(record))
+    if post_mortem:
+        print(post_mortem)
 
 
 def _loaded_line(mon: Monitor) -> str:

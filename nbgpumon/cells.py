@@ -15,12 +15,13 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import dataclasses
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .records import CellRecord, DeviceUsage
+from .records import CellRecord, DeviceUsage, Retention
 from .sources.host import HostSource
 from .sources.nvml import NvmlSource
 from .sources.torch_alloc import AllocatorStats, TorchAllocatorSource
@@ -83,7 +84,7 @@ class Ledger:
         self, kind: str, label: str, execution_count: int | None = None, cell_id: str | None = None
     ) -> Measurement:
         """Snapshot the counters now; nest freely (a region inside a cell)."""
-        allocator = self._read_allocator()
+        allocator = self.read_allocator()
         host = self.host
         opened = Measurement(
             kind=kind,
@@ -131,7 +132,7 @@ class Ledger:
             del self._stack[self._stack.index(opened) :]
         end = wall_clock()
         duration = time.perf_counter() - opened.started
-        after = self._read_allocator()
+        after = self.read_allocator()
         used_after = self.nvml.read_memory()
         sampled = self.timeline.column_stats(
             [f"gpu{d.nvml_index}.{m}" for d in self.nvml.devices for m in ("gpu_util", "allocated")]
@@ -167,6 +168,15 @@ class Ledger:
         self._records.append(record)
         return record
 
+    def annotate(self, record: CellRecord, retention: Retention) -> CellRecord:
+        """The record with who holds what it kept; replaces it in the ledger."""
+        updated = dataclasses.replace(record, retention=retention)
+        for i in range(len(self._records) - 1, -1, -1):
+            if self._records[i] is record:
+                self._records[i] = updated
+                break
+        return updated
+
     def mark(self, label: str) -> None:
         """Remember a labelled instant (shown by views as a vertical marker)."""
         self.marks.append((wall_clock(), label))
@@ -179,7 +189,8 @@ class Ledger:
         return None
 
     # -- helpers --------------------------------------------------------------------------
-    def _read_allocator(self) -> dict[int, AllocatorStats]:
+    def read_allocator(self) -> dict[int, AllocatorStats]:
+        """torch's allocator counters by CUDA index; {} until torch has CUDA up."""
         if not self.torch.active():
             return {}
         out = {}
@@ -266,9 +277,14 @@ class CellHooks:
     """
 
     def __init__(
-        self, shell: Any, ledger: Ledger, on_record: Callable[[CellRecord], None] | None = None
+        self,
+        shell: Any,
+        ledger: Ledger,
+        on_record: Callable[[CellRecord, BaseException | None], None] | None = None,
+        on_start: Callable[[], None] | None = None,
     ) -> None:
-        self.shell, self.ledger, self.on_record = shell, ledger, on_record
+        self.shell, self.ledger = shell, ledger
+        self.on_record, self.on_start = on_record, on_start
         self._open: Measurement | None = None
         self._count_at_pre = 0
         self._offset = _initial_offset()
@@ -287,6 +303,8 @@ class CellHooks:
 
     def pre_run_cell(self, info: Any = None) -> None:
         raw = getattr(info, "raw_cell", "") or ""
+        if self.on_start is not None:
+            self.on_start()
         self._count_at_pre = int(getattr(self.shell, "execution_count", 0) or 0)
         count = self._count_at_pre - self._offset if getattr(info, "store_history", True) else None
         self._open = self.ledger.begin(
@@ -303,7 +321,7 @@ class CellHooks:
         status, error = classify(result)
         record = self.ledger.end(opened, status, error, execution_count=count)
         if self.on_record is not None:
-            self.on_record(record)
+            self.on_record(record, raised(result))
 
 
 def _initial_offset() -> int:
@@ -324,10 +342,14 @@ def first_line(source: str, width: int = 80) -> str:
     return ""
 
 
+def raised(result: Any) -> BaseException | None:
+    """The exception an IPython ExecutionResult ended with, if any."""
+    return getattr(result, "error_in_exec", None) or getattr(result, "error_before_exec", None)
+
+
 def classify(result: Any) -> tuple[str, str]:
     """(status, one-line error) from an IPython ExecutionResult."""
-    exc = getattr(result, "error_in_exec", None) or getattr(result, "error_before_exec", None)
-    return classify_exception(exc)
+    return classify_exception(raised(result))
 
 
 def classify_exception(exc: BaseException | None) -> tuple[str, str]:

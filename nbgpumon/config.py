@@ -38,6 +38,15 @@ class GPUMon(Configurable):
     ).tag(config=True)
     summary = Bool(False, help="Print a one-line summary after every cell.").tag(config=True)
     history = Int(10_000, help="Ledger records kept (oldest dropped first).").tag(config=True)
+    leak_threshold = Int(
+        64 * 2**20,
+        help="Bytes a cell must keep (torch allocator, else host memory) before its ledger "
+        "entry names who holds them, e.g. %config GPUMon.leak_threshold = 256 * 2**20; "
+        "0 turns it off.",
+    ).tag(config=True)
+    oom_report = Bool(
+        True, help="Print a post-mortem under a cell that runs out of GPU memory."
+    ).tag(config=True)
 
     @validate("interval", "allocator_interval", "detail_interval", "slow_interval")
     def _check_interval(self, proposal):
@@ -47,6 +56,15 @@ class GPUMon(Configurable):
             raise TraitError(
                 f"GPUMon.{name} must be between {MIN_INTERVAL} and {MAX_INTERVAL:g} seconds, "
                 f"not {value!r}; e.g. %config GPUMon.{name} = 0.25"
+            )
+        return value
+
+    @validate("leak_threshold")
+    def _check_leak_threshold(self, proposal):
+        value = proposal["value"]
+        if value < 0:
+            raise TraitError(
+                f"GPUMon.leak_threshold is a number of bytes >= 0 (0: off), not {value!r}"
             )
         return value
 

@@ -45,6 +45,8 @@ def record_row(record: CellRecord) -> dict:
     row: dict = {name: getattr(record, name) for name in _RECORD_FIELDS}
     row["start"] = record.start
     row.update({name: getattr(record, name) for name in _TOTALS})
+    r = record.retention
+    row["held_by"] = ", ".join(name for name, _ in r.holders) if r is not None else ""
     for d in record.devices:
         prefix = f"gpu{d.nvml_index}."
         for name in _DEVICE_FIELDS + _DEVICE_DERIVED:

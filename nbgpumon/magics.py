@@ -11,11 +11,11 @@ from IPython.core.magic_arguments import argument, magic_arguments, parse_argstr
 from IPython.display import display
 
 from .monitor import Monitor
-from .text import cells_table, snapshot_view, status_view
+from .text import cells_table, holders_view, snapshot_view, status_view
 
 USAGE = (
-    "%gpumon [--static] [status | snapshot | summary on|off | cells [N] | start | stop | "
-    "mark LABEL]; %gpumon? for help"
+    "%gpumon [--static] [status | snapshot | summary on|off | cells [N] | holders [DEVICE] | "
+    "free | start | stop | mark LABEL]; %gpumon? for help"
 )
 
 
@@ -48,6 +48,12 @@ class GPUMonMagics(Magics):
           %gpumon status          devices, sources, interval; what is unavailable and why
           %gpumon summary on|off  print a one-line summary after every cell
           %gpumon cells [N]       the ledger of the last N cells (default 20), newest first
+          %gpumon holders [DEV]   what holds memory now, biggest first: variables, Out[N], _,
+                                  stored tracebacks; DEV cuda, cuda:N or host (default: cuda
+                                  once torch has CUDA up, else host)
+          %gpumon free            drop what IPython's hidden references hold (outputs with
+                                  tensors, _, stored tracebacks), collect garbage, empty
+                                  torch's cache; your variables are never touched
           %gpumon start | stop    start or stop the sampler thread (the ledger keeps going)
           %gpumon mark LABEL      put a labelled marker on the timeline
 
@@ -99,6 +105,15 @@ class GPUMonMagics(Magics):
         count = int(rest[0]) if rest else 20
         display(cells_table(mon.cells()[-count:]))
 
+    def _holders(self, mon: Monitor, rest: list[str]) -> None:
+        if len(rest) > 1:
+            raise UsageError("usage: %gpumon holders [cuda | cuda:N | host]")
+        display(holders_view(mon.holders(rest[0] if rest else None)))
+
+    def _free(self, mon: Monitor, rest: list[str]) -> None:
+        _no_args("free", rest)
+        print(mon.free())
+
     def _start(self, mon: Monitor, rest: list[str]) -> None:
         _no_args("start", rest)
         mon.start()
@@ -128,6 +143,8 @@ _COMMANDS = {
     "status": GPUMonMagics._status,
     "summary": GPUMonMagics._summary,
     "cells": GPUMonMagics._cells,
+    "holders": GPUMonMagics._holders,
+    "free": GPUMonMagics._free,
     "start": GPUMonMagics._start,
     "stop": GPUMonMagics._stop,
     "mark": GPUMonMagics._mark,

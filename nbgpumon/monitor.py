@@ -2,17 +2,24 @@
 
 from __future__ import annotations
 
+import dataclasses
 from types import ModuleType, TracebackType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from IPython.core.error import UsageError
 
+from . import holder_scan
 from .cells import Ledger, Measurement, classify_exception
 from .config import GPUMon
+from .holder_scan import HolderScan
+from .leaks import LeakWatch
+from .postmortem import gather as gather_oom_facts
+from .postmortem import report as post_mortem_report
 from .records import CellRecord
+from .release import MemoryNow, freed_line, release
 from .sampler import Sampler, timeline_columns
 from .sources.host import HostSource
-from .sources.nvml import NvmlSource
+from .sources.nvml import GpuProcess, NvmlSource
 from .sources.torch_alloc import TorchAllocatorSource
 from .timeline import Timeline
 from .widget import GPUMonWidget, Publisher, StaticView
@@ -64,6 +71,7 @@ class Monitor:
         self.closed = False
         self._publisher: Publisher | None = None
         self._static_views: list[StaticView] = []
+        self._leak_watch: LeakWatch | None = None
 
     def _config_changed(self, change: dict) -> None:
         name, value = change["name"], change["new"]
@@ -138,6 +146,51 @@ class Monitor:
 
         return cells_frame(self.cells())
 
+    def holders(self, device: str | None = None, budget: float = 0.05) -> HolderScan:
+        """What holds memory now, biggest first: variables, ``Out[N]``, ``_``, tracebacks.
+
+        ``device``: "cuda", "cuda:N" or "host"; by default "cuda" once torch has CUDA up in
+        this kernel, else "host". Stops after ``budget`` seconds with a partial answer.
+        """
+        if device is None:
+            device = "cuda" if self.torch.active() else "host"
+        if not isinstance(device, str) or not holder_scan.DEVICES.match(device):
+            raise UsageError(f"device is cuda, cuda:N or host, not {device!r}")
+        found = holder_scan.scan(shell_or_none(), device, budget)
+        return dataclasses.replace(found, processes=tuple(self.processes_on(device)))
+
+    def free(self) -> str:
+        """Drop what IPython's hidden references hold (outputs, ``_``, stored tracebacks),
+        collect garbage and empty torch's cache; never a variable of yours. Says what came back.
+        """
+        before = self._memory_now()
+        cleared, frames = release(shell_or_none())
+        after = self._memory_now()
+        return freed_line(before, after, cleared, frames)
+
+    def after_cell(
+        self, record: CellRecord, error: BaseException | None
+    ) -> tuple[CellRecord, str | None]:
+        """Name the holders of what ``record`` kept (when over the threshold) and, for an
+        out-of-memory error, write the post-mortem. Returns the record as the ledger now holds
+        it and the post-mortem (or None)."""
+        shell = shell_or_none()
+        if shell is None:
+            return record, None
+        retention = self._leaks(shell).verdict(record, self.config.leak_threshold)
+        if retention is not None:
+            record = self.ledger.annotate(record, retention)
+        report = None
+        if record.status == "oom" and error is not None and self.config.oom_report:
+            report = post_mortem_report(gather_oom_facts(self, record, error))
+        return record, report
+
+    def cell_started(self) -> None:
+        """Note the namespace before a cell (ids only), for the leak verdict after it."""
+        shell = shell_or_none()
+        if shell is not None:
+            self._leaks(shell).cell_started()
+
     def mark(self, label: str) -> None:
         """Put a labelled marker on the timeline at this instant."""
         if not isinstance(label, str) or not label.strip():
@@ -150,6 +203,41 @@ class Monitor:
         if not isinstance(label, str) or not label.strip():
             raise UsageError('track() takes a non-empty label: with nbgpumon.track("epoch 3"): ...')
         return Region(self.ledger, label.strip())
+
+    # -- helpers for the holder views --------------------------------------------------------
+    def _leaks(self, shell: Any) -> LeakWatch:
+        if self._leak_watch is None or self._leak_watch.shell is not shell:
+            self._leak_watch = LeakWatch(shell)
+        return self._leak_watch
+
+    def processes_on(self, device: str) -> list[GpuProcess]:
+        """Processes NVML lists on ``device`` ("cuda", "cuda:N"; none for "host")."""
+        if device == "host":
+            return []
+        procs = list(self.sampler.processes)
+        if ":" in device:
+            cuda = int(device.split(":")[1])
+            nvml = [d.nvml_index for d in self.nvml.devices if d.cuda_index == cuda]
+            procs = [p for p in procs if p.nvml_index in nvml]
+        return procs
+
+    def _memory_now(self) -> MemoryNow:
+        stats = self.ledger.read_allocator()
+        return MemoryNow(
+            allocated=sum(s.allocated for s in stats.values()) if stats else None,
+            reserved=sum(s.reserved for s in stats.values()) if stats else None,
+            rss=self.host.rss(),
+        )
+
+
+def shell_or_none() -> Any:
+    """The running IPython shell, or None outside IPython."""
+    try:
+        from IPython import get_ipython
+
+        return get_ipython()
+    except Exception:
+        return None
 
 
 class Region:

@@ -48,6 +48,15 @@ class DeviceUsage:
 
 
 @dataclass(frozen=True, slots=True)
+class Retention:
+    """Who holds what a cell newly retained (set when it kept more than the threshold)."""
+
+    device: str  # "cuda" (the allocator's retained bytes) or "host" (resident memory)
+    holders: tuple[tuple[str, int], ...]  # (holder name, bytes), biggest first
+    note: str = ""  # e.g. the holder scan stopped early
+
+
+@dataclass(frozen=True, slots=True)
 class CellRecord:
     """One execution: a notebook cell (``kind="cell"``) or a ``track()`` region."""
 
@@ -65,6 +74,7 @@ class CellRecord:
     rss_after: int | None
     rss_peak: int | None
     rss_peak_exact: bool
+    retention: Retention | None = None  # who holds what it kept, when it kept a lot
 
     @property
     def rss_delta(self) -> int | None:

@@ -13,10 +13,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from .records import CellRecord
+from .records import CellRecord, Retention
 from .sources.nvml_library import shadowing_note
 
 if TYPE_CHECKING:
+    from .holder_scan import HolderScan
     from .monitor import Monitor
 
 _UNITS = ("B", "KiB", "MiB", "GiB", "TiB")
@@ -77,7 +78,7 @@ def summary_line(record: CellRecord) -> str:
         parts += [
             f"{format_bytes(record.allocated_total, signed=True)} alloc",
             f"peak {'' if record.peak_exact else '≥'}{format_bytes(peak)}",
-            f"kept {format_bytes(record.retained)}",
+            f"kept {format_bytes(record.retained)}" + _held_by(record, "cuda"),
         ]
     else:
         used = [d.nvml_used_delta for d in record.devices if d.nvml_used_delta is not None]
@@ -88,7 +89,7 @@ def summary_line(record: CellRecord) -> str:
         rise = _host_peak_rise(record)
         if rise is not None and rise > max(record.rss_delta, 0) + _NOTABLE:
             host += f" (peak {format_bytes(rise, signed=True)})"
-        parts.append(host)
+        parts.append(host + _held_by(record, "host"))
     parts.append(format_seconds(record.duration))
     if record.util_mean is not None:
         parts.append(f"GPU {format_percent(record.util_mean)}")
@@ -98,6 +99,18 @@ def summary_line(record: CellRecord) -> str:
 
 
 _NOTABLE = 2**20  # a transient host peak smaller than this is noise, not news
+
+
+def retention_text(retention: Retention) -> str:
+    """``y 1.0 GiB, Out[7] 12 MiB``: who holds what a cell kept."""
+    if not retention.holders:
+        return "no holder found in variables, outputs or tracebacks"
+    return ", ".join(f"{name} {format_bytes(size)}" for name, size in retention.holders)
+
+
+def _held_by(record: CellRecord, device: str) -> str:
+    r = record.retention
+    return f": {retention_text(r)}" if r is not None and r.device == device else ""
 
 
 def _host_peak_rise(record: CellRecord) -> int | None:
@@ -118,6 +131,7 @@ _HEADERS = (
     "NVML Δ",
     "host Δ",
     "host peak",
+    "held by",
     "source",
 )
 
@@ -143,6 +157,7 @@ def _row(r: CellRecord) -> tuple[str, ...]:
         format_bytes(sum(nvml), signed=True) if nvml else "—",
         format_bytes(r.rss_delta, signed=True),
         ("" if r.rss_peak_exact else "≥") + format_bytes(r.rss_peak),
+        retention_text(r.retention) if r.retention is not None else "",
         r.label if r.kind == "cell" else "",
     )
 
@@ -168,7 +183,7 @@ def cells_table(records: Sequence[CellRecord]) -> TextView:
     ]
     # Inline styles: notebook CSS right-aligns and wraps cells; numbers must stay on one
     # line and text (user data, escaped) reads left to right.
-    aligns = ["left" if h in ("cell", "status", "source") else "right" for h in headers]
+    aligns = ["left" if h in ("cell", "status", "held by", "source") else "right" for h in headers]
     head = "".join(
         f'<th style="text-align:{a};white-space:nowrap">{html.escape(h)}</th>'
         for h, a in zip(headers, aligns, strict=True)
@@ -286,3 +301,40 @@ def snapshot_view(mon: Monitor, last_cells: int = 5) -> TextView:
     text = "\n".join(lines)
     table = cells_table(mon.cells()[-last_cells:])
     return TextView(text + "\n\n" + table.text, f"<pre>{html.escape(text)}</pre>{table.html}")
+
+
+# -- holders ------------------------------------------------------------------------------
+def holders_lines(scan: HolderScan, limit: int = 20) -> list[str]:
+    """What holds memory, biggest first, then the processes on the GPU."""
+    where = "host memory" if scan.device == "host" else f"{scan.device} memory"
+    lines = [
+        f"nbgpumon holders of {where}: {format_bytes(scan.total)} in "
+        f"{len(scan.holders)} holder(s), {scan.objects} objects looked at in "
+        f"{scan.seconds * 1000:.0f} ms"
+    ]
+    if not scan.holders:
+        lines.append("  no tensor or array found in variables, outputs or tracebacks")
+    width = max((len(h.name) for h in scan.holders[:limit]), default=0)
+    for h in scan.holders[:limit]:
+        hidden = "  (hidden: %gpumon free drops it)" if h.hidden else ""
+        storages = f"{h.storages} storage{'s' if h.storages != 1 else ''}"
+        lines.append(f"  {h.name.ljust(width)}  {format_bytes(h.bytes):>10}  {storages}{hidden}")
+    if len(scan.holders) > limit:
+        rest = sum(h.bytes for h in scan.holders[limit:])
+        lines.append(f"  … {len(scan.holders) - limit} more, {format_bytes(rest)}")
+    if scan.partial:
+        lines.append(f"  ({scan.partial})")
+    for p in scan.processes:
+        who = "this kernel" if p.is_this_kernel else p.name
+        pid = "PID ?" if p.pid is None else f"PID {p.pid}"
+        lines.append(f"  process on gpu{p.nvml_index}: {pid} {who} {format_bytes(p.used_memory)}")
+    return lines
+
+
+def holders_text(scan: HolderScan) -> str:
+    return "\n".join(holders_lines(scan))
+
+
+def holders_view(scan: HolderScan) -> TextView:
+    text = holders_text(scan)
+    return TextView(text, f"<pre>{html.escape(text)}</pre>")

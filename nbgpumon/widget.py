@@ -22,7 +22,7 @@ from traitlets import Bytes, Dict, Float, List, Unicode
 
 from .records import CellRecord
 from .svg import timeline_svg
-from .text import format_bytes, summary_line
+from .text import format_bytes, retention_text, summary_line
 from .timeline import Window
 
 if TYPE_CHECKING:
@@ -173,6 +173,7 @@ def cell_row(r: CellRecord) -> dict[str, Any]:
         "status": r.status, "alloc": r.allocated_total, "peak": r.peak_allocated,
         "peak_exact": r.peak_exact, "kept": r.retained, "util_mean": r.util_mean,
         "util_max": r.util_max, "host_delta": r.rss_delta, "summary": summary_line(r),
+        "held_by": retention_text(r.retention) if r.retention is not None else "",
     }  # fmt: skip
 
 

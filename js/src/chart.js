@@ -449,7 +449,8 @@ export class Chart {
       delete tip.dataset.tipCell;
     } else {
       const label = typeof cell.label === "string" ? cell.label : "";
-      tip.textContent = label ? `${ledgerLine(cell)}\n${label}` : ledgerLine(cell);
+      const held = typeof cell.held_by === "string" && cell.held_by ? `held by ${cell.held_by}` : "";
+      tip.textContent = [ledgerLine(cell), held, label].filter(Boolean).join("\n");
       tip.dataset.tipCell = cellId(cell);
       tip.hidden = false;
       // Left of the cursor when the cursor is in the right half, so the tip stays inside.

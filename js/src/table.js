@@ -13,6 +13,7 @@ const COLUMNS = [
   { title: "kept", cls: "num" },
   { title: "GPU util", cls: "num" },
   { title: "host \u0394", cls: "num" },
+  { title: "held by", cls: "held" },
   { title: "source", cls: "source" },
 ];
 
@@ -36,6 +37,7 @@ export function rowTexts(cell) {
     formatBytes(cell.kept),
     formatPercent(cell.util_mean),
     formatBytes(cell.host_delta, true),
+    typeof cell.held_by === "string" ? cell.held_by : "",
     typeof cell.label === "string" ? cell.label : "",
   ];
 }
@@ -95,11 +97,14 @@ export class CellTable {
       const texts = rowTexts(cell);
       texts.forEach((text, j) => {
         const td = document.createElement("td");
-        td.className = COLUMNS[j].cls;
+        const cls = COLUMNS[j].cls;
+        td.className = cls;
         td.textContent = text;
-        if (j === 1) td.classList.add(`status-${STATUS_CLASS[text] || "other"}`);
-        if (j === 6 && present(cell.util_max)) td.title = `max ${formatPercent(cell.util_max)}`;
-        if (j === 8) td.title = text;
+        if (cls === "status") td.classList.add(`status-${STATUS_CLASS[text] || "other"}`);
+        if (COLUMNS[j].title === "GPU util" && present(cell.util_max)) {
+          td.title = `max ${formatPercent(cell.util_max)}`;
+        }
+        if (cls === "source" || cls === "held") td.title = text; // cut to the column: whole on hover
         tr.append(td);
       });
       this.rows.set(key, tr);

@@ -66,7 +66,7 @@ describe("a view", () => {
     const rows = [...el.querySelectorAll(".nbgpumon-table tbody tr")];
     expect(rows.map((r) => r.dataset.cell)).toEqual(["2", "1"]); // newest first
     const texts = [...rows[0].children].map((td) => td.textContent);
-    expect(texts).toEqual(["[2]", "ok", "500 ms", "+1.0 GiB", "2.0 GiB", "512 MiB", "80%", "\u22121.0 MiB", "x = f(2)"]);
+    expect(texts).toEqual(["[2]", "ok", "500 ms", "+1.0 GiB", "2.0 GiB", "512 MiB", "80%", "\u22121.0 MiB", "", "x = f(2)"]);
     expect(el.querySelector("style").textContent).toContain(".u-legend"); // uPlot's CSS, inlined
   });
 
@@ -152,7 +152,7 @@ describe("a view", () => {
 
   test("strings from traits render as text, never as HTML", () => {
     const model = gpuModel({
-      cells: [cell(12, 100, 101, { name: `[12]${XSS}`, label: XSS, status: XSS })],
+      cells: [cell(12, 100, 101, { name: `[12]${XSS}`, label: XSS, status: XSS, held_by: `${XSS} 1.0 GiB` })],
       marks: [{ time: 100.5, label: XSS }],
       devices: [{ ...DEVICE, name: XSS }, { ...DEVICE, index: 1, name: XSS }],
       status: XSS,
@@ -164,6 +164,7 @@ describe("a view", () => {
     const tr = el.querySelector("[data-cell='12']");
     expect(tr.textContent).toContain(XSS);
     expect(tr.querySelector("td.source").textContent).toBe(XSS);
+    expect(tr.querySelector("td.held").textContent).toBe(`${XSS} 1.0 GiB`);
     expect([...el.querySelectorAll(".nbgpumon-gpu option")].map((o) => o.textContent)).toContain(`GPU 1: ${XSS}`);
     // hover the band: the tip shows the ledger line and the label, as text
     const memory = StubUPlot.instances[0];
@@ -171,7 +172,7 @@ describe("a view", () => {
     const tip = el.querySelector(".nbgpumon-tip:not([hidden])");
     expect(tip.dataset.tipCell).toBe("12");
     expect(tip.textContent).toContain(`[12]${XSS} +1.0 GiB alloc`);
-    expect(tip.textContent).toContain(`\n${XSS}`);
+    expect(tip.textContent).toContain(`\nheld by ${XSS} 1.0 GiB\n${XSS}`);
     expect(el.querySelector("img")).toBeNull();
   });
 
