@@ -37,6 +37,7 @@ run nvml_calls 60 "$@"
 run timeline_memory 180 "$@"
 run load_time 240 "$@"
 run hook_cost 150 "$@"
+run holder_scan 120 "$@"
 run tick_cost 180 "$@"
 run training_loop 360 "$@"
 
