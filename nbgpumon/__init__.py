@@ -127,7 +127,7 @@ def unload_ipython_extension(ip: Any) -> None:
 
 def _after_cell(mon: Monitor, record: CellRecord, error: BaseException | None) -> None:
     # Runs in post_run_cell, on the main thread, so printing lands in the cell's output.
-    record, post_mortem = mon.after_cell(record, error)
+    record, text = mon.after_cell(record, error)
     del error  # keep no reference to the failing frames past this point
     mon.ledger_changed()
     if mon.ledger.reset_notice_due:
@@ -138,8 +138,8 @@ def _after_cell(mon: Monitor, record: CellRecord, error: BaseException | None) -
         )
     if mon.config.summary:
         print(summary_line(record))
-    if post_mortem:
-        print(post_mortem)
+    if text:
+        print(text)
 
 
 def _loaded_line(mon: Monitor) -> str:

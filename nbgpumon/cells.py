@@ -168,9 +168,12 @@ class Ledger:
         self._records.append(record)
         return record
 
-    def annotate(self, record: CellRecord, retention: Retention) -> CellRecord:
-        """The record with who holds what it kept; replaces it in the ledger."""
-        updated = dataclasses.replace(record, retention=retention)
+    def annotate(
+        self, record: CellRecord, retention: Retention | None, traced: tuple[str, ...] = ()
+    ) -> CellRecord:
+        """The record with who holds what it kept and its traced allocations; replaces it in
+        the ledger."""
+        updated = dataclasses.replace(record, retention=retention, traced=traced)
         for i in range(len(self._records) - 1, -1, -1):
             if self._records[i] is record:
                 self._records[i] = updated
@@ -281,7 +284,7 @@ class CellHooks:
         shell: Any,
         ledger: Ledger,
         on_record: Callable[[CellRecord, BaseException | None], None] | None = None,
-        on_start: Callable[[], None] | None = None,
+        on_start: Callable[[int | None], None] | None = None,
     ) -> None:
         self.shell, self.ledger = shell, ledger
         self.on_record, self.on_start = on_record, on_start
@@ -303,10 +306,10 @@ class CellHooks:
 
     def pre_run_cell(self, info: Any = None) -> None:
         raw = getattr(info, "raw_cell", "") or ""
-        if self.on_start is not None:
-            self.on_start()
         self._count_at_pre = int(getattr(self.shell, "execution_count", 0) or 0)
         count = self._count_at_pre - self._offset if getattr(info, "store_history", True) else None
+        if self.on_start is not None:
+            self.on_start(count)
         self._open = self.ledger.begin(
             "cell", first_line(raw), count, getattr(info, "cell_id", None)
         )

@@ -47,6 +47,7 @@ def record_row(record: CellRecord) -> dict:
     row.update({name: getattr(record, name) for name in _TOTALS})
     r = record.retention
     row["held_by"] = ", ".join(name for name, _ in r.holders) if r is not None else ""
+    row["traced"] = "\n".join(record.traced)  # with tracing on: one line per cell line
     for d in record.devices:
         prefix = f"gpu{d.nvml_index}."
         for name in _DEVICE_FIELDS + _DEVICE_DERIVED:

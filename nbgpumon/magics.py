@@ -15,7 +15,7 @@ from .text import cells_table, holders_view, snapshot_view, status_view
 
 USAGE = (
     "%gpumon [--static] [status | snapshot | summary on|off | cells [N] | holders [DEVICE] | "
-    "free | start | stop | mark LABEL]; %gpumon? for help"
+    "free | trace on|off | start | stop | mark LABEL]; %gpumon? for help"
 )
 
 
@@ -54,6 +54,8 @@ class GPUMonMagics(Magics):
           %gpumon free            drop what IPython's hidden references hold (outputs with
                                   tensors, _, stored tracebacks), collect garbage, empty
                                   torch's cache; your variables are never touched
+          %gpumon trace on|off    record CUDA allocation stacks (torch's memory history):
+                                  after each cell, what it left behind by cell and line
           %gpumon start | stop    start or stop the sampler thread (the ledger keeps going)
           %gpumon mark LABEL      put a labelled marker on the timeline
 
@@ -114,6 +116,11 @@ class GPUMonMagics(Magics):
         _no_args("free", rest)
         print(mon.free())
 
+    def _trace(self, mon: Monitor, rest: list[str]) -> None:
+        if len(rest) != 1 or rest[0] not in ("on", "off"):
+            raise UsageError("usage: %gpumon trace on|off")
+        print(f"nbgpumon: {mon.trace(rest[0] == 'on')}")
+
     def _start(self, mon: Monitor, rest: list[str]) -> None:
         _no_args("start", rest)
         mon.start()
@@ -145,6 +152,7 @@ _COMMANDS = {
     "cells": GPUMonMagics._cells,
     "holders": GPUMonMagics._holders,
     "free": GPUMonMagics._free,
+    "trace": GPUMonMagics._trace,
     "start": GPUMonMagics._start,
     "stop": GPUMonMagics._stop,
     "mark": GPUMonMagics._mark,

@@ -22,12 +22,15 @@ from .sources.host import HostSource
 from .sources.nvml import GpuProcess, NvmlSource
 from .sources.torch_alloc import TorchAllocatorSource
 from .timeline import Timeline
+from .tracing import AllocationTracer, format_traced
 from .widget import GPUMonWidget, Publisher, StaticView
 
 if TYPE_CHECKING:
     import pandas
 
 
+TRACE_MIN_BYTES = 2**20  # traced lines smaller than this are not shown
+TRACE_LINES = 5  # traced lines printed under a cell (the record keeps them all)
 _LIVE_SETTINGS = [
     "interval", "allocator_interval", "detail_interval", "slow_interval", "peak_mode",
 ]  # fmt: skip
@@ -72,6 +75,7 @@ class Monitor:
         self._publisher: Publisher | None = None
         self._static_views: list[StaticView] = []
         self._leak_watch: LeakWatch | None = None
+        self._tracer: AllocationTracer | None = None
 
     def _config_changed(self, change: dict) -> None:
         name, value = change["name"], change["new"]
@@ -168,28 +172,53 @@ class Monitor:
         after = self._memory_now()
         return freed_line(before, after, cleared, frames)
 
-    def after_cell(
-        self, record: CellRecord, error: BaseException | None
-    ) -> tuple[CellRecord, str | None]:
-        """Name the holders of what ``record`` kept (when over the threshold) and, for an
-        out-of-memory error, write the post-mortem. Returns the record as the ledger now holds
-        it and the post-mortem (or None)."""
+    def after_cell(self, record: CellRecord, error: BaseException | None) -> tuple[CellRecord, str]:
+        """Name the holders of what ``record`` kept (when over the threshold), attribute what
+        it left behind to lines (tracing on), and for an out-of-memory error write the
+        post-mortem. Returns the record as the ledger now holds it, and text to print under
+        the cell ("" for none)."""
         shell = shell_or_none()
         if shell is None:
-            return record, None
+            return record, ""
+        out: list[str] = []
         retention = self._leaks(shell).verdict(record, self.config.leak_threshold)
-        if retention is not None:
-            record = self.ledger.annotate(record, retention)
-        report = None
+        traced: tuple[str, ...] = ()
+        if self._tracer is not None and self._tracer.armed:
+            found = self._tracer.cell_finished(record.execution_count)
+            traced = tuple(format_traced(a) for a in found if a.bytes >= TRACE_MIN_BYTES)
+            out += [f"nbgpumon trace: {line}" for line in traced[:TRACE_LINES]]
+            if len(traced) > TRACE_LINES:
+                out.append(f"nbgpumon trace: … {len(traced) - TRACE_LINES} more lines")
+        if retention is not None or traced:
+            record = self.ledger.annotate(record, retention=retention, traced=traced)
         if record.status == "oom" and error is not None and self.config.oom_report:
-            report = post_mortem_report(gather_oom_facts(self, record, error))
-        return record, report
+            out.append(post_mortem_report(gather_oom_facts(self, record, error)))
+        return record, "\n".join(out)
 
-    def cell_started(self) -> None:
-        """Note the namespace before a cell (ids only), for the leak verdict after it."""
+    def cell_started(self, execution_count: int | None = None) -> None:
+        """Note the namespace before a cell (ids only), for the leak verdict after it, and
+        what is alive on the GPU when tracing is on."""
         shell = shell_or_none()
-        if shell is not None:
-            self._leaks(shell).cell_started()
+        if shell is None:
+            return
+        self._leaks(shell).cell_started()
+        if self._tracer is not None and self._tracer.armed:
+            self._tracer.cell_started(execution_count)
+
+    def trace(self, on: bool) -> str:
+        """Turn allocation tracing on or off; one line saying what happened."""
+        if self._tracer is None:
+            if not on:
+                return "allocation tracing was not on"
+            self._tracer = AllocationTracer(shell_or_none())
+        return self._tracer.start() if on else self._tracer.stop()
+
+    @property
+    def tracing(self) -> str:
+        """ "on", "armed" (waiting for CUDA), or "off", plus the last problem if any."""
+        t = self._tracer
+        state = "off" if t is None or not t.armed else ("on" if t.active else "armed")
+        return f"{state} ({t.error})" if t is not None and t.error else state
 
     def mark(self, label: str) -> None:
         """Put a labelled marker on the timeline at this instant."""

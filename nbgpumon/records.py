@@ -75,6 +75,7 @@ class CellRecord:
     rss_peak: int | None
     rss_peak_exact: bool
     retention: Retention | None = None  # who holds what it kept, when it kept a lot
+    traced: tuple[str, ...] = ()  # with tracing on: what it left behind, by cell line
 
     @property
     def rss_delta(self) -> int | None:

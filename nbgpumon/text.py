@@ -238,7 +238,7 @@ def status_lines(mon: Monitor) -> list[str]:
     shadow = shadowing_note()
     for note in [*lib.notes, *([shadow] if shadow else [])]:
         lines.append(f"  note: {note}")
-    lines.append(f"torch allocator: {mon.torch.status}")
+    lines.append(f"torch allocator: {mon.torch.status}; allocation tracing {mon.tracing}")
     lines.append(
         f"host: {mon.host.status}; per-cell host peak "
         f"{'exact (VmHWM)' if mon.host.can_reset_peak else 'sampled'}"

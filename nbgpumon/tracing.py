@@ -11,10 +11,12 @@ Facts this module relies on (torch 2.11 on the GPU machine, 2.13 here; IPython 9
   torch 2.1; a bool ``enabled`` goes to the legacy API, which has no ``max_entries``. Enabling
   it calls ``lazyInitCUDA()``, so it is only ever called once torch has initialised CUDA.
 - ``memory_snapshot(include_traces=False)`` returns the segments without the trace ring
-  buffer: about 0.1 ms, against 140-170 ms for ``_snapshot()`` with 100 000 trace entries.
-  Each segment has ``device`` and ``blocks``; each block ``address``, ``size``, ``state``
+  buffer; ``_snapshot()`` with 100 000 trace entries takes 110-170 ms on an H200 host. Each
+  segment has ``device`` and ``blocks``; each block ``address``, ``size``, ``state``
   (``"active_allocated"`` for live tensors) and ``frames``, innermost first, each
   ``{"filename", "line", "name"}``. Blocks allocated before recording began have no frames.
+  Even without traces a snapshot costs 2-3 µs per live block (a kernel's stack is ~28
+  frames deep), so one is taken only when torch's allocation count has moved.
 - ``_set_memory_metadata(str)`` is thread-local and lands only on ``device_traces`` entries
   (``user_metadata``), never on blocks. Reading it back needs the slow full snapshot, so the
   attribution here does not use it; the tag is set only so that a snapshot the user dumps for
@@ -93,6 +95,7 @@ def attribute_blocks(
     execution_count: int | None,
     cell_filename: str | None = None,
     getline: Callable[[str, int], str] = linecache.getline,
+    live_keys: set[int] | None = None,
 ) -> list[TracedAllocation]:
     """Live blocks of ``snapshot`` not in ``alive_at_start``, grouped by cell line, biggest first.
 
@@ -101,6 +104,7 @@ def attribute_blocks(
     ``cell_filename`` (the cell that just ran) gets ``execution_count``, because identical cell
     texts share a filename. Blocks with no cell frame (another thread, autograd's backward) are
     put on ``execution_count`` with line 0: they were allocated while that cell ran.
+    ``live_keys``, when given, receives :func:`live_block_keys` of ``snapshot`` (one pass).
     """
 
     def count(frame: Mapping[str, Any]) -> int | None:
@@ -108,8 +112,12 @@ def attribute_blocks(
         return execution_count if name == cell_filename else filename_map.get(name)
 
     groups: dict[tuple, list[int]] = {}
+    sources: dict[tuple[str, int], str] = {}  # many blocks come from one line
     for device, block in _live_blocks(snapshot):
-        if _block_key(block) in alive_at_start:
+        key = _block_key(block)
+        if live_keys is not None:
+            live_keys.add(key)
+        if key in alive_at_start:
             continue
         frames = block.get("frames") or ()
         cells = [f for f in frames if f.get("filename") in filename_map]
@@ -117,13 +125,15 @@ def attribute_blocks(
         if cells:
             inner, outer = cells[0], cells[-1]
             cell, line = count(inner), int(inner.get("line") or 0)
-            source = _source_line(getline, inner.get("filename", ""), line)
+            where = (inner.get("filename", ""), line)
+            source = sources.get(where)
+            if source is None:
+                source = sources[where] = _source_line(*where, getline)
             if count(outer) != cell:
                 caller_cell, caller_line = count(outer), int(outer.get("line") or 0)
         else:
             cell, line, source = execution_count, 0, _describe_frame(frames)
-        key = (device, cell, line, source, caller_cell, caller_line)
-        entry = groups.setdefault(key, [0, 0])
+        entry = groups.setdefault((device, cell, line, source, caller_cell, caller_line), [0, 0])
         entry[0] += int(block.get("size") or 0)
         entry[1] += 1
     found = [
@@ -155,7 +165,7 @@ def _block_key(block: Mapping[str, Any]) -> int:
     return hash((block["address"], block.get("size"), site))
 
 
-def _source_line(getline: Callable[[str, int], str], filename: str, line: int) -> str:
+def _source_line(filename: str, line: int, getline: Callable[[str, int], str]) -> str:
     text = getline(filename, line).strip() if line > 0 else ""
     return text if len(text) <= SOURCE_CHARS else text[: SOURCE_CHARS - 1] + "…"
 
@@ -188,6 +198,11 @@ class AllocationTracer:
         self._ours = False  # we turned the recorder on, so we turn it off
         self._snapshot: Callable[[], Any] | None = None
         self._alive_at_start: set[int] | None = None
+        # what was alive when the last cell ended, and torch's allocation counts just before:
+        # when the counts have not moved by the next cell start, that set is still right
+        self._alive_after: set[int] | None = None
+        self._counts_after: tuple[int, ...] | None = None
+        self._counts_at_start: tuple[int, ...] | None = None
         self._tag = ""
 
     @property
@@ -217,7 +232,7 @@ class AllocationTracer:
         """Turn tracing off (torch's recorder too, when nbgpumon turned it on)."""
         was_armed, was_recording, ours = self._armed, self._recording, self._ours
         self._armed = self._recording = self._ours = False
-        self._alive_at_start = None
+        self._alive_at_start = self._alive_after = None
         cuda = _initialised_cuda()
         if cuda is not None:
             self._clear_tag(cuda)
@@ -235,6 +250,7 @@ class AllocationTracer:
     def cell_started(self, execution_count: int | None, cell_filename: str | None = None) -> None:
         """pre_run_cell: start recording if armed and CUDA is now up; note what is alive."""
         self._alive_at_start = None
+        after, self._alive_after = self._alive_after, None
         try:
             cuda = _initialised_cuda()
             if cuda is None:
@@ -243,7 +259,11 @@ class AllocationTracer:
                 self._begin(cuda)
             if not self._recording or not self._still_recording(cuda):
                 return
-            self._alive_at_start = live_block_keys(self._snapshot())  # type: ignore[misc]
+            # a snapshot costs microseconds per live block: skip it when nothing was allocated
+            counts = _allocation_counts(cuda)
+            if after is None or counts is None or counts != self._counts_after:
+                after = live_block_keys(self._snapshot())  # type: ignore[misc]
+            self._alive_at_start, self._counts_at_start = after, counts
             self._set_tag(cuda, execution_count)
         except Exception as exc:
             self._alive_at_start = None
@@ -266,13 +286,22 @@ class AllocationTracer:
                 return []
             compile_ = getattr(self.shell, "compile", None)
             filename_map = getattr(compile_, "_filename_map", None) or {}
-            return attribute_blocks(
+            counts = _allocation_counts(cuda)  # before the snapshot: a later alloc must show
+            if counts is not None and counts == self._counts_at_start:
+                self._alive_after, self._counts_after = alive, counts
+                return []  # the cell allocated nothing
+            live: set[int] = set()
+            found = attribute_blocks(
                 self._snapshot(),  # type: ignore[misc]
                 alive,
                 filename_map,
                 execution_count,
                 cell_filename,
+                live_keys=live,
             )
+            if counts is not None:
+                self._alive_after, self._counts_after = live, counts
+            return found
         except Exception as exc:
             self.error = _one_line("allocation tracing failed at cell end", exc)
             return []
@@ -323,8 +352,8 @@ class AllocationTracer:
         )
 
     def _still_recording(self, cuda: Any) -> bool:
-        if _history_enabled(cuda) is False:  # turned off behind our back
-            self._recording = self._ours = False
+        if _history_enabled(cuda) is False:  # turned off behind our back: respect that
+            self._armed = self._recording = self._ours = False
             self.error = "torch's memory recorder was turned off outside nbgpumon"
             return False
         return True
@@ -369,6 +398,17 @@ def _parameters(fn: Callable[..., Any]) -> set[str]:
         return set(inspect.signature(fn).parameters)
     except (TypeError, ValueError):
         return set()
+
+
+def _allocation_counts(cuda: Any) -> tuple[int, ...] | None:
+    """How many allocations torch's allocator has made so far, per device (None: unknown)."""
+    try:
+        nested = cuda.memory.memory_stats_as_nested_dict
+        return tuple(
+            int(nested(i)["allocation"]["all"]["allocated"]) for i in range(cuda.device_count())
+        )
+    except Exception:
+        return None
 
 
 def _history_enabled(cuda: Any) -> bool | None:

@@ -14,6 +14,11 @@ BAD = [
     ("%gpumon summary maybe", "UsageError: usage: %gpumon summary on|off"),
     ("%gpumon status now", "UsageError: %gpumon status takes no arguments"),
     ("%gpumon mark", "UsageError: usage: %gpumon mark LABEL"),
+    ("%gpumon holders gpu0", "UsageError: device is cuda, cuda:N or host, not 'gpu0'"),
+    ("%gpumon holders cuda host", "UsageError: usage: %gpumon holders [cuda | cuda:N | host]"),
+    ("%gpumon free all", "UsageError: %gpumon free takes no arguments"),
+    ("%gpumon trace maybe", "UsageError: usage: %gpumon trace on|off"),
+    ("%config GPUMon.leak_threshold = -1", "leak_threshold is a number of bytes >= 0 (0: off)"),
     (
         "%config GPUMon.interval = -1",
         "GPUMon.interval must be between 0.01 and 60 seconds, not -1.0",
@@ -39,6 +44,7 @@ BAD = [
         "UsageError: track('deco') is a context manager, not a decorator",
     ),
     ("import nbgpumon; nbgpumon.mark('')", "UsageError: mark() takes a non-empty label"),
+    ("import nbgpumon; nbgpumon.holders(7)", "UsageError: device is cuda, cuda:N or host, not 7"),
 ]
 
 STATE = (

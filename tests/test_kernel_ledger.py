@@ -104,7 +104,7 @@ def test_summary_line_follows_each_cell_when_on():
     summary = runs[2].stdout.strip().splitlines()
     assert len(summary) == 1
     assert summary[0].startswith("[3] ")
-    assert re.search(r"^\[3\] host \+64\.[0-9] MiB · ", summary[0])
+    assert re.search(r"^\[3\] host \+64\.[0-9] MiB: x 64\.0 MiB · ", summary[0]), summary[0]
     assert runs[4].stdout == ""
 
 

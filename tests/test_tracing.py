@@ -199,6 +199,8 @@ class FakeCuda:
         self.metadata = ""
         self.segments: list[dict] = []
         self.fail_snapshot = False
+        self.snapshots = 0
+        self.allocations = 0  # torch's cumulative allocation count
         cuda = self
 
         class Memory:
@@ -224,7 +226,12 @@ class FakeCuda:
                 assert include_traces is False, "the trace ring buffer makes snapshots slow"
                 if cuda.fail_snapshot:
                     raise RuntimeError("CUDA error: an illegal memory access\nmore detail")
+                cuda.snapshots += 1
                 return list(cuda.segments)
+
+            @staticmethod
+            def memory_stats_as_nested_dict(device=None):
+                return {"allocation": {"all": {"allocated": cuda.allocations}}}
 
             @staticmethod
             def _set_memory_metadata(text):
@@ -238,6 +245,9 @@ class FakeCuda:
 
     def is_initialized(self) -> bool:
         return self.initialised
+
+    def device_count(self) -> int:
+        return 1
 
 
 @pytest.fixture
@@ -268,6 +278,7 @@ def test_trace_on_before_cuda_arms_and_starts_with_the_first_cell_after(fake_tor
     cell = compiler.cache("y = torch.empty(2**20, device='cuda')\n", 2)
     tracer.cell_started(2)
     assert fake_torch.cuda.metadata == "nbgpumon In[2]"
+    fake_torch.cuda.allocations += 1
     fake_torch.cuda.segments = snapshot(
         block(0x1000, MIB, []), block(0x2000, MIB, [frame(cell, 1)])
     )["segments"]
@@ -298,6 +309,18 @@ def test_a_recorder_the_user_started_is_used_and_left_on(fake_torch):
     assert fake_torch.cuda.recording
 
 
+def test_a_recorder_turned_off_behind_the_tracers_back_ends_tracing(fake_torch):
+    fake_torch.cuda.initialised = True
+    tracer = AllocationTracer(SimpleNamespace(compile=CachingCompiler()))
+    tracer.start()
+    fake_torch.cuda.recording = False  # the user called _record_memory_history(None)
+    tracer.cell_started(2)
+    assert tracer.cell_finished(2) == []
+    assert (tracer.armed, tracer.active) == (False, False)
+    assert tracer.error == "torch's memory recorder was turned off outside nbgpumon"
+    assert len(fake_torch.cuda.calls) == 1  # not turned back on
+
+
 def test_torch_without_the_string_api_is_too_old(fake_torch):
     fake_torch.cuda.initialised = True
     fake_torch.__version__ = "2.0.1"
@@ -315,11 +338,44 @@ def test_torch_without_the_string_api_is_too_old(fake_torch):
     assert not tracer.armed and not tracer.active
 
 
+def test_snapshots_are_skipped_when_torch_counted_no_allocation(fake_torch, compiler):
+    fake_torch.cuda.initialised = True
+    tracer = AllocationTracer(SimpleNamespace(compile=compiler))
+    tracer.start()
+    first = compiler.cache("a = torch.ones(1, device='cuda')\n", 1)
+    tracer.cell_started(1)
+    fake_torch.cuda.allocations += 1
+    fake_torch.cuda.segments = snapshot(block(0x1000, 512, [frame(first, 1)]))["segments"]
+    assert len(tracer.cell_finished(1)) == 1
+    assert fake_torch.cuda.snapshots == 2
+
+    second = compiler.cache("b = torch.ones(1, device='cuda')\n", 2)
+    tracer.cell_started(2)  # no allocation since cell 1 ended: no snapshot needed
+    assert fake_torch.cuda.snapshots == 2
+    fake_torch.cuda.allocations += 1
+    fake_torch.cuda.segments = snapshot(
+        block(0x1000, 512, [frame(first, 1)]), block(0x1200, 512, [frame(second, 1)])
+    )["segments"]
+    assert [a.cell for a in tracer.cell_finished(2)] == [2]
+
+    fake_torch.cuda.allocations += 1  # something allocated between the cells
+    fake_torch.cuda.segments = snapshot(
+        block(0x1000, 512, [frame(first, 1)]),
+        block(0x1200, 512, [frame(second, 1)]),
+        block(0x1400, 512, []),
+    )["segments"]
+    tracer.cell_started(3)
+    assert fake_torch.cuda.snapshots == 4
+    assert tracer.cell_finished(3) == []  # the in-between block is not cell 3's
+    assert fake_torch.cuda.snapshots == 4  # cell 3 allocated nothing: no snapshot at its end
+
+
 def test_a_failing_snapshot_gives_no_result_and_one_line_of_error(fake_torch):
     fake_torch.cuda.initialised = True
     tracer = AllocationTracer(SimpleNamespace(compile=CachingCompiler()))
     tracer.start()
     tracer.cell_started(3)
+    fake_torch.cuda.allocations += 1
     fake_torch.cuda.fail_snapshot = True
     assert tracer.cell_finished(3) == []
     assert tracer.error == (
