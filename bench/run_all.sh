@@ -38,6 +38,7 @@ run timeline_memory 180 "$@"
 run load_time 240 "$@"
 run hook_cost 150 "$@"
 run holder_scan 120 "$@"
+run trace_cost 240 "$@"
 run tick_cost 180 "$@"
 run training_loop 360 "$@"
 

@@ -15,7 +15,15 @@ from typing import Any
 
 from result_file import format_value
 
-ORDER = ["tick_cost", "training_loop", "hook_cost", "load_time", "timeline_memory"]
+ORDER = [
+    "tick_cost",
+    "training_loop",
+    "hook_cost",
+    "holder_scan",
+    "trace_cost",
+    "load_time",
+    "timeline_memory",
+]
 STATUS = re.compile(r"^### bench-status name=(\S+) rc=(-?\d+) seconds=(\d+)$")
 
 
