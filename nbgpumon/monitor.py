@@ -191,7 +191,9 @@ class Monitor:
                 out.append(f"nbgpumon trace: … {len(traced) - TRACE_LINES} more lines")
         if retention is not None or traced:
             record = self.ledger.annotate(record, retention=retention, traced=traced)
-        if record.status == "oom" and error is not None and self.config.oom_report:
+        # host MemoryError is "oom" in the ledger too, but this post-mortem is about the GPU
+        gpu_oom = error is not None and not isinstance(error, MemoryError)
+        if record.status == "oom" and gpu_oom and self.config.oom_report:
             out.append(post_mortem_report(gather_oom_facts(self, record, error)))
         return record, "\n".join(out)
 

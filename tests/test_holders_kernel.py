@@ -104,6 +104,7 @@ def test_an_out_of_memory_error_prints_a_post_mortem_that_keeps_no_frame_alive()
             "step()",
             "%gpumon free",
             "print('ALIVE', REFS[0]() is not None)",
+            "raise MemoryError()",  # the host's: recorded as oom, no GPU post-mortem
         ],
         timeout=120,
     )
@@ -114,3 +115,4 @@ def test_an_out_of_memory_error_prints_a_post_mortem_that_keeps_no_frame_alive()
     assert "%gpumon free: drops the stored traceback (256 MiB)" in report, report
     assert report.rstrip().splitlines()[-1].endswith("gradient accumulation")
     assert runs[4].stdout.strip() == "ALIVE False"
+    assert runs[5].error == "MemoryError" and "out of GPU memory" not in runs[5].stdout
