@@ -20,6 +20,8 @@ from .text import summary_line
 if TYPE_CHECKING:
     import pandas
 
+    from .session import Recorded
+
 __version__ = "0.1.0"
 __all__ = [
     "CellRecord",
@@ -32,6 +34,7 @@ __all__ = [
     "cells_frame",
     "free",
     "holders",
+    "load",
     "mark",
     "monitor",
     "track",
@@ -76,6 +79,15 @@ def free() -> str:
     stored tracebacks), collect garbage, empty torch's cache; your variables stay. Returns what
     came back, as one line."""
     return monitor().free()
+
+
+def load(path: str, session: int | None = None) -> Recorded:
+    """A recording made with ``%gpumon record PATH``: ``samples_frame()``, ``cells_frame()``,
+    ``report_html()``, ``export(DIR, "csv"|"parquet")``. The newest session unless ``session``
+    names one (``nbgpumon.session.sessions(PATH)`` lists them)."""
+    from .session import load as load_session
+
+    return load_session(path, session)
 
 
 def track(label: str) -> Region:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from traitlets import Bool, Enum, Float, Int, TraitError, validate
+from traitlets import Bool, Enum, Float, Int, TraitError, Unicode, validate
 from traitlets.config import Configurable
 
 from .cells import PEAK_MODES
@@ -43,6 +43,11 @@ class GPUMon(Configurable):
         help="Bytes a cell must keep (torch allocator, else host memory) before its ledger "
         "entry names who holds them, e.g. %config GPUMon.leak_threshold = 256 * 2**20; "
         "0 turns it off.",
+    ).tag(config=True)
+    record_path = Unicode(
+        "",
+        help="Record samples, cells and marks to this SQLite file (crash-safe; "
+        "nbgpumon.load(PATH) reads it back); '' stops. Same as %gpumon record PATH|off.",
     ).tag(config=True)
     oom_report = Bool(
         True, help="Print a post-mortem under a cell that runs out of GPU memory."

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import importlib.util
 from collections.abc import Sequence
 from dataclasses import fields
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .records import CellRecord, DeviceUsage
@@ -65,3 +67,24 @@ def cells_frame(records: Sequence[CellRecord]) -> pandas.DataFrame:
     frame = frame.convert_dtypes()  # missing bytes stay integers (<NA>), not floats
     frame["start"] = pd.to_datetime(frame["start"].astype("float64"), unit="s", utc=True)
     return frame
+
+
+def write_frames(
+    frames: dict[str, pandas.DataFrame], directory: str | Path, fmt: str = "csv"
+) -> list[Path]:
+    """Write each frame as ``<name>.csv`` (or ``.parquet``) into ``directory``; the paths."""
+    if fmt not in ("csv", "parquet"):
+        raise ValueError(f"format is csv or parquet, not {fmt!r}")
+    if fmt == "parquet" and importlib.util.find_spec("pyarrow") is None:
+        raise ValueError("Parquet needs pyarrow: pip install pyarrow (or use csv)")
+    out = Path(directory).expanduser()
+    out.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for name, frame in frames.items():
+        path = out / f"{name}.{fmt}"
+        if fmt == "csv":
+            frame.to_csv(path, index=False)
+        else:
+            frame.to_parquet(path, index=False)
+        paths.append(path)
+    return paths

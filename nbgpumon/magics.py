@@ -15,7 +15,7 @@ from .text import cells_table, holders_view, snapshot_view, status_view
 
 USAGE = (
     "%gpumon [--static] [status | snapshot | summary on|off | cells [N] | holders [DEVICE] | "
-    "free | trace on|off | start | stop | mark LABEL]; %gpumon? for help"
+    "free | trace on|off | record PATH|off | start | stop | mark LABEL]; %gpumon? for help"
 )
 
 
@@ -54,6 +54,9 @@ class GPUMonMagics(Magics):
           %gpumon free            drop what IPython's hidden references hold (outputs with
                                   tensors, _, stored tracebacks), collect garbage, empty
                                   torch's cache; your variables are never touched
+          %gpumon record PATH     record samples, cells and marks to an SQLite file
+                                  (crash-safe; nbgpumon.load(PATH) reads it back)
+          %gpumon record off      stop recording; %gpumon record says where it records
           %gpumon trace on|off    record CUDA allocation stacks (torch's memory history):
                                   after each cell, what it left behind by cell and line
           %gpumon start | stop    start or stop the sampler thread (the ledger keeps going)
@@ -116,6 +119,13 @@ class GPUMonMagics(Magics):
         _no_args("free", rest)
         print(mon.free())
 
+    def _record(self, mon: Monitor, rest: list[str]) -> None:
+        if not rest:
+            print(f"nbgpumon: {mon.recording or 'not recording'}")
+            return
+        path = " ".join(rest)
+        print(f"nbgpumon: {mon.record(None if path == 'off' else path)}")
+
     def _trace(self, mon: Monitor, rest: list[str]) -> None:
         if len(rest) != 1 or rest[0] not in ("on", "off"):
             raise UsageError("usage: %gpumon trace on|off")
@@ -153,6 +163,7 @@ _COMMANDS = {
     "holders": GPUMonMagics._holders,
     "free": GPUMonMagics._free,
     "trace": GPUMonMagics._trace,
+    "record": GPUMonMagics._record,
     "start": GPUMonMagics._start,
     "stop": GPUMonMagics._stop,
     "mark": GPUMonMagics._mark,

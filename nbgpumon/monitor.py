@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import dataclasses
+import math
+import os
+import sqlite3
+from collections.abc import Callable
 from types import ModuleType, TracebackType
 from typing import TYPE_CHECKING, Any
 
@@ -15,6 +19,7 @@ from .holder_scan import HolderScan
 from .leaks import LeakWatch
 from .postmortem import gather as gather_oom_facts
 from .postmortem import report as post_mortem_report
+from .recording import Recorder
 from .records import CellRecord
 from .release import MemoryNow, freed_line, release
 from .sampler import Sampler, timeline_columns
@@ -33,6 +38,7 @@ TRACE_MIN_BYTES = 2**20  # traced lines smaller than this are not shown
 TRACE_LINES = 5  # traced lines printed under a cell (the record keeps them all)
 _LIVE_SETTINGS = [
     "interval", "allocator_interval", "detail_interval", "slow_interval", "peak_mode",
+    "record_path",
 ]  # fmt: skip
 
 
@@ -76,6 +82,7 @@ class Monitor:
         self._static_views: list[StaticView] = []
         self._leak_watch: LeakWatch | None = None
         self._tracer: AllocationTracer | None = None
+        self._recorder: Recorder | None = None
 
     def _config_changed(self, change: dict) -> None:
         name, value = change["name"], change["new"]
@@ -89,6 +96,11 @@ class Monitor:
             self.sampler.slow_interval = value
         elif name == "peak_mode":
             self.ledger.peak_mode = value
+        elif name == "record_path":
+            try:
+                print(f"nbgpumon: {self.record(value or None)}")
+            except UsageError as exc:
+                print(f"nbgpumon: {exc}")
 
     # -- life cycle -----------------------------------------------------------------------
     def start(self) -> None:
@@ -112,6 +124,9 @@ class Monitor:
             view.close()
         self._static_views.clear()
         self.sampler.stop()
+        if self._recorder is not None:
+            self._recorder.stop()  # after the sampler: its last rows are written too
+            self._recorder = None
         self.config.unobserve(self._config_changed, names=_LIVE_SETTINGS)
         self.nvml.close()
 
@@ -195,6 +210,8 @@ class Monitor:
         gpu_oom = error is not None and not isinstance(error, MemoryError)
         if record.status == "oom" and gpu_oom and self.config.oom_report:
             out.append(post_mortem_report(gather_oom_facts(self, record, error)))
+        if self._recorder is not None:
+            self._recorder.add_cell(record)
         return record, "\n".join(out)
 
     def cell_started(self, execution_count: int | None = None) -> None:
@@ -222,18 +239,59 @@ class Monitor:
         state = "off" if t is None or not t.armed else ("on" if t.active else "armed")
         return f"{state} ({t.error})" if t is not None and t.error else state
 
+    def samples_frame(self, t0: float | None = None, t1: float | None = None) -> pandas.DataFrame:
+        """The timeline between unix times ``t0`` and ``t1`` (default: all of it) as a
+        DataFrame: ``time`` (UTC) and one column per timeline column. Older parts come from
+        the 1 s / 10 s / 1 min buckets (their means)."""
+        from .session import samples_frame
+
+        window = self.timeline.window(
+            -math.inf if t0 is None else t0, math.inf if t1 is None else t1
+        )
+        return samples_frame(window.times, window.mean, list(self.timeline.columns))
+
+    def record(self, path: str | os.PathLike[str] | None) -> str:
+        """Record to the SQLite file ``path`` from now on (None: stop); one line back."""
+        if self._recorder is not None:
+            old, self._recorder = self._recorder, None
+            old.stop()
+            if path is None:
+                return f"recording stopped; {old.rows_written} samples in {old.path}"
+        elif path is None:
+            return "not recording"
+        try:
+            self._recorder = Recorder(self, path)
+        except (OSError, sqlite3.Error) as exc:
+            raise UsageError(
+                f"cannot record to {path}: {exc}; pick a writable path, e.g. "
+                "%gpumon record ~/gpumon.sqlite"
+            ) from None
+        self._recorder.start()
+        return f"recording to {self._recorder.path} (session {self._recorder.session_id})"
+
+    @property
+    def recording(self) -> str:
+        """What the recorder is doing, as one line ("" when there is none)."""
+        return self._recorder.status if self._recorder is not None else ""
+
     def mark(self, label: str) -> None:
         """Put a labelled marker on the timeline at this instant."""
         if not isinstance(label, str) or not label.strip():
             raise UsageError('mark() takes a non-empty label: nbgpumon.mark("warm-up done")')
         self.ledger.mark(label.strip())
+        if self._recorder is not None:
+            self._recorder.add_mark(*self.ledger.marks[-1])
         self.ledger_changed()
 
     def track(self, label: str) -> Region:
         """A region inside a cell, recorded like a cell: ``with mon.track("epoch 3"): ...``."""
         if not isinstance(label, str) or not label.strip():
             raise UsageError('track() takes a non-empty label: with nbgpumon.track("epoch 3"): ...')
-        return Region(self.ledger, label.strip())
+        return Region(self.ledger, label.strip(), on_end=self._region_ended)
+
+    def _region_ended(self, record: CellRecord) -> None:
+        if self._recorder is not None:
+            self._recorder.add_cell(record)
 
     # -- helpers for the holder views --------------------------------------------------------
     def _leaks(self, shell: Any) -> LeakWatch:
@@ -274,9 +332,12 @@ def shell_or_none() -> Any:
 class Region:
     """The context manager returned by :meth:`Monitor.track`; one use only."""
 
-    def __init__(self, ledger: Ledger, label: str) -> None:
+    def __init__(
+        self, ledger: Ledger, label: str, on_end: Callable[[CellRecord], None] | None = None
+    ) -> None:
         self._ledger = ledger
         self.label = label
+        self._on_end = on_end
         self._open: Measurement | None = None
         self.record: CellRecord | None = None  # set when the region ends
 
@@ -302,6 +363,8 @@ class Region:
             return
         status, error = classify_exception(exc)
         self.record = self._ledger.end(opened, status, error)
+        if self._on_end is not None:
+            self._on_end(self.record)
 
     def __call__(self, *args: object, **kwargs: object) -> None:
         raise UsageError(

@@ -125,3 +125,15 @@ class CellRecord:
     def util_max(self) -> float | None:
         values = [d.util_max for d in self.devices if d.util_max is not None]
         return max(values) if values else None
+
+
+def record_from_dict(d: dict) -> CellRecord:
+    """The inverse of ``dataclasses.asdict(record)`` (as a recording stores it)."""
+    fields = dict(d)
+    fields["devices"] = tuple(DeviceUsage(**device) for device in fields.get("devices", ()))
+    retention = fields.get("retention")
+    if retention is not None:
+        holders = tuple((str(name), int(size)) for name, size in retention.get("holders", ()))
+        fields["retention"] = Retention(retention["device"], holders, retention.get("note", ""))
+    fields["traced"] = tuple(fields.get("traced", ()))
+    return CellRecord(**fields)

@@ -254,6 +254,7 @@ def status_lines(mon: Monitor) -> list[str]:
             "peaks: preserve (torch's counters untouched; a cell's peak is exact "
             "only when it sets a new high)"
         )
+    lines.append(f"recording: {mon.recording or 'off (%gpumon record PATH starts one)'}")
     lines.append(
         f"summary after each cell: {'on' if cfg.summary else 'off'}; "
         f"{len(mon.ledger.records())} records in the ledger"

@@ -18,6 +18,10 @@ BAD = [
     ("%gpumon holders cuda host", "UsageError: usage: %gpumon holders [cuda | cuda:N | host]"),
     ("%gpumon free all", "UsageError: %gpumon free takes no arguments"),
     ("%gpumon trace maybe", "UsageError: usage: %gpumon trace on|off"),
+    (
+        "%gpumon record /proc/no/such/dir/run.sqlite",
+        "UsageError: cannot record to /proc/no/such/dir/run.sqlite: ",
+    ),
     ("%config GPUMon.leak_threshold = -1", "leak_threshold is a number of bytes >= 0 (0: off)"),
     (
         "%config GPUMon.interval = -1",

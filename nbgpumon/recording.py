@@ -1,0 +1,268 @@
+"""A crash-safe recording of the session in SQLite: samples, cells, marks.
+
+A writer thread of its own (never the sampler's) wakes every ``flush_interval`` seconds, takes
+the timeline's new raw rows and whatever cells and marks the main thread queued, writes them in
+one transaction and commits. The database runs in WAL mode, so a ``kill -9`` of the kernel loses
+at most the rows of the last interval and the file stays readable by any SQLite client. A write
+that fails (disk full, the file removed) stops the recording with a status line; it never
+raises into the kernel and never prints from the thread. Schema: docs/recording.md.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import os
+import platform
+import queue
+import sqlite3
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from .export import record_row
+
+if TYPE_CHECKING:
+    from .monitor import Monitor
+    from .records import CellRecord
+
+SCHEMA_VERSION = 1
+FLUSH_INTERVAL = 0.5  # seconds between commits: a kill loses at most this much, plus one write
+BATCH_ROWS = 20_000  # timeline rows per transaction at most (a backlog is written in pieces)
+CELL_COLUMNS = (
+    "idx", "kind", "execution_count", "cell_id", "label", "start", "duration", "status",
+    "error", "allocated_total", "retained", "peak_allocated", "util_mean", "util_max",
+    "rss_before", "rss_after", "rss_peak", "held_by", "traced",
+)  # fmt: skip
+
+
+def metric_names(columns: Sequence[str]) -> list[str]:
+    """The metrics of ``gpu<N>.<metric>`` / ``host.<metric>`` timeline columns, in order."""
+    return list(dict.fromkeys(c.split(".", 1)[1] for c in columns))
+
+
+def create_schema(db: sqlite3.Connection, metrics: Sequence[str]) -> None:
+    """Create the tables (idempotent); a sample metric the table lacks is added as a column."""
+    db.executescript(
+        """
+        CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
+        CREATE TABLE IF NOT EXISTS session (
+            id INTEGER PRIMARY KEY, started REAL, host TEXT, pid INTEGER, gpus TEXT,
+            driver TEXT, versions TEXT, columns TEXT);
+        CREATE TABLE IF NOT EXISTS samples (session INTEGER, time REAL, device TEXT);
+        CREATE INDEX IF NOT EXISTS samples_time ON samples (session, time);
+        CREATE TABLE IF NOT EXISTS cells (
+            session INTEGER, idx INTEGER, kind TEXT, execution_count INTEGER, cell_id TEXT,
+            label TEXT, start REAL, duration REAL, status TEXT, error TEXT,
+            allocated_total INTEGER, retained INTEGER, peak_allocated INTEGER, util_mean REAL,
+            util_max REAL, rss_before INTEGER, rss_after INTEGER, rss_peak INTEGER,
+            held_by TEXT, traced TEXT, record TEXT);
+        CREATE TABLE IF NOT EXISTS marks (session INTEGER, time REAL, label TEXT);
+        """
+    )
+    have = {r[1] for r in db.execute("PRAGMA table_info(samples)")}
+    for metric in metrics:
+        if metric not in have:
+            db.execute(f'ALTER TABLE samples ADD COLUMN "{metric}" REAL')
+    db.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
+
+
+def open_database(path: Path) -> sqlite3.Connection:
+    db = sqlite3.connect(path, timeout=5, check_same_thread=False, isolation_level=None)
+    db.execute("PRAGMA journal_mode=WAL")
+    db.execute("PRAGMA synchronous=NORMAL")  # WAL + NORMAL: a committed batch survives a kill
+    return db
+
+
+def session_info(mon: Monitor) -> dict[str, Any]:
+    """What the session table records about this kernel."""
+    import IPython
+
+    from . import __version__
+
+    versions = {"nbgpumon": __version__, "python": platform.python_version()}
+    versions["ipython"] = IPython.__version__
+    torch = __import__("sys").modules.get("torch")
+    if torch is not None:
+        versions["torch"] = getattr(torch, "__version__", "?")
+    gpus = [
+        {"index": d.nvml_index, "cuda_index": d.cuda_index, "name": d.name, "uuid": d.uuid,
+         "memory_total": d.memory_total}
+        for d in mon.nvml.devices
+    ]  # fmt: skip
+    return {
+        "host": platform.node(),
+        "pid": os.getpid(),
+        "gpus": gpus,
+        "driver": mon.nvml.library.driver_version or "",
+        "versions": versions,
+    }
+
+
+class Recorder:
+    """Writes one session of ``mon`` to ``path`` until :meth:`stop`."""
+
+    def __init__(self, mon: Monitor, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path).expanduser()
+        self.status = ""
+        self._mon = mon
+        self._columns = list(mon.timeline.columns)
+        self._metrics = metric_names(self._columns)
+        self._queue: queue.SimpleQueue[tuple[str, Any]] = queue.SimpleQueue()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._cursor = 0
+        self.rows_written = 0
+        self.session_id = self._open()  # raises OSError / sqlite3.Error: the caller says why
+
+    def _open(self) -> int:
+        """Create the file and this session's row now, on the caller's thread, so that a path
+        that can't be written is reported at once."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        db = open_database(self.path)
+        try:
+            create_schema(db, self._metrics)
+            info = session_info(self._mon)
+            from .timeline import wall_clock
+
+            cur = db.execute(
+                "INSERT INTO session (started, host, pid, gpus, driver, versions, columns) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (
+                    wall_clock(),
+                    info["host"],
+                    info["pid"],
+                    json.dumps(info["gpus"]),
+                    info["driver"],
+                    json.dumps(info["versions"]),
+                    json.dumps(self._columns),
+                ),
+            )
+            return int(cur.lastrowid or 0)
+        finally:
+            db.close()
+
+    # -- main thread ----------------------------------------------------------------------
+    def start(self) -> None:
+        self._cursor = self._mon.timeline.cursor
+        # cells and marks recorded before the recording started come along
+        for record in self._mon.cells():
+            self.add_cell(record)
+        for t, label in list(self._mon.ledger.marks):
+            self.add_mark(t, label)
+        self._thread = threading.Thread(target=self._run, name="nbgpumon-recorder", daemon=True)
+        self._thread.start()
+        self.status = f"recording to {self.path}"
+
+    def add_cell(self, record: CellRecord) -> None:
+        self._queue.put(("cell", record))
+
+    def add_mark(self, t: float, label: str) -> None:
+        self._queue.put(("mark", (t, label)))
+
+    def stop(self) -> None:
+        """Write what is pending, then stop; the file stays complete and readable."""
+        self._stop.set()
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join(timeout=10)
+        self._thread = None
+
+    @property
+    def running(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    # -- the writer thread ----------------------------------------------------------------
+    def _run(self) -> None:
+        db = None
+        try:
+            db = open_database(self.path)
+            while True:
+                stopping = self._stop.wait(FLUSH_INTERVAL)
+                self._flush(db)
+                if stopping:
+                    break
+        except (OSError, sqlite3.Error) as exc:
+            # Never raise or print here: the status says what happened and what to do.
+            self.status = (
+                f"recording to {self.path} stopped: {exc}; what was written before is intact "
+                "(%gpumon record PATH starts a new one)"
+            )
+        finally:
+            if db is not None:
+                with contextlib.suppress(sqlite3.Error):
+                    db.close()
+
+    def _flush(self, db: sqlite3.Connection) -> None:
+        chunk = self._mon.timeline.since(self._cursor, limit=BATCH_ROWS)
+        cells, marks = [], []
+        while True:
+            try:
+                kind, item = self._queue.get_nowait()
+            except queue.Empty:
+                break
+            (cells if kind == "cell" else marks).append(item)
+        if chunk.end == chunk.start and not cells and not marks:
+            return
+        db.execute("BEGIN")
+        try:
+            if chunk.end > chunk.start:
+                self._write_samples(db, chunk.times, chunk.values)
+            for record in cells:
+                self._write_cell(db, record)
+            db.executemany(
+                "INSERT INTO marks VALUES (?, ?, ?)", [(self.session_id, t, m) for t, m in marks]
+            )
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        self._cursor = chunk.end
+        self.rows_written += chunk.end - chunk.start
+
+    def _write_samples(self, db: sqlite3.Connection, times: np.ndarray, values: np.ndarray) -> None:
+        # One row per device per sample: gpu<N> rows hold GPU metrics, the host row host ones.
+        for device, (names, index) in _device_columns(self._columns).items():
+            placeholders = ", ".join("?" * (3 + len(names)))
+            quoted = ", ".join(f'"{n}"' for n in names)
+            block = values[:, index].astype(np.float64)
+            rows = [
+                (self.session_id, float(t), device, *(None if v != v else v for v in row))
+                for t, row in zip(times.tolist(), block.tolist(), strict=True)
+            ]
+            db.executemany(
+                f"INSERT INTO samples (session, time, device, {quoted}) VALUES ({placeholders})",
+                rows,
+            )
+
+    def _write_cell(self, db: sqlite3.Connection, record: CellRecord) -> None:
+        # Flat columns for any SQLite client; the whole record as JSON for nbgpumon.load().
+        row = record_row(record)
+        row["idx"] = record.index  # "index" is a keyword in SQL
+        values = [row.get(c) for c in CELL_COLUMNS]
+        db.execute(
+            f"INSERT INTO cells (session, {', '.join(CELL_COLUMNS)}, record) "
+            f"VALUES ({', '.join('?' * (len(CELL_COLUMNS) + 2))})",
+            (self.session_id, *values, json.dumps(dataclasses.asdict(record), default=_plain)),
+        )
+
+
+def _device_columns(columns: Sequence[str]) -> dict[str, tuple[list[str], list[int]]]:
+    """{device: (metric names, timeline column indices)} for ``gpu0.mem_used``-style columns."""
+    out: dict[str, tuple[list[str], list[int]]] = {}
+    for i, name in enumerate(columns):
+        device, metric = name.split(".", 1)
+        names, index = out.setdefault(device, ([], []))
+        names.append(metric)
+        index.append(i)
+    return out
+
+
+def _plain(value: Any) -> Any:
+    """JSON for numpy scalars that may sit in a record row."""
+    if isinstance(value, np.generic):
+        return value.item()
+    raise TypeError(f"not JSON serializable: {type(value).__name__}")

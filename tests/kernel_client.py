@@ -1,0 +1,37 @@
+"""A real ipykernel driven through jupyter_client, keeping every iopub message it sends."""
+
+from __future__ import annotations
+
+import queue
+import time
+
+from jupyter_client.manager import start_new_kernel
+
+
+class Kernel:
+    """A real ipykernel, with every iopub message kept for inspection."""
+
+    def __init__(self) -> None:
+        self.manager, self.client = start_new_kernel(kernel_name="python3")
+        self.messages: list[dict] = []
+
+    def run(self, code: str, timeout: float = 60) -> list[dict]:
+        """Execute ``code``; return the iopub messages it caused, in order."""
+        msg_id = self.client.execute(code)
+        got: list[dict] = []
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            try:
+                msg = self.client.get_iopub_msg(timeout=1)
+            except queue.Empty:
+                continue
+            self.messages.append(msg)
+            if msg["parent_header"].get("msg_id") == msg_id:
+                got.append(msg)
+                if msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
+                    return got
+        raise TimeoutError(f"no idle after {code!r}")
+
+    def stop(self) -> None:
+        self.client.stop_channels()
+        self.manager.shutdown_kernel(now=True)

@@ -1,0 +1,180 @@
+"""Crash-safe recording: a real kernel killed with SIGKILL leaves a readable file with its
+samples up to about a second before the kill and every finished cell; a recording loads back
+into the same frames as the live session; failures are a status, not a crash."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+import nbgpumon
+
+from kernel_client import Kernel
+from notebook_runner import run_cells
+
+FINISHED = [
+    "a = list(range(10))",
+    "b = bytearray(2**20)",
+    "nbgpumon.mark('before the long cell')",
+]
+
+
+@pytest.fixture
+def kernel():
+    k = Kernel()
+    try:
+        yield k
+    finally:
+        k.stop()
+
+
+def test_a_kernel_killed_mid_cell_leaves_its_samples_and_finished_cells(kernel, tmp_path):
+    path = tmp_path / "run.sqlite"
+    kernel.run("%load_ext nbgpumon")
+    kernel.run(f"%gpumon record {path}\nimport os, nbgpumon\nPID = os.getpid()")
+    pid = int(_stdout(kernel.run("print(PID)")).strip())
+    for code in FINISHED:
+        kernel.run(code)
+    kernel.client.execute("import time\ntime.sleep(30)")  # don't wait: kill it mid-cell
+    time.sleep(3.0)
+    killed_at = time.time()
+    os.kill(pid, signal.SIGKILL)
+    time.sleep(0.5)
+
+    session = nbgpumon.load(path)
+    assert len(session.times) > 20
+    assert killed_at - session.times[-1] <= 1.0, killed_at - session.times[-1]
+    labels = [r.label for r in session.records]
+    for code in FINISHED:
+        assert code in labels
+    assert "import time" not in labels  # the cell that was killed never finished
+    assert session.marks and session.marks[0][1] == "before the long cell"
+    # any SQLite client reads it
+    with sqlite3.connect(path) as db:
+        (count,) = db.execute("SELECT COUNT(*) FROM samples WHERE device = 'host'").fetchone()
+    assert count == len(session.times)
+
+
+def _stdout(msgs: list[dict]) -> str:
+    return "".join(m["content"]["text"] for m in msgs if m["msg_type"] == "stream")
+
+
+COMPARE = (
+    "import pandas as pd, nbgpumon\n"
+    "from nbgpumon.export import cells_frame\n"
+    "live_cells = cells_frame(nbgpumon.cells()[:-1])  # the last: `record off`, ended after it\n"
+    "s = nbgpumon.load(PATH)\n"
+    "pd.testing.assert_frame_equal(live_cells, s.cells_frame())\n"
+    "live = nbgpumon.monitor().samples_frame(s.times[0], s.times[-1])\n"
+    "pd.testing.assert_frame_equal(live, s.samples_frame())\n"
+    "print('EQUAL', len(s.times), len(s.records), [m for _, m in s.marks])"
+)
+
+
+def test_record_load_round_trip_gives_the_live_frames(tmp_path):
+    path = tmp_path / "round.sqlite"
+    runs = run_cells(
+        [
+            "%load_ext nbgpumon",
+            f"PATH = {str(path)!r}\n%gpumon record {path}",
+            "import numpy as np\nkeep = np.ones(2**24)",
+            "import nbgpumon\nnbgpumon.mark('epoch 1')\nwith nbgpumon.track('region'):\n"
+            "    more = np.ones(2**20)",
+            "raise ValueError('recorded as an error')",
+            "import time; time.sleep(1)",
+            "%gpumon record",
+            "%gpumon record off",
+            COMPARE,
+        ]
+    )
+    assert runs[1].stdout.startswith(f"nbgpumon: recording to {path} (session 1)")
+    assert runs[6].stdout.strip() == f"nbgpumon: recording to {path}"
+    assert runs[7].stdout.startswith("nbgpumon: recording stopped; ")
+    assert runs[8].error is None, runs[8].text
+    equal = runs[8].stdout.split()
+    assert equal[0] == "EQUAL" and int(equal[1]) >= 10 and int(equal[2]) == 7
+    session = nbgpumon.load(path)
+    statuses = {r.label: r.status for r in session.records}
+    assert statuses["raise ValueError('recorded as an error')"] == "error"
+    assert [r.label for r in session.records if r.kind == "region"] == ["region"]
+    (keep,) = [r for r in session.records if r.label == "import numpy as np"]
+    assert keep.retention is not None and keep.retention.holders[0][0] == "keep"
+
+
+def test_export_writes_csv_and_a_second_session_appends(tmp_path):
+    path = tmp_path / "two.sqlite"
+    for _ in range(2):
+        run_cells(["%load_ext nbgpumon", f"%gpumon record {path}", "x = 1", "%gpumon record off"])
+    assert nbgpumon.session.sessions(path) == [1, 2]
+    written = nbgpumon.load(path, session=1).export(tmp_path / "out")
+    assert sorted(p.name for p in written) == ["cells.csv", "samples.csv"]
+    header = (tmp_path / "out" / "samples.csv").read_text().splitlines()[0]
+    assert header.startswith("time,host.rss")
+
+
+def test_a_failing_write_stops_the_recording_with_a_status_and_keeps_what_was_written(tmp_path):
+    mon = nbgpumon.Monitor()
+    try:
+        mon.start()
+        print(mon.record(tmp_path / "fail.sqlite"))
+        time.sleep(1.2)
+        recorder = mon._recorder
+
+        def full(db):  # the disk fills up: sqlite3's own error for it
+            raise sqlite3.OperationalError("database or disk is full")
+
+        recorder._flush = full
+        time.sleep(1.0)
+        assert not recorder.running
+        assert "stopped: database or disk is full; what was written before is intact" in (
+            mon.recording
+        )
+        assert mon.sampler.running  # the sampler never noticed
+    finally:
+        mon.close()
+    assert len(nbgpumon.load(tmp_path / "fail.sqlite").times) >= 5
+
+
+def test_report_command_writes_one_self_contained_page_and_fails_in_one_line(tmp_path):
+    path = tmp_path / "r.sqlite"
+    run_cells(["%load_ext nbgpumon", f"%gpumon record {path}", "x = '<b>bold</b>'  # <script>"])
+    out = tmp_path / "report.html"
+    ok = subprocess.run(
+        [sys.executable, "-m", "nbgpumon", "report", str(path), "-o", str(out)],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert ok.returncode == 0, ok.stderr
+    page = out.read_text()
+    assert "<svg" in page and "http" not in page.replace("http://www.w3.org", "")
+    assert "&lt;script&gt;" in page and "<script" not in page
+    bad = subprocess.run(
+        [sys.executable, "-m", "nbgpumon", "report", str(tmp_path / "none.sqlite")],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert bad.returncode == 1 and bad.stderr.strip().count("\n") == 0
+    assert "no recording at" in bad.stderr
+
+
+def test_the_schema_is_what_docs_recording_md_documents(tmp_path):
+    path = tmp_path / "s.sqlite"
+    run_cells(["%load_ext nbgpumon", f"%gpumon record {path}", "%gpumon record off"])
+    with sqlite3.connect(path) as db:
+        tables = {
+            name: [c[1] for c in db.execute(f"PRAGMA table_info({name})")]
+            for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+        }
+        versions = json.loads(db.execute("SELECT versions FROM session").fetchone()[0])
+    doc = (Path(__file__).parent.parent / "docs" / "recording.md").read_text()
+    for table, columns in tables.items():
+        assert f"`{table}`" in doc
+        for column in columns:
+            assert f"`{column}`" in doc, (table, column)
+    assert versions["nbgpumon"] == nbgpumon.__version__
