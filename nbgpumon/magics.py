@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import sqlite3
 import sys
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_magic, magics_class
@@ -13,9 +15,13 @@ from IPython.display import display
 from .monitor import Monitor
 from .text import cells_table, holders_view, snapshot_view, status_view
 
+if TYPE_CHECKING:
+    from .session import Recorded
+
 USAGE = (
     "%gpumon [--static] [status | snapshot | summary on|off | cells [N] | holders [DEVICE] | "
-    "free | trace on|off | record PATH|off | start | stop | mark LABEL]; %gpumon? for help"
+    "free | trace on|off | record PATH|off | advise [PATH] | start | stop | mark LABEL]; "
+    "%gpumon? for help"
 )
 
 
@@ -57,6 +63,8 @@ class GPUMonMagics(Magics):
           %gpumon record PATH     record samples, cells and marks to an SQLite file
                                   (crash-safe; nbgpumon.load(PATH) reads it back)
           %gpumon record off      stop recording; %gpumon record says where it records
+          %gpumon advise [PATH]   hints from what was measured (this session, or a
+                                  recording), each citing its numbers; none without evidence
           %gpumon trace on|off    record CUDA allocation stacks (torch's memory history):
                                   after each cell, what it left behind by cell and line
           %gpumon start | stop    start or stop the sampler thread (the ledger keeps going)
@@ -126,6 +134,12 @@ class GPUMonMagics(Magics):
         path = " ".join(rest)
         print(f"nbgpumon: {mon.record(None if path == 'off' else path)}")
 
+    def _advise(self, mon: Monitor, rest: list[str]) -> None:
+        if not rest:
+            print(mon.advise())
+            return
+        print(_load(" ".join(rest)).advise())
+
     def _trace(self, mon: Monitor, rest: list[str]) -> None:
         if len(rest) != 1 or rest[0] not in ("on", "off"):
             raise UsageError("usage: %gpumon trace on|off")
@@ -147,6 +161,15 @@ class GPUMonMagics(Magics):
         mon.mark(" ".join(rest))
 
 
+def _load(path: str) -> Recorded:
+    from .session import load
+
+    try:
+        return load(path)
+    except (OSError, ValueError, sqlite3.Error) as exc:
+        raise UsageError(f"cannot read the recording {path}: {exc}") from None
+
+
 def _no_args(command: str, rest: list[str]) -> None:
     if rest:
         raise UsageError(
@@ -164,6 +187,7 @@ _COMMANDS = {
     "free": GPUMonMagics._free,
     "trace": GPUMonMagics._trace,
     "record": GPUMonMagics._record,
+    "advise": GPUMonMagics._advise,
     "start": GPUMonMagics._start,
     "stop": GPUMonMagics._stop,
     "mark": GPUMonMagics._mark,

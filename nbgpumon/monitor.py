@@ -269,6 +269,12 @@ class Monitor:
         self._recorder.start()
         return f"recording to {self._recorder.path} (session {self._recorder.session_id})"
 
+    def advise(self) -> str:
+        """Hints from what this session measured, each with the numbers behind it."""
+        from .advisor import advise, hints_text, live_evidence
+
+        return hints_text(advise(live_evidence(self, shell_or_none())))
+
     @property
     def recording(self) -> str:
         """What the recorder is doing, as one line ("" when there is none)."""

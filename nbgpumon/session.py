@@ -55,6 +55,12 @@ class Recorded:
         v = self.values.astype(np.float32)
         return Window(self.times, v, v, v)
 
+    def advise(self) -> str:
+        """Hints from what this session measured, each with the numbers behind it."""
+        from .advisor import advise, hints_text, recorded_evidence
+
+        return hints_text(advise(recorded_evidence(self)))
+
     def report_html(self) -> str:
         """A self-contained HTML page of this session (no network needed to open it)."""
         from .report_html import session_html

@@ -19,6 +19,10 @@ BAD = [
     ("%gpumon free all", "UsageError: %gpumon free takes no arguments"),
     ("%gpumon trace maybe", "UsageError: usage: %gpumon trace on|off"),
     (
+        "%gpumon advise /no/such/run.sqlite",
+        "UsageError: cannot read the recording /no/such/run.sqlite: no recording at",
+    ),
+    (
         "%gpumon record /proc/no/such/dir/run.sqlite",
         "UsageError: cannot record to /proc/no/such/dir/run.sqlite: ",
     ),

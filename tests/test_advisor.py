@@ -1,0 +1,140 @@
+"""``%gpumon advise``: each hint fires on a recorded scenario that shows its evidence and stays
+silent on one that doesn't."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from nbgpumon.advisor import advise, recorded_evidence
+from nbgpumon.records import CellRecord, DeviceUsage, Retention
+from nbgpumon.session import Recorded
+
+from notebook_runner import run_cells
+
+GIB = 2**30
+GPU_COLUMNS = ["mem_used", "mem_total", "gpu_util", "allocated", "reserved", "inactive_split"]
+
+
+def device(alloc_total: int | None = GIB, retained_after: int = 0) -> DeviceUsage:
+    return DeviceUsage(
+        nvml_index=0, cuda_index=0, name="H200", allocated_before=0,
+        allocated_after=retained_after, reserved_before=0, reserved_after=0,
+        nvml_used_before=0, nvml_used_after=0, peak_allocated=GIB, peak_exact=True,
+        allocated_total=alloc_total, util_mean=None, util_max=None,
+    )  # fmt: skip
+
+
+def cell(n: int, start: float, duration: float, label: str = "", util: float | None = 95.0,
+         kept: int = 0, retention: Retention | None = None) -> CellRecord:  # fmt: skip
+    d = device(retained_after=kept)
+    d = DeviceUsage(**{**{f: getattr(d, f) for f in d.__slots__}, "util_mean": util})
+    return CellRecord(
+        index=n, kind="cell", execution_count=n, cell_id=None, label=label or f"step({n})",
+        start=start, duration=duration, status="ok", error="", devices=(d,),
+        rss_before=None, rss_after=None, rss_peak=None, rss_peak_exact=False,
+        retention=retention,
+    )  # fmt: skip
+
+
+def session(samples: dict[str, np.ndarray], records: list[CellRecord], seconds: int = 100):
+    times = 1.7e9 + np.arange(seconds, dtype=np.float64)
+    columns = [f"gpu0.{m}" for m in GPU_COLUMNS]
+    values = np.full((seconds, len(columns)), np.nan)
+    for name, series in samples.items():
+        values[:, columns.index(f"gpu0.{name}")] = series
+    return Recorded(
+        path=Path("x.sqlite"), session_id=1, started=times[0], host="h",
+        gpus=[{"index": 0, "name": "H200", "memory_total": 140 * GIB}], driver="", versions={},
+        columns=columns, times=times, values=values, records=records, marks=[],
+    )  # fmt: skip
+
+
+def topics(s: Recorded) -> list[str]:
+    return [h.topic for h in advise(recorded_evidence(s))]
+
+
+def flat(value: float, n: int = 100) -> np.ndarray:
+    return np.full(n, float(value))
+
+
+def quiet_samples() -> dict[str, np.ndarray]:
+    return {
+        "mem_used": flat(20 * GIB), "mem_total": flat(140 * GIB), "gpu_util": flat(95),
+        "allocated": flat(10 * GIB), "reserved": flat(11 * GIB), "inactive_split": flat(0),
+    }  # fmt: skip
+
+
+def test_a_healthy_session_gets_no_hint():
+    s = session(quiet_samples(), [cell(1, 1.7e9, 50.0)])
+    assert topics(s) == []
+
+
+def test_fragmentation_fires_on_reserved_far_above_allocated_and_names_the_cell():
+    samples = quiet_samples()
+    samples["reserved"] = np.where(np.arange(100) > 60, 30 * GIB, 11 * GIB).astype(float)
+    samples["inactive_split"] = flat(4 * GIB)
+    s = session(samples, [cell(7, 1.7e9 + 55, 20.0)])
+    (hint,) = advise(recorded_evidence(s))
+    assert hint.topic == "fragmentation"
+    assert "torch held 30.0 GiB but only 10.0 GiB was in tensors (20.0 GiB, 67% of it idle)" in (
+        hint.evidence
+    )
+    assert "during [7]" in hint.evidence and "4.0 GiB in split blocks" in hint.evidence
+    assert "expandable_segments:True" in hint.advice
+
+
+def test_a_small_or_proportionate_cache_is_not_fragmentation():
+    samples = quiet_samples()
+    samples["allocated"], samples["reserved"] = flat(60 * GIB), flat(70 * GIB)  # 10 GiB, 14 %
+    assert topics(session(samples, [])) == []
+
+
+def test_input_pipeline_fires_on_a_long_cell_with_an_idle_gpu_only():
+    records = [cell(3, 1.7e9, 120.0, util=31.0), cell(4, 1.7e9 + 200, 5.0, util=10.0)]
+    (hint,) = advise(recorded_evidence(session(quiet_samples(), records)))
+    assert hint.topic == "input pipeline"
+    assert hint.evidence.endswith("[3] ran 2 min 0 s at 31% GPU")  # the short [4] is not cited
+    assert "num_workers" in hint.advice and "pin_memory" in hint.advice
+    cpu_only = [cell(3, 1.7e9, 120.0, util=0.0)]
+    object.__setattr__(cpu_only[0].devices[0], "allocated_total", 0)  # no GPU work in it
+    assert topics(session(quiet_samples(), cpu_only)) == []
+
+
+def test_memory_limit_fires_near_the_total_only():
+    samples = quiet_samples()
+    samples["mem_used"] = np.linspace(20, 133, 100) * GIB
+    (hint,) = advise(recorded_evidence(session(samples, [])))
+    assert hint.topic == "memory limit" and "133 GiB of 140 GiB in use (95%)" in hint.evidence
+    samples["mem_used"] = flat(120 * GIB)  # 86 %
+    assert topics(session(samples, [])) == []
+
+
+def test_rerun_growth_fires_when_every_run_of_a_cell_keeps_more():
+    held = Retention("cuda", (("cache", 3 * GIB),))
+    label = "cache.append(model(x))"
+    records = [cell(n, 1.7e9 + n, 1.0, label, kept=GIB) for n in (2, 5)]
+    records.append(cell(9, 1.7e9 + 9, 1.0, label, kept=GIB, retention=held))
+    (hint,) = advise(recorded_evidence(session(quiet_samples(), records)))
+    assert hint.topic == "re-run growth"
+    assert "ran 3 times ([2], [5], [9])" in hint.evidence
+    assert "1.0 GiB, 1.0 GiB, 1.0 GiB (3.0 GiB in all); held by cache 3.0 GiB" in hint.evidence
+    once_kept = [cell(2, 1.7e9, 1.0, label, kept=GIB), cell(5, 1.7e9 + 5, 1.0, label, kept=0)]
+    assert topics(session(quiet_samples(), once_kept)) == []
+
+
+@pytest.mark.parametrize("runs", [1, 3])
+def test_in_a_real_kernel_a_growing_cell_is_found_and_a_single_run_is_not(runs):
+    grow = "cache.append(np.ones(2**22))"
+    out = run_cells(
+        ["%load_ext nbgpumon", "import numpy as np\ncache = []", *[grow] * runs, "%gpumon advise"]
+    )
+    text = out[-1].stdout
+    if runs == 1:
+        assert text.startswith("nbgpumon advise: nothing to suggest"), text
+    else:
+        assert text.startswith(f"1. re-run growth: {grow!r} ran 3 times ([3], [4], [5])"), text
+        assert re.search(r"host memory: (3[23]\.\d MiB, ){2}3[23]\.\d MiB \(", text), text
