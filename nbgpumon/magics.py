@@ -8,7 +8,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from IPython.core.error import UsageError
-from IPython.core.magic import Magics, line_magic, magics_class
+from IPython.core.magic import Magics, line_cell_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 from IPython.display import display
 
@@ -20,8 +20,8 @@ if TYPE_CHECKING:
 
 USAGE = (
     "%gpumon [--static] [status | snapshot | summary on|off | cells [N] | holders [DEVICE] | "
-    "free | trace on|off | record PATH|off | advise [PATH] | start | stop | mark LABEL]; "
-    "%gpumon? for help"
+    "free | trace on|off | record PATH|off | report [PATH] | advise [PATH] | start | stop | "
+    "mark LABEL]; %%gpumon profile [N] atop a cell; %gpumon? for help"
 )
 
 
@@ -41,8 +41,8 @@ class GPUMonMagics(Magics):
     )
     @argument("command", nargs="?", default="show", help="one of the commands above")
     @argument("args", nargs="*", help="the command's arguments")
-    @line_magic
-    def gpumon(self, line: str = ""):
+    @line_cell_magic
+    def gpumon(self, line: str = "", cell: str | None = None):
         """Show GPU state and the per-cell memory ledger (nbgpumon).
 
         Commands:
@@ -63,6 +63,10 @@ class GPUMonMagics(Magics):
           %gpumon record PATH     record samples, cells and marks to an SQLite file
                                   (crash-safe; nbgpumon.load(PATH) reads it back)
           %gpumon record off      stop recording; %gpumon record says where it records
+          %gpumon report [PATH]   an interactive report (bqplot): the timeline with cell
+                                  bands, per-cell bars; brush a time range to list its cells
+          %%gpumon profile [N]    run the cell under torch's profiler: the top N (15)
+                                  operators by CUDA memory (CPU memory without CUDA)
           %gpumon advise [PATH]   hints from what was measured (this session, or a
                                   recording), each citing its numbers; none without evidence
           %gpumon trace on|off    record CUDA allocation stacks (torch's memory history):
@@ -76,6 +80,8 @@ class GPUMonMagics(Magics):
         mon = self._current()
         if mon is None or mon.closed:
             raise UsageError("nbgpumon is not loaded: run %load_ext nbgpumon first")
+        if cell is not None or args.command == "profile":
+            return self._profile(args.command, args.args, cell)
         handler = _COMMANDS.get(args.command)
         if handler is None:
             raise UsageError(f"unknown command {args.command!r}; usage: {USAGE}")
@@ -134,6 +140,22 @@ class GPUMonMagics(Magics):
         path = " ".join(rest)
         print(f"nbgpumon: {mon.record(None if path == 'off' else path)}")
 
+    def _profile(self, command: str, rest: list[str], cell: str | None) -> None:
+        if command != "profile":
+            raise UsageError(f"%%gpumon runs a cell only as %%gpumon profile [N]; usage: {USAGE}")
+        if cell is None:
+            raise UsageError("profile is a cell magic: put %%gpumon profile [N] atop the cell")
+        if len(rest) > 1 or (rest and not (rest[0].isdigit() and int(rest[0]) > 0)):
+            raise UsageError("usage: %%gpumon profile [N], N a positive whole number")
+        from .profiling import profile_cell
+
+        display(profile_cell(self.shell, cell, int(rest[0]) if rest else 15))
+
+    def _report(self, mon: Monitor, rest: list[str]) -> None:
+        from .report import report_widget
+
+        display(report_widget(_load(" ".join(rest)) if rest else mon))
+
     def _advise(self, mon: Monitor, rest: list[str]) -> None:
         if not rest:
             print(mon.advise())
@@ -188,6 +210,7 @@ _COMMANDS = {
     "trace": GPUMonMagics._trace,
     "record": GPUMonMagics._record,
     "advise": GPUMonMagics._advise,
+    "report": GPUMonMagics._report,
     "start": GPUMonMagics._start,
     "stop": GPUMonMagics._stop,
     "mark": GPUMonMagics._mark,

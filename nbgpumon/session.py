@@ -55,6 +55,12 @@ class Recorded:
         v = self.values.astype(np.float32)
         return Window(self.times, v, v, v)
 
+    def report(self) -> Any:
+        """The interactive bqplot report of this session (an ipywidget)."""
+        from .report import report_widget
+
+        return report_widget(self)
+
     def advise(self) -> str:
         """Hints from what this session measured, each with the numbers behind it."""
         from .advisor import advise, hints_text, recorded_evidence

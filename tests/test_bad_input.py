@@ -18,6 +18,9 @@ BAD = [
     ("%gpumon holders cuda host", "UsageError: usage: %gpumon holders [cuda | cuda:N | host]"),
     ("%gpumon free all", "UsageError: %gpumon free takes no arguments"),
     ("%gpumon trace maybe", "UsageError: usage: %gpumon trace on|off"),
+    ("%gpumon profile", "UsageError: profile is a cell magic: put %%gpumon profile [N] atop"),
+    ("%%gpumon status\nx = 1", "UsageError: %%gpumon runs a cell only as %%gpumon profile [N]"),
+    ("%%gpumon profile many\nx = 1", "UsageError: usage: %%gpumon profile [N], N a positive"),
     (
         "%gpumon advise /no/such/run.sqlite",
         "UsageError: cannot read the recording /no/such/run.sqlite: no recording at",
