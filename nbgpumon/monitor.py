@@ -19,7 +19,7 @@ from .holder_scan import HolderScan
 from .leaks import LeakWatch
 from .postmortem import gather as gather_oom_facts
 from .postmortem import report as post_mortem_report
-from .recording import Recorder
+from .recorder import Recorder
 from .records import CellRecord
 from .release import MemoryNow, freed_line, release
 from .sampler import Sampler, timeline_columns
