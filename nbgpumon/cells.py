@@ -289,6 +289,7 @@ class CellHooks:
         self.shell, self.ledger = shell, ledger
         self.on_record, self.on_start = on_record, on_start
         self._open: Measurement | None = None
+        self._nested = 0  # run_cell calls inside the open cell
         self._count_at_pre = 0
         self._offset = _initial_offset()
 
@@ -305,6 +306,11 @@ class CellHooks:
                 self.shell.events.unregister(name, callback)
 
     def pre_run_cell(self, info: Any = None) -> None:
+        if self._open is not None:
+            # run_cell called from inside a running cell (%%gpumon profile, %%capture): it is
+            # part of the outer cell, which keeps its one measurement
+            self._nested += 1
+            return
         raw = getattr(info, "raw_cell", "") or ""
         self._count_at_pre = int(getattr(self.shell, "execution_count", 0) or 0)
         count = self._count_at_pre - self._offset if getattr(info, "store_history", True) else None
@@ -315,6 +321,9 @@ class CellHooks:
         )
 
     def post_run_cell(self, result: Any = None) -> None:
+        if self._nested:
+            self._nested -= 1
+            return
         opened, self._open = self._open, None
         if opened is None:
             return  # an empty cell: IPython sends post_run_cell without pre_run_cell

@@ -147,6 +147,8 @@ class GPUMonMagics(Magics):
             raise UsageError("profile is a cell magic: put %%gpumon profile [N] atop the cell")
         if len(rest) > 1 or (rest and not (rest[0].isdigit() and int(rest[0]) > 0)):
             raise UsageError("usage: %%gpumon profile [N], N a positive whole number")
+        if not cell.strip():
+            raise UsageError("%%gpumon profile needs code in the cell below it")
         from .profiling import profile_cell
 
         display(profile_cell(self.shell, cell, int(rest[0]) if rest else 15))
