@@ -232,18 +232,22 @@ class Timeline:
         width = len(self.columns) if picked is None else len(picked)
         parts: list[tuple[np.ndarray, ...]] = []
         with self._lock:
-            end_time = t1
-            # walk finest to coarsest; each coarser ring fills in what precedes the finer one
-            for ring in (self._raw, *self._levels):
+            # Walk finest to coarsest; each coarser ring fills in what precedes the finer one,
+            # with whole buckets only: a bucket is stamped with its start, and one that runs
+            # into the finer ring's range would show those samples again, and too early.
+            limit = math.inf  # the oldest time a finer ring covers
+            seconds = (0.0, *self._bucket_seconds)
+            for ring, bucket in zip((self._raw, *self._levels), seconds, strict=True):
                 if ring.count == 0:
                     continue
+                last_start = min(t1, limit - bucket)
+                if last_start < t0:
+                    break
                 start = _first_at_or_after(ring, t0)
-                end = _first_at_or_after(ring, end_time, strictly_after=True)
+                end = _first_at_or_after(ring, last_start, strictly_after=True)
                 if end > start:
                     parts.append(ring.rows(start, end, picked)[:4])
-                end_time = min(end_time, ring.oldest_time() - 1e-9)
-                if end_time < t0:
-                    break
+                limit = min(limit, ring.oldest_time())
         if not parts:
             empty = np.empty((0, width), dtype=np.float32)
             return Window(np.empty(0), empty, empty, empty)

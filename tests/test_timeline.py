@@ -71,6 +71,17 @@ def test_the_coarsest_level_reaches_back_when_the_finer_ones_have_wrapped():
     assert w.high[0, 0] == 99  # the first 10 s bucket: samples 0..99
 
 
+def test_a_coarse_bucket_that_overlaps_the_raw_samples_is_left_out():
+    # Samples from 7.0 s to 11.4 s past a 10 s boundary: the 10 s bucket [0, 10) has closed,
+    # stamped at 0, but the raw ring still holds every sample in it.
+    tl = Timeline(["a"], raw_capacity=1000, levels=((1.0, 100), (10.0, 100)))
+    for i in range(45):
+        tl.append(1007.0 + i / 10, [float(i)])
+    w = tl.window()
+    assert w.times[0] == 1007.0  # not 1000.0: nothing shown before the first sample
+    assert len(w.times) == 45 and np.all(np.diff(w.times) > 0)
+
+
 def test_column_stats_gives_mean_and_max_over_a_range():
     tl = filled(10)
     stats = tl.column_stats(["a", "b", "missing"], 1002.0, 1002.9)
