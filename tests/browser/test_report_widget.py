@@ -1,0 +1,131 @@
+"""The bqplot report of the live session in a real JupyterLab 4 and Notebook 7: it draws, and
+brushing the timeline with the mouse lists the cells that ran there."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+pytestmark = pytest.mark.browser
+
+XSS = "<img src=x onerror=alert(1)>"
+TALL = {"width": 1280, "height": 2000}  # the whole report on screen, for the screenshot
+
+
+def _drag(page, box: dict, start: float, end: float) -> None:
+    """Press, move and release the mouse across ``box`` from fraction ``start`` of its width to
+    ``end``, at mid-height: a brush on a bqplot figure."""
+    y = box["y"] + box["height"] / 2
+    page.mouse.move(box["x"] + box["width"] * start, y)
+    page.mouse.down()
+    for k in range(1, 11):
+        page.mouse.move(box["x"] + box["width"] * (start + (end - start) * k / 10), y)
+    page.mouse.up()
+
+
+def test_the_report_draws_the_session_and_brushing_lists_its_cells(page, open_notebook):
+    page.set_viewport_size(TALL)
+    nb = open_notebook(
+        [
+            "%load_ext nbgpumon",
+            "import numpy as np, time\nkeep = np.ones(2**24)\ntime.sleep(1)",
+            f"x = 1  # {XSS}\ntime.sleep(0.5)",
+            f"import nbgpumon\nnbgpumon.mark({XSS!r})\ntime.sleep(0.5)",
+            "from nbgpumon.report import report_widget\n"
+            "import nbgpumon\n"
+            "report_widget(nbgpumon.monitor())",
+        ]
+    )
+    counts = [nb.run_cell(i) for i in range(5)]
+    cells = counts[1:4]  # what the ledger holds (the %load_ext cell started it)
+    report = nb.in_output(4, ".nbgpumon-report").first
+    report.wait_for(state="visible", timeout=30_000)
+    assert f"{len(cells)} cells" in report.locator(".nbgpumon-report-title").text_content()
+
+    # no GPU here: the memory timeline (host RSS) and the two per-cell figures
+    figures = report.locator(".bqplot.figure")
+    figures.nth(2).wait_for(state="visible", timeout=30_000)
+    assert figures.count() == 3
+    memory, per_cell, durations = figures.all()
+    heading = [f.locator(".mainheading").text_content() for f in figures.all()]
+    assert heading[0] == "Memory" and heading[1].startswith("Per cell: memory"), heading
+    paths = [p.get_attribute("d") or "" for p in memory.locator(".curve .line").all()]
+    assert max(len(re.findall(r"L", d)) for d in paths) >= 10  # the host RSS line
+    labels = memory.locator("text.label").all_text_contents()
+    assert [f"[{n}]" for n in cells] + [XSS] == labels  # the mark's label, as SVG text
+    assert per_cell.locator("rect.bar").count() == 2 * len(cells)  # peak and kept
+    assert durations.locator("rect.bar").count() == len(cells)
+    ticks = per_cell.locator(".axis .tick text").all_text_contents()
+    assert [f"[{n}]" for n in cells] == ticks[: len(cells)]
+
+    # brush across nearly all of the timeline: every cell, and the mark, are listed
+    _drag(page, memory.locator("rect.plotarea_events").bounding_box(), 0.01, 0.99)
+    rows = report.locator("table.nbgpumon-report-cells tbody tr")
+    rows.nth(len(cells) - 1).wait_for(state="attached", timeout=15_000)
+    assert [int(r.get_attribute("data-cell")) for r in rows.all()] == cells
+    assert XSS in rows.nth(1).text_content()  # shown literally, as text
+    assert XSS in report.locator("li").first.text_content()
+    assert report.locator("img").count() == 0
+    page.wait_for_timeout(500)  # an <img> would have failed to load and alerted by now
+    nb.screenshot(f"report_widget_{nb.server.kind}")
+
+    # zooming to the brushed range and back, through Python, moves the browser's time axis
+    def first_tick() -> float:
+        """Where the first time tick sits, px (its label can stay the same after a small zoom)."""
+        transform = memory.locator(".axis .tick").first.get_attribute("transform") or ""
+        return float(re.match(r"translate\(([-\d.e]+)", transform).group(1))
+
+    before = first_tick()
+    report.locator("button", has_text="zoom to selection").click()
+    nb.wait_until(lambda: abs(first_tick() - before) > 1, timeout=15_000, what="the zoom")
+    report.locator("button", has_text="reset zoom").click()
+    nb.wait_until(lambda: abs(first_tick() - before) < 0.01, timeout=15_000, what="the reset")
+    page.record.assert_clean()
+
+
+RECORDED_GPU_SESSION = """\
+import numpy as np
+from pathlib import Path
+from nbgpumon.records import CellRecord, DeviceUsage
+from nbgpumon.report import report_widget
+from nbgpumon.session import Recorded
+
+GIB = 2**30
+t = 1.7e9 + np.arange(200) * 0.1
+grow = np.arange(200) * 2**22
+columns = ["gpu0.mem_used", "gpu0.mem_total", "gpu0.gpu_util", "gpu0.mem_util",
+           "gpu0.allocated", "gpu0.reserved"]
+values = np.column_stack([3 * GIB + grow, np.full(200, 141 * GIB), np.full(200, 42.0),
+                          np.full(200, 17.0), grow, grow + GIB // 2])
+
+def cell(i, n, label):
+    usage = DeviceUsage(0, 0, "H200", 0, GIB, 0, GIB, 0, GIB, 2 * GIB, True, 2 * GIB, 40.0, 90.0)
+    return CellRecord(i, "cell", n, None, label, float(t[0]) + 10 * i, 9.0, "ok", "", (usage,),
+                      None, None, None, False)
+
+session = Recorded(Path("run.sqlite"), 1, float(t[0]), "host",
+                   [{"index": 0, "name": "H200", "memory_total": 141 * GIB}], "", {}, columns,
+                   t, values, [cell(0, 1, "warm-up"), cell(1, 2, "train()")], [])
+report_widget(session)"""
+
+
+def test_a_recorded_gpu_session_shows_memory_and_utilization(page, open_notebook):
+    # A recording's data, built by hand: GPU figures render without a GPU (or a fake NVML).
+    page.set_viewport_size(TALL)
+    nb = open_notebook([RECORDED_GPU_SESSION])
+    nb.run_cell(0)
+    report = nb.in_output(0, ".nbgpumon-report").first
+    report.wait_for(state="visible", timeout=30_000)
+    assert "1 GPU: gpu0 H200 (141 GiB)" in report.text_content()
+    figures = report.locator(".bqplot.figure")
+    figures.nth(3).wait_for(state="visible", timeout=30_000)
+    memory, util, per_cell, _ = figures.all()
+    assert util.locator(".mainheading").text_content() == "Utilization"
+    assert memory.locator("text.label").all_text_contents() == ["[1]", "[2]"]
+    assert util.locator("text.label").all_text_contents() == ["[1]", "[2]"]
+    assert per_cell.locator("rect.bar").count() == 4  # peak and kept for two cells
+    key = " ".join(report.locator(".nbgpumon-report-legend").text_content().split())
+    nb.screenshot(f"report_widget_gpu_{nb.server.kind}")
+    assert key.startswith("memory used (NVML)") and "allocated (torch)" in key, key
+    page.record.assert_clean()
