@@ -186,11 +186,18 @@ def test_zooming_to_the_selection_narrows_the_time_axis_and_labels_the_cells_in_
     assert report.memory_figure.interaction is report.brushes[0]
 
 
-def test_a_live_monitor_without_gpu_shows_host_memory_and_refreshes():
+@pytest.fixture
+def host_only_monitor():
     mon = nbgpumon.Monitor()
     if mon.has_gpu:
         mon.close()
         pytest.skip("the host-only view needs a machine without an NVIDIA GPU")
+    yield mon
+    mon.close()
+
+
+def test_a_live_monitor_without_gpu_shows_host_memory_and_refreshes(host_only_monitor):
+    mon = host_only_monitor
     try:
         for _ in range(5):
             mon.sampler.tick()
@@ -230,27 +237,20 @@ def test_a_live_monitor_without_gpu_shows_host_memory_and_refreshes():
         assert list(report.cell_bars.x) == ["[1]", "[2]", "[3]"]
         assert "3 cells" in report.title.value
     finally:
-        mon.close()
         globals().pop("_keep1", None)
         globals().pop("_keep2", None)
 
 
-def test_a_live_report_starts_at_the_first_sample_not_at_the_bucket_holding_it():
-    mon = nbgpumon.Monitor()
-    if mon.has_gpu:
-        mon.close()
-        pytest.skip("the host-only view needs a machine without an NVIDIA GPU")
-    try:
-        width = len(mon.timeline.columns)
-        for k in range(70, 115):  # 7.0 s to 11.4 s past a 10 s boundary: buckets close
-            mon.timeline.append(T0 + k / 10, [GiB + k * MiB] * width)
-        report = report_widget(mon)
-        (rss,) = report.memory_lines
-        assert rss.x[0] == ms(T0 + 7.0) and len(rss.x) == 45
-        assert rss.y[0] == pytest.approx((1024 + 70) / 1024)  # GiB, the first sample's
-        assert "(4.4 s)" in report.title.value
-    finally:
-        mon.close()
+def test_a_live_report_starts_at_the_first_sample_not_at_the_bucket_holding_it(host_only_monitor):
+    mon = host_only_monitor
+    width = len(mon.timeline.columns)
+    for k in range(70, 115):  # 7.0 s to 11.4 s past a 10 s boundary: buckets close
+        mon.timeline.append(T0 + k / 10, [GiB + k * MiB] * width)
+    report = report_widget(mon)
+    (rss,) = report.memory_lines
+    assert rss.x[0] == ms(T0 + 7.0) and len(rss.x) == 45
+    assert rss.y[0] == pytest.approx((1024 + 70) / 1024)  # GiB, the first sample's
+    assert "(4.4 s)" in report.title.value
 
 
 @pytest.mark.gpu

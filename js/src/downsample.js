@@ -9,6 +9,8 @@
 // until anything other than an append changes the data (the store's epoch), the columns drawn,
 // or the bucket width.
 
+import { bisect } from "./ring.js";
+
 /**
  * Row sources the reducer walks, oldest first: the live ring (low = high = mean) or a decoded
  * history snapshot (mean, low and high per column). Rows [start, end) in logical order; `pos(i)`
@@ -150,14 +152,7 @@ function reduce(parts, columns, dt, closed, open) {
 }
 
 function lowerBound(seg, t) {
-  let lo = seg.start;
-  let hi = seg.end;
-  while (lo < hi) {
-    const mid = (lo + hi) >>> 1;
-    if (seg.time(mid) < t) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo;
+  return bisect(seg.start, seg.end, (i) => seg.time(i) < t);
 }
 
 /** The time of the last row before `t` in `segments`, or NaN. */
@@ -172,14 +167,7 @@ function timeBefore(segments, t) {
 
 /** Index of the first element of sorted `xs` that is >= t. */
 function firstAtOrAfter(xs, t) {
-  let lo = 0;
-  let hi = xs.length;
-  while (lo < hi) {
-    const mid = (lo + hi) >>> 1;
-    if (xs[mid] < t) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo;
+  return bisect(0, xs.length, (i) => xs[i] < t);
 }
 
 export class Downsampler {

@@ -8,6 +8,16 @@
 export const DEFAULT_CAPACITY = 200_000;
 const INITIAL_ROWS = 1024;
 
+/** The first index in [lo, hi) for which `before(i)` is false (`before` holds for a prefix). */
+export function bisect(lo, hi, before) {
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (before(mid)) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
 export class Ring {
   /**
    * @param {number} width values per row (the number of timeline columns)
@@ -115,26 +125,12 @@ export class Ring {
 
   /** First logical index whose time is >= t (length when none). */
   lowerBound(t) {
-    let lo = 0;
-    let hi = this.length;
-    while (lo < hi) {
-      const mid = (lo + hi) >>> 1;
-      if (this.time(mid) < t) lo = mid + 1;
-      else hi = mid;
-    }
-    return lo;
+    return bisect(0, this.length, (i) => this.time(i) < t);
   }
 
   /** First logical index whose time is > t (length when none). */
   upperBound(t) {
-    let lo = 0;
-    let hi = this.length;
-    while (lo < hi) {
-      const mid = (lo + hi) >>> 1;
-      if (this.time(mid) <= t) lo = mid + 1;
-      else hi = mid;
-    }
-    return lo;
+    return bisect(0, this.length, (i) => this.time(i) <= t);
   }
 
   /** Logical index range [start, end) of the rows with t0 <= time <= t1. */

@@ -5,7 +5,7 @@
 
 import { decodeHistory, decodeSamples } from "./messages.js";
 import { historySegment, ringSegment } from "./downsample.js";
-import { DEFAULT_CAPACITY, Ring } from "./ring.js";
+import { DEFAULT_CAPACITY, Ring, bisect } from "./ring.js";
 
 // anywidget hands `initialize` and each `render` a proxy of its own for one model, so the
 // store is keyed by the widget's `_uid` trait; a model without one (tests) by the object.
@@ -91,14 +91,7 @@ export class Store {
     if (!h) return 0;
     if (!this.ring.length) return h.rows;
     const t = this.ring.firstTime;
-    let lo = 0;
-    let hi = h.rows;
-    while (lo < hi) {
-      const mid = (lo + hi) >>> 1;
-      if (h.times[mid] < t) lo = mid + 1;
-      else hi = mid;
-    }
-    return lo;
+    return bisect(0, h.rows, (i) => h.times[i] < t);
   }
 
   /** Rows held for drawing: used history rows plus live rows (gap markers included). */
