@@ -84,7 +84,7 @@ def free() -> str:
 def load(path: str, session: int | None = None) -> Recorded:
     """A recording made with ``%gpumon record PATH``: ``samples_frame()``, ``cells_frame()``,
     ``report_html()``, ``export(DIR, "csv"|"parquet")``. The newest session unless ``session``
-    names one (``nbgpumon.session.sessions(PATH)`` lists them)."""
+    names one (``from nbgpumon.session import sessions``; ``sessions(PATH)`` lists them)."""
     from .session import load as load_session
 
     return load_session(path, session)

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 import nbgpumon
+from nbgpumon.session import sessions
 
 from kernel_client import Kernel
 from notebook_runner import run_cells
@@ -113,11 +114,29 @@ def test_export_writes_csv_and_a_second_session_appends(tmp_path):
     path = tmp_path / "two.sqlite"
     for _ in range(2):
         run_cells(["%load_ext nbgpumon", f"%gpumon record {path}", "x = 1", "%gpumon record off"])
-    assert nbgpumon.session.sessions(path) == [1, 2]
+    assert sessions(path) == [1, 2]
     written = nbgpumon.load(path, session=1).export(tmp_path / "out")
     assert sorted(p.name for p in written) == ["cells.csv", "samples.csv"]
     header = (tmp_path / "out" / "samples.csv").read_text().splitlines()[0].split(",")
     assert header[0] == "time" and "host.rss" in header
+
+
+def test_parquet_export_reads_back_as_the_same_frames(tmp_path):
+    import pandas as pd
+
+    pytest.importorskip("pyarrow")  # in the test extra; Parquet is optional for users
+    path = tmp_path / "p.sqlite"
+    run_cells(["%load_ext nbgpumon", f"%gpumon record {path}", "y = 2", "%gpumon record off"])
+    session = nbgpumon.load(path)
+    session.export(tmp_path / "pq", "parquet")
+    pd.testing.assert_frame_equal(
+        pd.read_parquet(tmp_path / "pq" / "samples.parquet"), session.samples_frame()
+    )
+    pd.testing.assert_frame_equal(
+        pd.read_parquet(tmp_path / "pq" / "cells.parquet"), session.cells_frame()
+    )
+    with pytest.raises(ValueError, match="format is csv or parquet"):
+        session.export(tmp_path / "x", "xlsx")
 
 
 def test_a_failing_write_stops_the_recording_with_a_status_and_keeps_what_was_written(tmp_path):
