@@ -55,6 +55,8 @@ class LeakWatch:
             # Nothing new by name (e.g. appended to an existing list): the biggest holders are
             # the best lead there is.
             named = [(h.name, h.bytes) for h in found.holders if h.bytes >= amount // 4]
+        if not named and device == "host":
+            return None  # resident memory also grows by imports and caches: no news then
         named.sort(key=lambda nb: -nb[1])
         return Retention(device, tuple(named[:MOST_NAMED]), found.partial)
 

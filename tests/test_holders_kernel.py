@@ -4,6 +4,8 @@ it finds CUDA tensors, so the hidden references, the leak verdict, the OOM post-
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from notebook_runner import RECORDS_CELL, run_cells
@@ -87,6 +89,20 @@ def test_a_retained_array_is_named_in_its_cells_ledger_entry(runs):
     assert row["held_by"] == "retained_here"
     small = [r for r in records if r["label"] == "del shown"]
     assert small and small[0]["held_by"] == ""  # kept nothing: no verdict
+
+
+def test_host_memory_that_no_variable_holds_gets_no_verdict():
+    # Imports and module-level caches grow resident memory too; naming nobody is no news.
+    runs = run_cells(
+        [
+            "%load_ext nbgpumon",
+            "%gpumon summary on",
+            "import builtins\nbuiltins.CACHE = bytearray(2**27)  # held by a module, not a name\n"
+            "builtins.CACHE[::4096] = b'x' * (2**27 // 4096)  # every page touched",
+        ]
+    )
+    line = runs[2].stdout.strip()
+    assert re.match(r"^\[3\] host \+1\d\d MiB · ", line), line  # over the threshold, unnamed
 
 
 def test_an_out_of_memory_error_prints_a_post_mortem_that_keeps_no_frame_alive():
