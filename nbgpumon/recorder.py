@@ -112,6 +112,7 @@ class Recorder:
         self._mon = mon
         self._columns = list(mon.timeline.columns)
         self._metrics = metric_names(self._columns)
+        self._by_device = device_columns(self._columns)  # the samples table's row layout
         self._queue: queue.SimpleQueue[tuple[str, Any]] = queue.SimpleQueue()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -225,7 +226,7 @@ class Recorder:
 
     def _write_samples(self, db: sqlite3.Connection, times: np.ndarray, values: np.ndarray) -> None:
         # One row per device per sample: gpu<N> rows hold GPU metrics, the host row host ones.
-        for device, (names, index) in _device_columns(self._columns).items():
+        for device, (names, index) in self._by_device.items():
             placeholders = ", ".join("?" * (3 + len(names)))
             quoted = ", ".join(f'"{n}"' for n in names)
             block = values[:, index].astype(np.float64)
@@ -250,7 +251,7 @@ class Recorder:
         )
 
 
-def _device_columns(columns: Sequence[str]) -> dict[str, tuple[list[str], list[int]]]:
+def device_columns(columns: Sequence[str]) -> dict[str, tuple[list[str], list[int]]]:
     """{device: (metric names, timeline column indices)} for ``gpu0.mem_used``-style columns."""
     out: dict[str, tuple[list[str], list[int]]] = {}
     for i, name in enumerate(columns):

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .holder_scan import holds_memory, stored_tracebacks
+from .sources.torch_alloc import initialised_cuda
 from .text import format_bytes
 
 _OUTPUT_ALIAS = re.compile(r"^_\d+$")
@@ -108,10 +109,9 @@ def release(shell: Any) -> tuple[list[str], int]:
     cleared = clear_outputs(shell)
     frames = clear_tracebacks(shell)
     gc.collect()
-    torch = sys.modules.get("torch")
-    cuda = getattr(torch, "cuda", None)
-    with contextlib.suppress(Exception):
-        if cuda is not None and cuda.is_initialized():  # never the first CUDA call
+    cuda = initialised_cuda()  # empty_cache must never be the first CUDA call
+    if cuda is not None:
+        with contextlib.suppress(Exception):
             cuda.empty_cache()
     return cleared, frames
 

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .recorder import device_columns
 from .records import CellRecord, record_from_dict
 from .timeline import Window
 
@@ -150,11 +151,10 @@ def _read_samples(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Samples rows (one per device per time) back into the timeline's wide layout."""
     have = {r[1] for r in db.execute("PRAGMA table_info(samples)")}
-    by_device: dict[str, list[tuple[int, str]]] = {}
-    for i, name in enumerate(columns):
-        device, metric = name.split(".", 1)
-        if metric in have:
-            by_device.setdefault(device, []).append((i, metric))
+    by_device = {
+        device: [(i, m) for m, i in zip(names, index, strict=True) if m in have]
+        for device, (names, index) in device_columns(columns).items()
+    }
     times = np.array(
         [t for (t,) in db.execute(
             "SELECT DISTINCT time FROM samples WHERE session = ? ORDER BY time", (sid,)
@@ -163,6 +163,8 @@ def _read_samples(
     )  # fmt: skip
     values = np.full((len(times), len(columns)), np.nan)
     for device, picked in by_device.items():
+        if not picked:
+            continue  # a device whose metrics this file has no column for
         quoted = ", ".join(f'"{m}"' for _, m in picked)
         rows = db.execute(
             f"SELECT time, {quoted} FROM samples WHERE session = ? AND device = ? ORDER BY time",

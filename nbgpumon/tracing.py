@@ -37,6 +37,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from .sources.torch_alloc import initialised_cuda
 from .text import format_bytes
 
 SOURCE_CHARS = 80
@@ -220,7 +221,7 @@ class AllocationTracer:
         self._armed = True
         if self._recording:
             return "allocation tracing is already on"
-        cuda = _initialised_cuda()
+        cuda = initialised_cuda()
         if cuda is None:
             return (
                 "allocation tracing armed: it starts at the first cell after torch "
@@ -233,7 +234,7 @@ class AllocationTracer:
         was_armed, was_recording, ours = self._armed, self._recording, self._ours
         self._armed = self._recording = self._ours = False
         self._alive_at_start = self._alive_after = None
-        cuda = _initialised_cuda()
+        cuda = initialised_cuda()
         if cuda is not None:
             self._clear_tag(cuda)
         if not was_recording:
@@ -252,7 +253,7 @@ class AllocationTracer:
         self._alive_at_start = None
         after, self._alive_after = self._alive_after, None
         try:
-            cuda = _initialised_cuda()
+            cuda = initialised_cuda()
             if cuda is None:
                 return
             if self._armed and not self._recording:
@@ -275,7 +276,7 @@ class AllocationTracer:
         """post_run_cell: this cell's surviving blocks by cell line, biggest first."""
         alive, self._alive_at_start = self._alive_at_start, None
         try:
-            cuda = _initialised_cuda()
+            cuda = initialised_cuda()
             if cuda is None:
                 return []
             self._clear_tag(cuda)
@@ -381,16 +382,6 @@ class AllocationTracer:
         except Exception:
             pass  # a label left behind is harmless
         self._tag = ""
-
-
-def _initialised_cuda() -> Any | None:
-    """``torch.cuda`` when the user imported torch and CUDA is up; never initialises it."""
-    torch = sys.modules.get("torch")
-    cuda = getattr(torch, "cuda", None) if torch is not None else None
-    try:
-        return cuda if cuda is not None and cuda.is_initialized() else None
-    except Exception:
-        return None
 
 
 def _parameters(fn: Callable[..., Any]) -> set[str]:

@@ -24,21 +24,21 @@ class CellRun:
     source: str
     outputs: list
 
-    @property
-    def stdout(self) -> str:
+    def stream(self, name: str) -> str:
+        """Everything the cell wrote to the stream ``name`` ("stdout" or "stderr")."""
         return "".join(
             o.get("text", "")
             for o in self.outputs
-            if o.get("output_type") == "stream" and o.get("name") == "stdout"
+            if o.get("output_type") == "stream" and o.get("name") == name
         )
 
     @property
+    def stdout(self) -> str:
+        return self.stream("stdout")
+
+    @property
     def stderr(self) -> str:
-        return "".join(
-            o.get("text", "")
-            for o in self.outputs
-            if o.get("output_type") == "stream" and o.get("name") == "stderr"
-        )
+        return self.stream("stderr")
 
     @property
     def error(self) -> str | None:

@@ -26,6 +26,17 @@ class AllocatorStats:
     ooms: int
 
 
+def initialised_cuda() -> Any | None:
+    """``torch.cuda`` when the user imported torch and CUDA is up, else None. Never imports
+    torch and never initialises CUDA: what every caller of a CUDA function checks first."""
+    torch = sys.modules.get("torch")
+    cuda = getattr(torch, "cuda", None) if torch is not None else None
+    try:
+        return cuda if cuda is not None and cuda.is_initialized() else None
+    except Exception:
+        return None
+
+
 class TorchAllocatorSource:
     """Reads ``torch.cuda`` allocator stats when, and only when, CUDA is already up."""
 
