@@ -6,7 +6,9 @@ import importlib.util
 from collections.abc import Sequence
 from dataclasses import fields
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
 
 from .records import CellRecord, DeviceUsage
 
@@ -65,8 +67,20 @@ def cells_frame(records: Sequence[CellRecord]) -> pandas.DataFrame:
     if frame.empty:
         return pd.DataFrame(columns=[*_RECORD_FIELDS, "start", *_TOTALS])
     frame = frame.convert_dtypes()  # missing bytes stay integers (<NA>), not floats
-    frame["start"] = pd.to_datetime(frame["start"].astype("float64"), unit="s", utc=True)
+    frame["start"] = utc_times(frame["start"].astype("float64").to_numpy())
     return frame
+
+
+def utc_times(seconds: Any) -> pandas.DatetimeIndex:
+    """Unix seconds (floats) as UTC timestamps in nanoseconds. From floats with ``unit="s"``
+    pandas 3.0 picks second resolution and drops the fractions (10 Hz samples collapse)."""
+    import pandas as pd
+
+    seconds = np.asarray(seconds, dtype=np.float64)
+    whole = np.floor(seconds)  # apart: seconds * 1e9 as one float is off by ~100 ns
+    fraction = np.round((seconds - whole) * 1e9).astype(np.int64)
+    nanoseconds = whole.astype(np.int64) * 10**9 + fraction
+    return pd.to_datetime(nanoseconds, unit="ns", utc=True)
 
 
 def write_frames(

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .export import utc_times
 from .recorder import device_columns
 from .records import CellRecord, record_from_dict
 from .timeline import Window
@@ -88,7 +89,7 @@ def samples_frame(times: np.ndarray, values: np.ndarray, columns: list[str]) -> 
     import pandas as pd
 
     frame = pd.DataFrame(np.asarray(values, dtype=np.float64), columns=list(columns))
-    frame.insert(0, "time", pd.to_datetime(np.asarray(times, dtype=np.float64), unit="s", utc=True))
+    frame.insert(0, "time", utc_times(times))
     return frame
 
 

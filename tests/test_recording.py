@@ -13,6 +13,7 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import nbgpumon
@@ -119,6 +120,15 @@ def test_export_writes_csv_and_a_second_session_appends(tmp_path):
     assert sorted(p.name for p in written) == ["cells.csv", "samples.csv"]
     header = (tmp_path / "out" / "samples.csv").read_text().splitlines()[0].split(",")
     assert header[0] == "time" and "host.rss" in header
+
+
+def test_times_keep_their_fractions_of_a_second():
+    from nbgpumon.session import samples_frame
+
+    frame = samples_frame(np.array([1.7e9 + 0.25, 1.7e9 + 0.35]), np.zeros((2, 1)), ["host.rss"])
+    assert str(frame["time"].dtype) == "datetime64[ns, UTC]"
+    assert frame["time"].diff().iloc[1].total_seconds() == pytest.approx(0.1, abs=1e-6)
+    assert frame["time"].iloc[0].microsecond == 250_000
 
 
 def test_parquet_export_reads_back_as_the_same_frames(tmp_path):
