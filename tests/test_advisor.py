@@ -137,4 +137,7 @@ def test_in_a_real_kernel_a_growing_cell_is_found_and_a_single_run_is_not(runs):
         assert text.startswith("nbgpumon advise: nothing to suggest"), text
     else:
         assert text.startswith(f"1. re-run growth: {grow!r} ran 3 times ([3], [4], [5])"), text
-        assert re.search(r"host memory: (3[23]\.\d MiB, ){2}3[23]\.\d MiB \(", text), text
+        kept = re.search(r"host memory: ([\d.]+) MiB, ([\d.]+) MiB, ([\d.]+) MiB \(", text)
+        assert kept, text
+        # each run keeps its 32 MiB array; resident memory adds a little noise on top
+        assert all(31.5 <= float(x) <= 40 for x in kept.groups()), text
