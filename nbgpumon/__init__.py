@@ -7,11 +7,12 @@ In IPython/Jupyter: ``%load_ext nbgpumon``, then ``%gpumon``. From Python: :func
 
 from __future__ import annotations
 
-import atexit
+import warnings
 from typing import TYPE_CHECKING, Any
 
 from .cells import CellHooks
 from .config import GPUMon
+from .errors import RecordingError, RecordingNotFound
 from .holder_scan import HolderScan
 from .monitor import Monitor, Region
 from .records import CellRecord, DeviceUsage
@@ -29,6 +30,8 @@ __all__ = [
     "GPUMon",
     "HolderScan",
     "Monitor",
+    "RecordingError",
+    "RecordingNotFound",
     "Region",
     "cells",
     "cells_frame",
@@ -84,10 +87,18 @@ def free() -> str:
 def load(path: str, session: int | None = None) -> Recorded:
     """A recording made with ``%gpumon record PATH``: ``samples_frame()``, ``cells_frame()``,
     ``report_html()``, ``export(DIR, "csv"|"parquet")``. The newest session unless ``session``
-    names one (``from nbgpumon.session import sessions``; ``sessions(PATH)`` lists them)."""
+    names one (``from nbgpumon.session import sessions``; ``sessions(PATH)`` lists them).
+
+    Raises :class:`RecordingError` (one line: the file and what is wrong) for a file that is
+    not a recording or is damaged; :class:`RecordingNotFound` when nothing is at ``path``. A
+    file cut short loads as far as it goes, with a warning of what was lost (also in
+    ``.damage``). The file is only read."""
     from .session import load as load_session
 
-    return load_session(path, session)
+    recorded = load_session(path, session)
+    if recorded.damage:
+        warnings.warn(recorded.damage, RuntimeWarning, stacklevel=2)
+    return recorded
 
 
 def track(label: str) -> Region:
@@ -112,6 +123,7 @@ def load_ipython_extension(ip: Any) -> None:
         mon.ledger,
         on_record=lambda record, error: _after_cell(mon, record, error),
         on_start=mon.cell_started,
+        on_open=mon.cell_opened,
     )
     hooks.register()
     from .magics import GPUMonMagics
@@ -121,6 +133,11 @@ def load_ipython_extension(ip: Any) -> None:
     _wiring.update(shell=ip, hooks=hooks, config=config)
     mon.start()
     print(_loaded_line(mon))
+    if config.record_path:  # set in ipython_config.py: record from the start
+        try:
+            print(f"nbgpumon: {mon.record(config.record_path)}")
+        except RecordingError as exc:
+            print(f"nbgpumon: {exc}")
 
 
 def unload_ipython_extension(ip: Any) -> None:
@@ -142,6 +159,8 @@ def _after_cell(mon: Monitor, record: CellRecord, error: BaseException | None) -
     record, text = mon.after_cell(record, error)
     del error  # keep no reference to the failing frames past this point
     mon.ledger_changed()
+    if _leaving(_wiring.get("shell")):
+        return  # `exit` or `quit`: nothing to say about that cell
     if mon.ledger.reset_notice_due:
         mon.ledger.reset_notice_due = False
         print(
@@ -152,6 +171,12 @@ def _after_cell(mon: Monitor, record: CellRecord, error: BaseException | None) -
         print(summary_line(record))
     if text:
         print(text)
+
+
+def _leaving(shell: Any) -> bool:
+    """Whether the cell asked the shell to exit (terminal IPython stops its loop; a kernel
+    sets exit_now)."""
+    return bool(getattr(shell, "exit_now", False)) or getattr(shell, "keep_running", True) is False
 
 
 def _loaded_line(mon: Monitor) -> str:
@@ -167,9 +192,3 @@ def _loaded_line(mon: Monitor) -> str:
         f"nbgpumon {__version__}: no GPU ({mon.nvml.status}); recording host memory per "
         f"cell {interval}"
     )
-
-
-@atexit.register
-def _stop_at_exit() -> None:
-    if _monitor is not None:
-        _monitor.close()

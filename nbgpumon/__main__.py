@@ -8,7 +8,11 @@ from pathlib import Path
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m nbgpumon", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="python -m nbgpumon",
+        description="Write an nbgpumon recording (made with %gpumon record PATH) as one "
+        "HTML page that opens without a network: python -m nbgpumon report PATH -o report.html",
+    )
     commands = parser.add_subparsers(dest="command", required=True)
     report = commands.add_parser("report", help="write a recording as one HTML page")
     report.add_argument("path", help="the SQLite file %%gpumon record wrote")
@@ -26,6 +30,8 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:  # a file that is not a recording: one line, not a traceback
         print(f"nbgpumon: cannot read {args.path} as a recording: {exc}", file=sys.stderr)
         return 1
+    if session.damage:  # a file cut short: say what is missing, then write what was read
+        print(f"nbgpumon: {session.damage}", file=sys.stderr)
     out = Path(args.output)
     out.write_text(session.report_html(), encoding="utf-8")
     print(f"nbgpumon: wrote {out} (session {session.session_id}, {len(session.records)} cells)")

@@ -28,6 +28,7 @@ from .sources.torch_alloc import AllocatorStats, TorchAllocatorSource
 from .timeline import Timeline, wall_clock
 
 PEAK_MODES = ("reset", "preserve")
+MAX_LABEL = 1000  # characters in a mark's or region's label: a line to read, not a payload
 
 
 @dataclass
@@ -184,12 +185,17 @@ class Ledger:
         """Remember a labelled instant (shown by views as a vertical marker)."""
         self.marks.append((wall_clock(), label))
 
-    def current_execution_count(self) -> int | None:
-        """The execution count of the innermost open cell, for regions inside it."""
+    def open_cell(self) -> Measurement | None:
+        """The innermost cell being measured now, or None between cells."""
         for opened in reversed(self._stack):
             if opened.kind == "cell":
-                return opened.execution_count
+                return opened
         return None
+
+    def current_execution_count(self) -> int | None:
+        """The execution count of the innermost open cell, for regions inside it."""
+        opened = self.open_cell()
+        return opened.execution_count if opened is not None else None
 
     # -- helpers --------------------------------------------------------------------------
     def read_allocator(self) -> dict[int, AllocatorStats]:
@@ -285,9 +291,10 @@ class CellHooks:
         ledger: Ledger,
         on_record: Callable[[CellRecord, BaseException | None], None] | None = None,
         on_start: Callable[[int | None], None] | None = None,
+        on_open: Callable[[], None] | None = None,
     ) -> None:
         self.shell, self.ledger = shell, ledger
-        self.on_record, self.on_start = on_record, on_start
+        self.on_record, self.on_start, self.on_open = on_record, on_start, on_open
         self._open: Measurement | None = None
         self._nested = 0  # run_cell calls inside the open cell
         self._count_at_pre = 0
@@ -319,6 +326,8 @@ class CellHooks:
         self._open = self.ledger.begin(
             "cell", first_line(raw), count, getattr(info, "cell_id", None)
         )
+        if self.on_open is not None:  # after begin: the cell's start readings exist now
+            self.on_open()
 
     def post_run_cell(self, result: Any = None) -> None:
         if self._nested:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from traitlets import Bool, Enum, Float, Int, TraitError, Unicode, validate
 from traitlets.config import Configurable
 
@@ -52,6 +54,15 @@ class GPUMon(Configurable):
     oom_report = Bool(
         True, help="Print a post-mortem under a cell that runs out of GPU memory."
     ).tag(config=True)
+
+    def update_config(self, config: Any) -> None:
+        """Apply ``%config GPUMon.x = v`` (or a config file); a bad value is one printed line
+        and every setting keeps its value. (``%config`` would log the error through the root
+        logger, which terminal IPython shows as "ERROR:root:".)"""
+        try:
+            super().update_config(config)
+        except TraitError as exc:
+            print(f"nbgpumon: {exc}")
 
     @validate("interval", "allocator_interval", "detail_interval", "slow_interval")
     def _check_interval(self, proposal):

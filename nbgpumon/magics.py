@@ -2,27 +2,28 @@
 
 from __future__ import annotations
 
-import sqlite3
+import difflib
 import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from IPython.core.error import UsageError
-from IPython.core.magic import Magics, line_cell_magic, magics_class
+from IPython.core.magic import Magics, line_cell_magic, magics_class, no_var_expand
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 from IPython.display import display
+from IPython.utils.text import DollarFormatter
 
+from .cells import MAX_LABEL
+from .config import GPUMon
+from .errors import RecordingError
 from .monitor import Monitor
 from .text import cells_table, holders_view, snapshot_view, status_view
 
 if TYPE_CHECKING:
     from .session import Recorded
 
-USAGE = (
-    "%gpumon [--static] [status | snapshot | summary on|off | cells [N] | holders [DEVICE] | "
-    "free | trace on|off | record PATH|off | report [PATH] | advise [PATH] | start | stop | "
-    "mark LABEL]; %%gpumon profile [N] atop a cell; %gpumon? for help"
-)
+HELP = "%gpumon? lists the commands"
+MAX_LINE = 8192  # characters: far more than any command needs, and quick to parse
 
 
 @magics_class
@@ -41,6 +42,7 @@ class GPUMonMagics(Magics):
     )
     @argument("command", nargs="?", default="show", help="one of the commands above")
     @argument("args", nargs="*", help="the command's arguments")
+    @no_var_expand  # IPython's $-expansion of a 1 MB line takes minutes: bounded, then expanded
     @line_cell_magic
     def gpumon(self, line: str = "", cell: str | None = None):
         """Show GPU state and the per-cell memory ledger (nbgpumon).
@@ -61,7 +63,8 @@ class GPUMonMagics(Magics):
                                   tensors, _, stored tracebacks), collect garbage, empty
                                   torch's cache; your variables are never touched
           %gpumon record PATH     record samples, cells and marks to an SQLite file
-                                  (crash-safe; nbgpumon.load(PATH) reads it back)
+                                  (crash-safe; nbgpumon.load(PATH) reads it back): a new
+                                  file or an earlier recording, never any other file
           %gpumon record off      stop recording; %gpumon record says where it records
           %gpumon report [PATH]   an interactive report (bqplot): the timeline with cell
                                   bands, per-cell bars; brush a time range to list its cells
@@ -76,17 +79,28 @@ class GPUMonMagics(Magics):
 
         Settings: %config GPUMon (list), e.g. %config GPUMon.interval = 0.25
         """
-        args = parse_argstring(self.gpumon, line)
+        if len(line) > MAX_LINE:
+            raise UsageError(
+                f"the %gpumon line is {len(line):,} characters long; it takes at most "
+                f"{MAX_LINE:,} (a mark label at most {MAX_LABEL:,})"
+            )
         mon = self._current()
+        command, _, label = line.strip().partition(" ")
+        if command == "mark" and cell is None:  # the label is the rest of the line, verbatim
+            if mon is None or mon.closed:
+                raise UsageError("nbgpumon is not loaded: run %load_ext nbgpumon first")
+            return self._mark(mon, label)
+        _refuse_unknown_options(line)
+        args = parse_argstring(self.gpumon, line)
         if mon is None or mon.closed:
             raise UsageError("nbgpumon is not loaded: run %load_ext nbgpumon first")
         if cell is not None or args.command == "profile":
             return self._profile(args.command, args.args, cell)
         handler = _COMMANDS.get(args.command)
         if handler is None:
-            raise UsageError(f"unknown command {args.command!r}; usage: {USAGE}")
+            raise UsageError(_unknown_command(args.command))
         if args.static and args.command != "show":
-            raise UsageError(f"--static goes with plain %gpumon only; usage: {USAGE}")
+            raise UsageError(f"--static goes with plain %gpumon only; {HELP}")
         if args.static:
             return self._static(mon, args.args)
         return handler(self, mon, args.args)
@@ -137,12 +151,15 @@ class GPUMonMagics(Magics):
         if not rest:
             print(f"nbgpumon: {mon.recording or 'not recording'}")
             return
-        path = " ".join(rest)
-        print(f"nbgpumon: {mon.record(None if path == 'off' else path)}")
+        path = self._path(rest)
+        try:
+            print(f"nbgpumon: {mon.record(None if path == 'off' else path)}")
+        except RecordingError as exc:
+            raise UsageError(str(exc)) from None
 
     def _profile(self, command: str, rest: list[str], cell: str | None) -> None:
         if command != "profile":
-            raise UsageError(f"%%gpumon runs a cell only as %%gpumon profile [N]; usage: {USAGE}")
+            raise UsageError(f"%%gpumon runs a cell only as %%gpumon profile [N]; {HELP}")
         if cell is None:
             raise UsageError("profile is a cell magic: put %%gpumon profile [N] atop the cell")
         if len(rest) > 1 or (rest and not (rest[0].isdigit() and int(rest[0]) > 0)):
@@ -156,13 +173,13 @@ class GPUMonMagics(Magics):
     def _report(self, mon: Monitor, rest: list[str]) -> None:
         from .report import report_widget
 
-        display(report_widget(_load(" ".join(rest)) if rest else mon))
+        display(report_widget(_load(self._path(rest)) if rest else mon))
 
     def _advise(self, mon: Monitor, rest: list[str]) -> None:
         if not rest:
             print(mon.advise())
             return
-        print(_load(" ".join(rest)).advise())
+        print(_load(self._path(rest)).advise())
 
     def _trace(self, mon: Monitor, rest: list[str]) -> None:
         if len(rest) != 1 or rest[0] not in ("on", "off"):
@@ -179,29 +196,81 @@ class GPUMonMagics(Magics):
         mon.stop()
         print("nbgpumon: sampler stopped; the ledger still records cells (%gpumon start resumes)")
 
-    def _mark(self, mon: Monitor, rest: list[str]) -> None:
-        if not rest:
+    def _mark(self, mon: Monitor, label: str) -> None:
+        if not label.strip():
             raise UsageError("usage: %gpumon mark LABEL")
-        mon.mark(" ".join(rest))
+        if len(label) > MAX_LABEL:  # before expanding: its cost grows with the square
+            raise UsageError(
+                f"a mark label is at most {MAX_LABEL:,} characters, not {len(label):,}; shorten it"
+            )
+        mon.mark(self._expand(label))
+
+    def _path(self, rest: list[str]) -> str:
+        return _unquoted(self._expand(" ".join(rest)))
+
+    def _expand(self, text: str) -> str:
+        """``{name}`` / ``$name`` filled in from the user's namespace, as IPython does for
+        other magics; %gpumon turns IPython's own expansion off to bound its cost first."""
+        if "$" not in text and "{" not in text:
+            return text
+        try:
+            return DollarFormatter().vformat(text, args=[], kwargs=self.shell.user_ns)
+        except Exception:  # as IPython does: what can't be expanded stays as typed
+            return text
 
 
 def _load(path: str) -> Recorded:
     from .session import load
 
     try:
-        return load(path)
-    except (OSError, ValueError, sqlite3.Error) as exc:
-        raise UsageError(f"cannot read the recording {path}: {exc}") from None
+        recorded = load(path)
+    except RecordingError as exc:
+        raise UsageError(str(exc)) from None
+    if recorded.damage:
+        print(f"nbgpumon: {recorded.damage}")  # then what could be read is shown
+    return recorded
+
+
+def _unquoted(path: str) -> str:
+    """A path as typed, without one pair of quotes around it: IPython keeps them, and
+    ``%gpumon record ''`` must not record to a file named ``''``."""
+    if len(path) >= 2 and path[0] == path[-1] and path[0] in "'\"":
+        return path[1:-1]
+    return path
 
 
 def _no_args(command: str, rest: list[str]) -> None:
     if rest:
-        raise UsageError(
-            f"%gpumon {command} takes no arguments (got {' '.join(rest)!r}); usage: {USAGE}"
-        )
+        raise UsageError(f"%gpumon {command} takes no arguments (got {' '.join(rest)!r}); {HELP}")
 
 
-_COMMANDS = {
+def _unknown_command(command: str) -> str:
+    close = difflib.get_close_matches(command, [c for c in _COMMANDS if c != "show"], n=1)
+    hint = f"did you mean %gpumon {close[0]}? " if close else ""
+    return f"unknown command {command!r}; {hint}{HELP}"
+
+
+def _refuse_unknown_options(line: str) -> None:
+    """Options other than --static, as one line; a setting's name says how to set it."""
+    for word in line.split():
+        if not word.startswith("--") or word == "--static":
+            continue
+        option = word.split("=", 1)[0]
+        name = option[2:].replace("-", "_")
+        if name in GPUMon.class_trait_names(config=True):
+            raise UsageError(
+                f"%gpumon has no {option} option; settings are changed with %config, "
+                f"e.g. %config GPUMon.{name} = {_example(name)} (%config GPUMon lists them)"
+            )
+        raise UsageError(f"%gpumon has no option {option}; {HELP}")
+
+
+def _example(name: str) -> str:
+    default = GPUMon.class_traits()[name].default_value
+    return repr(default) if isinstance(default, str) else str(default)
+
+
+_COMMANDS: dict[str, Callable[..., None]] = {
     "show": GPUMonMagics._show,
     "snapshot": GPUMonMagics._snapshot,
     "status": GPUMonMagics._status,
@@ -215,5 +284,16 @@ _COMMANDS = {
     "report": GPUMonMagics._report,
     "start": GPUMonMagics._start,
     "stop": GPUMonMagics._stop,
-    "mark": GPUMonMagics._mark,
 }
+_COMMANDS["mark"] = GPUMonMagics._mark  # parsed before argparse (its label is verbatim)
+
+
+def _plain_help(magic: Callable[..., object]) -> None:
+    # magic_arguments writes its usage as a reST literal block ("::" and an indented line);
+    # %gpumon? shows the docstring as is, so make it plain text.
+    doc = magic.__doc__ or ""
+    if doc.startswith("::\n\n  "):
+        magic.__doc__ = doc[len("::\n\n  ") :]
+
+
+_plain_help(GPUMonMagics.gpumon)

@@ -2,19 +2,22 @@
 
 from __future__ import annotations
 
+import atexit
 import dataclasses
 import math
 import os
-import sqlite3
+import weakref
 from collections.abc import Callable
 from types import ModuleType, TracebackType
 from typing import TYPE_CHECKING, Any
 
 from IPython.core.error import UsageError
+from traitlets import TraitError
 
 from . import holder_scan
-from .cells import Ledger, Measurement, classify_exception
+from .cells import MAX_LABEL, Ledger, Measurement, classify_exception
 from .config import GPUMon
+from .errors import RecordingError
 from .holder_scan import HolderScan
 from .leaks import LeakWatch
 from .postmortem import gather as gather_oom_facts
@@ -83,6 +86,8 @@ class Monitor:
         self._leak_watch: LeakWatch | None = None
         self._tracer: AllocationTracer | None = None
         self._recorder: Recorder | None = None
+        self._syncing_record_path = False  # set while record() writes GPUMon.record_path
+        _open_monitors.add(self)
 
     def _config_changed(self, change: dict) -> None:
         name, value = change["name"], change["new"]
@@ -96,11 +101,22 @@ class Monitor:
             self.sampler.slow_interval = value
         elif name == "peak_mode":
             self.ledger.peak_mode = value
-        elif name == "record_path":
+        elif name == "record_path" and not self._syncing_record_path:
             try:
-                print(f"nbgpumon: {self.record(value or None)}")
-            except UsageError as exc:
-                print(f"nbgpumon: {exc}")
+                line = self.record(value or None)
+            except RecordingError as exc:
+                self._sync_record_path(change["old"])  # the setting keeps saying what is recorded
+                raise TraitError(str(exc)) from None
+            print(f"nbgpumon: {line}")
+
+    def _sync_record_path(self, path: str) -> None:
+        # GPUMon.record_path says where this monitor records, however it was started; the flag
+        # keeps the observer from acting on its own write.
+        self._syncing_record_path = True
+        try:
+            self.config.record_path = path
+        finally:
+            self._syncing_record_path = False
 
     # -- life cycle -----------------------------------------------------------------------
     def start(self) -> None:
@@ -129,6 +145,8 @@ class Monitor:
             self._recorder = None
         self.config.unobserve(self._config_changed, names=_LIVE_SETTINGS)
         self.nvml.close()
+        self.host.close()
+        _open_monitors.discard(self)
 
     # -- views ----------------------------------------------------------------------------
     def widget(self) -> GPUMonWidget:
@@ -224,6 +242,11 @@ class Monitor:
         if self._tracer is not None and self._tracer.armed:
             self._tracer.cell_started(execution_count)
 
+    def cell_opened(self) -> None:
+        """A cell's measurement has begun (main thread): the widget shows it as running."""
+        if self._publisher is not None:
+            self._publisher.running_changed()
+
     def trace(self, on: bool) -> str:
         """Turn allocation tracing on or off; one line saying what happened."""
         if self._tracer is None:
@@ -251,23 +274,27 @@ class Monitor:
         return samples_frame(window.times, window.mean, list(self.timeline.columns))
 
     def record(self, path: str | os.PathLike[str] | None) -> str:
-        """Record to the SQLite file ``path`` from now on (None: stop); one line back."""
-        if self._recorder is not None:
+        """Record to the SQLite file ``path`` from now on (None: stop); one line back.
+
+        ``path`` is a new file (missing folders are made, and the line says so) or an earlier
+        recording, which gets a new session. Anything else raises :class:`RecordingError`,
+        and then the recording that was running goes on untouched.
+        """
+        if path is None:
+            if self._recorder is None:
+                return "not recording"
             old, self._recorder = self._recorder, None
             old.stop()
-            if path is None:
-                return f"recording stopped; {old.rows_written} samples in {old.path}"
-        elif path is None:
-            return "not recording"
-        try:
-            self._recorder = Recorder(self, path)
-        except (OSError, sqlite3.Error) as exc:
-            raise UsageError(
-                f"cannot record to {path}: {exc}; pick a writable path, e.g. "
-                "%gpumon record ~/gpumon.sqlite"
-            ) from None
-        self._recorder.start()
-        return f"recording to {self._recorder.path} (session {self._recorder.session_id})"
+            self._sync_record_path("")
+            return f"recording stopped; {old.rows_written} samples in {old.path}"
+        new = Recorder(self, path)  # checks and opens the new file before the old one stops
+        if self._recorder is not None:
+            self._recorder.stop()
+        self._recorder = new
+        new.start()
+        self._sync_record_path(str(new.path))
+        line = f"recording to {new.path} (session {new.session_id})"
+        return line + (f"; created the folder {new.created_folder}" if new.created_folder else "")
 
     def advise(self) -> str:
         """Hints from what this session measured, each with the numbers behind it."""
@@ -284,6 +311,7 @@ class Monitor:
         """Put a labelled marker on the timeline at this instant."""
         if not isinstance(label, str) or not label.strip():
             raise UsageError('mark() takes a non-empty label: nbgpumon.mark("warm-up done")')
+        _check_length("mark", label)
         self.ledger.mark(label.strip())
         if self._recorder is not None:
             self._recorder.add_mark(*self.ledger.marks[-1])
@@ -293,6 +321,7 @@ class Monitor:
         """A region inside a cell, recorded like a cell: ``with mon.track("epoch 3"): ...``."""
         if not isinstance(label, str) or not label.strip():
             raise UsageError('track() takes a non-empty label: with nbgpumon.track("epoch 3"): ...')
+        _check_length("track", label)
         return Region(self.ledger, label.strip(), on_end=self._region_ended)
 
     def _region_ended(self, record: CellRecord) -> None:
@@ -323,6 +352,24 @@ class Monitor:
             reserved=sum(s.reserved for s in stats.values()) if stats else None,
             rss=self.host.rss(),
         )
+
+
+def _check_length(what: str, label: str) -> None:
+    if len(label) > MAX_LABEL:
+        raise UsageError(
+            f"a {what} label is at most {MAX_LABEL:,} characters, not {len(label):,}; shorten it"
+        )
+
+
+# Monitors not yet closed. One exit handler for all of them, registered when this module is
+# first imported: %reload_ext re-runs the package's __init__, never this module.
+_open_monitors: weakref.WeakSet[Monitor] = weakref.WeakSet()
+
+
+@atexit.register
+def _close_at_exit() -> None:
+    for mon in list(_open_monitors):
+        mon.close()
 
 
 def shell_or_none() -> Any:

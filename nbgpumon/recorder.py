@@ -24,20 +24,17 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .errors import RecordingError
 from .export import record_row
+from .recording_file import WRITABLE_HINT, check_record_target, os_reason
+from .schema import CELL_COLUMNS, create_schema
 
 if TYPE_CHECKING:
     from .monitor import Monitor
     from .records import CellRecord
 
-SCHEMA_VERSION = 1
 FLUSH_INTERVAL = 0.5  # seconds between commits: a kill loses at most this much, plus one write
 BATCH_ROWS = 20_000  # timeline rows per transaction at most (a backlog is written in pieces)
-CELL_COLUMNS = (
-    "idx", "kind", "execution_count", "cell_id", "label", "start", "duration", "status",
-    "error", "allocated_total", "retained", "peak_allocated", "util_mean", "util_max",
-    "rss_before", "rss_after", "rss_peak", "held_by", "traced",
-)  # fmt: skip
 
 
 def metric_names(columns: Sequence[str]) -> list[str]:
@@ -45,36 +42,15 @@ def metric_names(columns: Sequence[str]) -> list[str]:
     return list(dict.fromkeys(c.split(".", 1)[1] for c in columns))
 
 
-def create_schema(db: sqlite3.Connection, metrics: Sequence[str]) -> None:
-    """Create the tables (idempotent); a sample metric the table lacks is added as a column."""
-    db.executescript(
-        """
-        CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
-        CREATE TABLE IF NOT EXISTS session (
-            id INTEGER PRIMARY KEY, started REAL, host TEXT, pid INTEGER, gpus TEXT,
-            driver TEXT, versions TEXT, columns TEXT);
-        CREATE TABLE IF NOT EXISTS samples (session INTEGER, time REAL, device TEXT);
-        CREATE INDEX IF NOT EXISTS samples_time ON samples (session, time);
-        CREATE TABLE IF NOT EXISTS cells (
-            session INTEGER, idx INTEGER, kind TEXT, execution_count INTEGER, cell_id TEXT,
-            label TEXT, start REAL, duration REAL, status TEXT, error TEXT,
-            allocated_total INTEGER, retained INTEGER, peak_allocated INTEGER, util_mean REAL,
-            util_max REAL, rss_before INTEGER, rss_after INTEGER, rss_peak INTEGER,
-            held_by TEXT, traced TEXT, record TEXT);
-        CREATE TABLE IF NOT EXISTS marks (session INTEGER, time REAL, label TEXT);
-        """
-    )
-    have = {r[1] for r in db.execute("PRAGMA table_info(samples)")}
-    for metric in metrics:
-        if metric not in have:
-            db.execute(f'ALTER TABLE samples ADD COLUMN "{metric}" REAL')
-    db.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
-
-
 def open_database(path: Path) -> sqlite3.Connection:
+    """The writer's connection; only for a file check_record_target accepted (WAL is a write)."""
     db = sqlite3.connect(path, timeout=5, check_same_thread=False, isolation_level=None)
-    db.execute("PRAGMA journal_mode=WAL")
-    db.execute("PRAGMA synchronous=NORMAL")  # WAL + NORMAL: a committed batch survives a kill
+    try:
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("PRAGMA synchronous=NORMAL")  # WAL + NORMAL: a committed batch survives a kill
+    except sqlite3.Error:
+        db.close()
+        raise
     return db
 
 
@@ -107,6 +83,14 @@ class Recorder:
     """Writes one session of ``mon`` to ``path`` until :meth:`stop`."""
 
     def __init__(self, mon: Monitor, path: str | os.PathLike[str]) -> None:
+        """Check ``path`` and create this session's row in it; raises :class:`RecordingError`
+        (a path that is empty, not writable, or a file that is not a recording) with nothing
+        written."""
+        if not os.fspath(path).strip():
+            raise RecordingError(
+                f"cannot record to {os.fspath(path)!r}: the path is empty; name a file, e.g. "
+                "%gpumon record run.sqlite"
+            )
         self.path = Path(path).expanduser()
         self.status = ""
         self._mon = mon
@@ -118,34 +102,56 @@ class Recorder:
         self._thread: threading.Thread | None = None
         self._cursor = 0
         self.rows_written = 0
-        self.session_id = self._open()  # raises OSError / sqlite3.Error: the caller says why
+        self.created_folder: Path | None = None  # the file's folder, when this made it
+        self.session_id = self._open()
 
     def _open(self) -> int:
         """Create the file and this session's row now, on the caller's thread, so that a path
         that can't be written is reported at once."""
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        db = open_database(self.path)
+        check_record_target(self.path)  # a foreign or damaged file: refused, nothing written
+        existed, made = self.path.exists(), []
         try:
-            create_schema(db, self._metrics)
-            info = session_info(self._mon)
-            from .timeline import wall_clock
+            made = _missing_folders(self.path.parent)
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            db = open_database(self.path)
+            try:
+                session_id = self._create_session(db)
+            finally:
+                db.close()
+        except (OSError, sqlite3.Error) as exc:
+            # Leave nothing behind: the file and the folders this attempt made go again.
+            if not existed:
+                with contextlib.suppress(OSError):
+                    self.path.unlink()
+            for folder in reversed(made):
+                with contextlib.suppress(OSError):
+                    folder.rmdir()
+            reason = os_reason(exc) if isinstance(exc, OSError) else str(exc)
+            raise RecordingError(
+                f"cannot record to {self.path}: {reason}; {WRITABLE_HINT}"
+            ) from None
+        self.created_folder = self.path.parent if made else None
+        return session_id
 
-            cur = db.execute(
-                "INSERT INTO session (started, host, pid, gpus, driver, versions, columns) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (
-                    wall_clock(),
-                    info["host"],
-                    info["pid"],
-                    json.dumps(info["gpus"]),
-                    info["driver"],
-                    json.dumps(info["versions"]),
-                    json.dumps(self._columns),
-                ),
-            )
-            return int(cur.lastrowid or 0)
-        finally:
-            db.close()
+    def _create_session(self, db: sqlite3.Connection) -> int:
+        create_schema(db, self._metrics)
+        info = session_info(self._mon)
+        from .timeline import wall_clock
+
+        cur = db.execute(
+            "INSERT INTO session (started, host, pid, gpus, driver, versions, columns) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (
+                wall_clock(),
+                info["host"],
+                info["pid"],
+                json.dumps(info["gpus"]),
+                info["driver"],
+                json.dumps(info["versions"]),
+                json.dumps(self._columns),
+            ),
+        )
+        return int(cur.lastrowid or 0)
 
     # -- main thread ----------------------------------------------------------------------
     def start(self) -> None:
@@ -249,6 +255,15 @@ class Recorder:
             f"VALUES ({', '.join('?' * (len(CELL_COLUMNS) + 2))})",
             (self.session_id, *values, json.dumps(dataclasses.asdict(record), default=_plain)),
         )
+
+
+def _missing_folders(folder: Path) -> list[Path]:
+    """The folders that ``folder.mkdir(parents=True)`` would create, outermost first."""
+    missing = []
+    while not folder.exists() and folder != folder.parent:
+        missing.append(folder)
+        folder = folder.parent
+    return missing[::-1]
 
 
 def device_columns(columns: Sequence[str]) -> dict[str, tuple[list[str], list[int]]]:

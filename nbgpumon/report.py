@@ -36,6 +36,14 @@ MAX_POINTS = 2000  # per line: enough for a full-width figure, cheap for the bro
 MAX_BARS = 400  # newest cells shown as bars; thousands of <rect>s make the page crawl
 MAX_LISTED = 200  # rows in the brushed listing
 MAX_BAND_LABELS = 40  # [N] labels drawn on the timeline at once
+MAX_TIME_TICKS = 8  # on a time axis: "22:13:20" labels of a 500 px plot stay apart
+# Tick steps in seconds, the ones a person counts in; longer spans take whole weeks.
+TIME_STEPS = (
+    0.1, 0.2, 0.5, 1, 2, 5, 10, 15, 30,
+    60, 120, 300, 600, 900, 1800,
+    3600, 7200, 3 * 3600, 6 * 3600, 12 * 3600,
+    86400, 2 * 86400, 7 * 86400,
+)  # fmt: skip
 
 _GPU_COLUMN = re.compile(r"^gpu(\d+)\.")
 _MEMORY_METRICS = (  # (column metric, legend text, colour)
@@ -453,11 +461,15 @@ class Report(widgets.VBox):
         ]
 
     def _view_changed(self, _change: Any = None) -> None:
-        """The time axis was panned or zoomed (or the data changed): tick labels precise
-        enough for the range in view, and the cells in view labelled."""
+        """The time axis was panned or zoomed (or the data changed): ticks at a round step
+        for the range in view, labelled as precisely as that step needs, and the cells in
+        view labelled."""
         lo, hi = self._view()
+        ticks, fmt = time_ticks(lo, hi)
         for figure in (self.memory_figure, self.util_figure):
-            figure.axes[0].tick_format = _time_format(hi - lo)
+            with figure.axes[0].hold_sync():
+                figure.axes[0].tick_values = _dates(ticks)
+                figure.axes[0].tick_format = fmt
         self._place_band_labels()
 
     def _place_band_labels(self) -> None:
@@ -627,14 +639,33 @@ def _datetime(t: float) -> dt.datetime:
     return dt.datetime.fromtimestamp(t, dt.timezone.utc).replace(tzinfo=None)
 
 
-def _time_format(seconds: float) -> str:
-    """A d3 time format for the ticks d3 picks over ``seconds`` (its default labels ticks
-    half a second apart ``:23``, ``:23``), short enough that they don't collide."""
-    if seconds <= 5:
-        return "%M:%S.%L"
-    if seconds <= 1800:
-        return "%H:%M:%S"
-    return "%H:%M" if seconds <= 2 * 86400 else "%b %d %H:%M"
+def time_ticks(lo: float, hi: float, most: int = MAX_TIME_TICKS) -> tuple[np.ndarray, str]:
+    """Ticks over ``lo``..``hi`` (unix seconds): the multiples of the smallest step in
+    TIME_STEPS that gives at most ``most`` of them, and the d3 format (UTC, as bqplot formats
+    a DateScale with a tick_format) that labels them no more precisely than the step needs.
+
+    d3's own choice for a DateScale is about ten ticks whatever the width, one a second for
+    20 s: "22:13:20" labels that overlap into a strip.
+    """
+    span = max(hi - lo, 1e-3)
+    step = next((s for s in TIME_STEPS if span / s < most), None)  # at most `most` ticks
+    if step is None:  # months and more: whole weeks
+        step = 7 * 86400 * math.ceil(span / most / (7 * 86400) + 1e-9)
+    if step < 1 and most > 5:  # "22:13:20.500" is half as wide again: fewer of them
+        return time_ticks(lo, hi, most=5)
+    step_ms = round(step * 1000)  # integer milliseconds: no 0.30000000000000004
+    first = math.ceil(lo * 1000 / step_ms)
+    last = math.floor(hi * 1000 / step_ms)
+    ticks = np.arange(first, last + 1, dtype=np.int64) * step_ms / 1000.0
+    if step < 1:
+        fmt = "%H:%M:%S.%L"
+    elif step < 60:
+        fmt = "%H:%M:%S"
+    elif step < 86400:
+        fmt = "%H:%M" if span <= 86400 else "%b %d %H:%M"
+    else:
+        fmt = "%b %d"
+    return ticks, fmt
 
 
 def _nice_axis(axis: bq.Axis, scale: bq.LinearScale, top: float, count: int = 4) -> None:

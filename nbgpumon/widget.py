@@ -4,7 +4,8 @@ The protocol (traits, the ``samples`` message, the packed history) is in
 docs/widget-protocol.md. The kernel sends only what is new, at most twice a second; every view
 of the widget shares the browser model's copy, so views cost the kernel nothing. Widget state
 changes happen under one lock, whichever thread makes them (the sampler thread publishes
-samples; the main thread publishes cells after each one runs).
+samples; the main thread publishes the running cell when one starts, and the ledger after it
+ends).
 """
 
 from __future__ import annotations
@@ -45,11 +46,14 @@ _MISSING_BUNDLE = (  # a development checkout whose JS was never built says so, 
 class GPUMonWidget(anywidget.AnyWidget):
     """Live GPU chart, cell table and status line (see docs/widget-protocol.md)."""
 
-    _esm = BUNDLE if BUNDLE.exists() else _MISSING_BUNDLE
+    # The bundle's text, not its path: for a path anywidget connects a file-watch callback
+    # that holds every instance for good, and each %reload_ext would leak a widget.
+    _esm = BUNDLE.read_text(encoding="utf-8") if BUNDLE.exists() else _MISSING_BUNDLE
     columns = List(Unicode()).tag(sync=True)
     devices = List(Dict()).tag(sync=True)
     history = Bytes(b"").tag(sync=True)
     cells = List(Dict()).tag(sync=True)
+    running = Dict().tag(sync=True)  # the cell being measured now; {} between cells
     marks = List(Dict()).tag(sync=True)
     status = Unicode("").tag(sync=True)
     interval = Float(0.1).tag(sync=True)
@@ -59,13 +63,18 @@ class GPUMonWidget(anywidget.AnyWidget):
 
     def __init__(self, monitor: Monitor, **kwargs: Any) -> None:
         super().__init__(_uid=uuid.uuid4().hex, **kwargs)
-        self._monitor = monitor
+        self._monitor: Monitor | None = monitor
+
+    def detach(self) -> None:
+        """Close the widget and let go of its monitor (a closed one must not stay alive)."""
+        self._monitor = None
+        self.close()
 
     def _repr_mimebundle_(self, **kwargs: Any) -> Any:
         # Front ends without widget support (nbconvert, GitHub, a terminal) show these.
         bundle = super()._repr_mimebundle_(**kwargs)
         data = bundle[0] if isinstance(bundle, tuple) else bundle
-        if isinstance(data, dict):
+        if isinstance(data, dict) and self._monitor is not None:
             data["text/plain"] = plain_summary(self._monitor)
             data["image/svg+xml"] = static_svg(self._monitor)
         return bundle
@@ -127,6 +136,12 @@ class Publisher:
         self.bytes_sent += len(times) + len(values)
         self.messages_sent += 1
 
+    def running_changed(self) -> None:
+        """A cell began (main thread): show it as running, growing, until the ledger has it."""
+        running = running_row(self._monitor)
+        with self._lock:
+            self.widget.running = running
+
     def ledger_changed(self) -> None:
         """After a cell or a mark (main thread): the ledger and marks as the widget shows them.
 
@@ -139,9 +154,12 @@ class Publisher:
     def _publish_ledger(self) -> None:
         rows = [cell_row(r) for r in self._monitor.cells()[-CELLS_KEPT:]]
         marks = [{"time": t, "label": label} for t, label in self._monitor.ledger.marks]
-        with self._lock:
+        running = running_row(self._monitor)
+        # one update message: a cell that ended leaves `running` as its row joins `cells`
+        with self._lock, self.widget.hold_sync():
             self.widget.cells = rows
             self.widget.marks = marks
+            self.widget.running = running
 
     def _publish_status(self) -> None:
         status = status_line(self._monitor)
@@ -162,7 +180,7 @@ class Publisher:
     def close(self) -> None:
         self._unsubscribe()
         with self._lock:
-            self.widget.close()
+            self.widget.detach()
 
 
 def cell_row(r: CellRecord) -> dict[str, Any]:
@@ -174,6 +192,34 @@ def cell_row(r: CellRecord) -> dict[str, Any]:
         "peak_exact": r.peak_exact, "kept": r.retained, "util_mean": r.util_mean,
         "util_max": r.util_max, "host_delta": r.rss_delta, "summary": summary_line(r),
         "held_by": retention_text(r.retention) if r.retention is not None else "",
+    }  # fmt: skip
+
+
+def running_row(monitor: Monitor) -> dict[str, Any]:
+    """The cell being measured now as the ``running`` trait holds it, {} between cells.
+
+    ``baseline`` holds the readings at its start by timeline column (allocator bytes, NVML
+    used bytes, host RSS), so the front end shows what it changed so far from the samples it
+    streams, without asking the kernel while the cell keeps it busy.
+    """
+    opened = monitor.ledger.open_cell()
+    if opened is None:
+        return {}
+    baseline: dict[str, int] = {}
+    for d in monitor.nvml.devices:
+        used = opened.nvml_used[d.nvml_index] if d.nvml_index < len(opened.nvml_used) else None
+        if used is not None:
+            baseline[f"gpu{d.nvml_index}.mem_used"] = used
+        if d.cuda_index is not None:
+            stats = opened.allocator.get(d.cuda_index)
+            # no stats at the start: the allocator held nothing (as the ledger counts it)
+            baseline[f"gpu{d.nvml_index}.allocated"] = stats.allocated if stats else 0
+    if opened.rss is not None:
+        baseline["host.rss"] = opened.rss
+    count = opened.execution_count
+    return {
+        "name": f"[{'?' if count is None else count}]", "count": count, "kind": opened.kind,
+        "label": opened.label, "start": opened.start, "baseline": baseline,
     }  # fmt: skip
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from notebook_runner import fake_nvml_env, run_cells
 
 COUNT_WIRING = (
@@ -54,6 +56,7 @@ def test_load_ext_does_not_import_torch():
     assert "torch allocator: torch not imported" in runs[1].text
 
 
+@pytest.mark.torch
 def test_with_torch_imported_but_no_cuda_nothing_breaks_and_cuda_stays_uninitialized():
     runs = run_cells(
         [
@@ -102,7 +105,19 @@ def test_fork_while_the_sampler_runs_does_not_hang_the_child():
             "            os.kill(pid, 9); os.waitpid(pid, 0); hung += 1; break\n"
             "        time.sleep(0.002)\n"
             "print('HUNG', hung, 'RUNNING', mon.sampler.running)",
-            # and the way DataLoader workers fork
+        ],
+        env=fake_nvml_env(devices=[{"name": "Slow GPU"}], call_delay=0.001),
+        timeout=180,
+    )
+    assert runs[2].stdout.split() == ["HUNG", "0", "RUNNING", "True"], runs[2].text
+
+
+@pytest.mark.torch
+def test_dataloader_workers_forked_while_the_sampler_runs_finish():
+    runs = run_cells(
+        [
+            "%load_ext nbgpumon",
+            "%config GPUMon.interval = 0.01",
             "import torch\n"
             "from torch.utils.data import DataLoader, TensorDataset\n"
             "ds = TensorDataset(torch.arange(512.0))\n"
@@ -113,5 +128,62 @@ def test_fork_while_the_sampler_runs_does_not_hang_the_child():
         env=fake_nvml_env(devices=[{"name": "Slow GPU"}], call_delay=0.001),
         timeout=180,
     )
-    assert runs[2].stdout.split() == ["HUNG", "0", "RUNNING", "True"], runs[2].text
-    assert runs[3].stdout.split() == ["SUM", str(sum(range(512)))], runs[3].text
+    assert runs[2].stdout.split() == ["SUM", str(sum(range(512)))], runs[2].text
+
+
+ALIVE = (
+    "import atexit, gc, os, threading, nbgpumon\n"
+    "from nbgpumon.monitor import Monitor\n"
+    "from nbgpumon.sampler import Sampler\n"
+    "from nbgpumon.widget import GPUMonWidget\n"
+    "def alive():\n"
+    "    gc.collect()\n"
+    "    objects = gc.get_objects()\n"
+    "    return [atexit._ncallbacks(), sum(isinstance(o, Monitor) for o in objects),\n"
+    "            sum(isinstance(o, Sampler) for o in objects),\n"
+    "            sum(isinstance(o, GPUMonWidget) for o in objects),\n"
+    "            sum(t.name == 'nbgpumon-sampler' for t in threading.enumerate())]\n"
+    "def descriptors():\n"
+    "    return len(os.listdir('/proc/self/fd'))\n"
+    # the sampler's thread opens its output socket with its first message: wait for that
+    "import time\n"
+    "deadline = time.monotonic() + 30\n"
+    "while nbgpumon.monitor()._publisher.messages_sent == 0 and time.monotonic() < deadline:\n"
+    "    time.sleep(0.05)\n"
+    "first = (descriptors(), alive())\n"
+    "print('FIRST', first)"
+)
+RELOAD_100 = (
+    "ip = get_ipython()\n"
+    "for i in range(50):\n"
+    "    ip.run_line_magic('unload_ext', 'nbgpumon')\n"
+    "    ip.run_line_magic('load_ext', 'nbgpumon')\n"
+    "    ip.run_line_magic('gpumon', '')\n"
+    "    ip.run_line_magic('reload_ext', 'nbgpumon')\n"
+    "    ip.run_line_magic('gpumon', '')\n"
+    "print('AFTER', alive())"
+)
+# ipykernel keeps a socket for every thread that sent output (each load's sampler sends the
+# widget's samples) and closes those of ended threads every 10 s: wait for that, with a deadline.
+DESCRIPTORS_SETTLE = (
+    "import time\n"
+    "deadline = time.monotonic() + 60\n"
+    "while descriptors() > first[0] and time.monotonic() < deadline:\n"
+    "    time.sleep(0.5)\n"
+    "print('DESCRIPTORS', first[0], descriptors())"
+)
+
+
+def test_a_hundred_reloads_leave_no_descriptor_exit_handler_monitor_or_widget_behind():
+    runs = run_cells(
+        ["%load_ext nbgpumon", "%gpumon", ALIVE, RELOAD_100, DESCRIPTORS_SETTLE],
+        timeout=240,
+    )
+    first = runs[2].stdout.split("FIRST ", 1)[1]
+    descriptors, alive = eval(first)  # (int, [int, ...]) printed by the kernel
+    assert alive[1:] == [1, 1, 1, 1], runs[2].text
+    after = runs[3].stdout.split("AFTER ", 1)
+    assert len(after) == 2, runs[3].text
+    assert eval(after[1]) == alive, runs[3].text
+    settled = runs[4].stdout.split()
+    assert settled[0] == "DESCRIPTORS" and int(settled[2]) <= descriptors, runs[4].text

@@ -12,7 +12,14 @@ import pytest
 
 import nbgpumon
 from nbgpumon.records import CellRecord, DeviceUsage
-from nbgpumon.report import MAX_BAND_LABELS, MAX_POINTS, Report, report_widget
+from nbgpumon.report import (
+    MAX_BAND_LABELS,
+    MAX_POINTS,
+    MAX_TIME_TICKS,
+    Report,
+    report_widget,
+    time_ticks,
+)
 from nbgpumon.session import Recorded
 
 GiB = 2**30
@@ -184,6 +191,72 @@ def test_zooming_to_the_selection_narrows_the_time_axis_and_labels_the_cells_in_
     assert report.memory_figure.interaction is not report.brushes[0]
     report.mode.value = "brush"
     assert report.memory_figure.interaction is report.brushes[0]
+
+
+def ticks_of(report: Report) -> tuple[list[float], str]:
+    """Both time axes' tick values (unix seconds; they agree) and their d3 format."""
+    axes = [f.axes[0] for f in (report.memory_figure, report.util_figure)]
+    values = [[_ms_to_unix(v) for v in axis.tick_values] for axis in axes]
+    assert values[0] == values[1] and axes[0].tick_format == axes[1].tick_format
+    return values[0], axes[0].tick_format
+
+
+def _ms_to_unix(value: np.datetime64) -> float:
+    return float(np.datetime64(value, "ms").astype(np.int64)) / 1000.0
+
+
+def test_a_20_s_report_ticks_every_5_s_rather_than_every_second():
+    # d3's default for this span was a "22:13:20" label each second: 20 of them, overlapping
+    report = report_widget(recording(20, [gpu_cell(1, T0 + 1, 9, GiB, 0)]))
+    ticks, fmt = ticks_of(report)
+    assert fmt == "%H:%M:%S"
+    assert ticks == [T0 + 5 * k for k in range(4)]  # T0 is a whole multiple of 5 s
+    assert len(ticks) <= MAX_TIME_TICKS
+
+
+def test_a_two_hour_report_ticks_on_the_quarter_hour_in_hours_and_minutes():
+    report = report_widget(recording(7200, [gpu_cell(1, T0 + 60, 600, GiB, 0)], hz=0.5))
+    ticks, fmt = ticks_of(report)
+    assert fmt == "%H:%M"
+    assert np.diff(ticks).tolist() == [900.0] * 7  # 8 ticks over 7198 s: 22:15, 22:30, ...
+    assert all(t % 900 == 0 for t in ticks)  # on the quarter hour (UTC, like the labels)
+
+
+def test_zooming_in_to_two_seconds_ticks_each_half_second_with_milliseconds():
+    report = report_widget(recording(600, [gpu_cell(1, T0 + 60, 100, GiB, 0)]))
+    assert ticks_of(report)[1] == "%H:%M"  # 10 min: every 2 min
+    brush(report, T0 + 100, T0 + 102)
+    report.zoom_button.click()
+    ticks, fmt = ticks_of(report)
+    assert fmt == "%H:%M:%S.%L"
+    assert ticks == [T0 + 100 + 0.5 * k for k in range(5)]
+    report.reset_button.click()
+    assert ticks_of(report)[1] == "%H:%M"
+
+
+@pytest.mark.parametrize(
+    ("span", "step", "fmt"),
+    [
+        (0.9, 0.2, "%H:%M:%S.%L"),
+        (4, 1, "%H:%M:%S"),
+        (20, 5, "%H:%M:%S"),
+        (90, 15, "%H:%M:%S"),
+        (600, 120, "%H:%M"),
+        (3 * 3600, 1800, "%H:%M"),
+        (86400, 6 * 3600, "%H:%M"),
+        (3 * 86400, 12 * 3600, "%b %d %H:%M"),
+        (20 * 86400, 7 * 86400, "%b %d"),
+        (120 * 86400, 21 * 86400, "%b %d"),
+    ],
+)
+def test_time_ticks_take_the_smallest_round_step_that_keeps_them_apart(span, step, fmt):
+    lo = T0 + 0.05
+    ticks, got = time_ticks(lo, lo + span)
+    assert got == fmt
+    assert 2 <= len(ticks) <= MAX_TIME_TICKS if step >= 1 else len(ticks) <= 5
+    assert np.allclose(np.diff(ticks), step)
+    assert lo <= ticks[0] < lo + step and ticks[-1] <= lo + span
+    assert all(abs(t / step - round(t / step)) < 1e-6 for t in ticks)  # on round multiples
 
 
 @pytest.fixture

@@ -58,7 +58,16 @@ def test_the_widget_streams_new_samples_while_a_long_cell_runs(kernel):
     assert data["image/svg+xml"].startswith("<svg")  # for front ends without widgets
     assert data["text/plain"].startswith("nbgpumon live chart")
     started = time.time()
-    during = kernel.run("import time; time.sleep(3)")
+    # the cell runs until the sampler's thread has sent 5 samples messages (a deadline, not a
+    # fixed sleep: a loaded machine slows the thread, not the outcome)
+    during = kernel.run(
+        "import time, nbgpumon\n"
+        "sent = nbgpumon.monitor()._publisher\n"
+        "first, deadline = sent.messages_sent, time.monotonic() + 60\n"
+        "while sent.messages_sent < first + 5 and time.monotonic() < deadline:\n"
+        "    time.sleep(0.05)",
+        timeout=120,
+    )
     elapsed = time.time() - started
     samples = _samples(during)
     history = [
@@ -67,7 +76,7 @@ def test_the_widget_streams_new_samples_while_a_long_cell_runs(kernel):
     ]  # fmt: skip
     assert history == []  # the big snapshot never travels while a cell runs
     # sent while the cell ran, coalesced to at most 2 messages a second
-    assert 4 <= len(samples) <= 2 * elapsed + 1
+    assert 5 <= len(samples) <= 2 * elapsed + 1
     rows_before = None
     for msg in samples:
         header = msg["content"]["data"]["content"]
@@ -98,6 +107,31 @@ def test_cells_reach_the_widget_with_their_labels_as_data(kernel):
         and "cells" in m["content"]["data"].get("state", {})
     ]  # fmt: skip
     assert state and state[-1]["cells"][-1]["label"] == f"x = 1  # {XSS}"
+
+
+def test_the_running_cell_reaches_the_widget_as_it_starts_and_leaves_with_its_row(kernel):
+    kernel.run("%load_ext nbgpumon")
+    kernel.run("%gpumon")
+    during = kernel.run(f"import time  # {XSS}\ntime.sleep(1)")
+    (started,) = [m for m in during if m["msg_type"] == "execute_input"]
+    count = started["content"]["execution_count"]
+    updates = [
+        m["content"]["data"]["state"] for m in during
+        if m["msg_type"] == "comm_msg" and m["content"]["data"].get("method") == "update"
+        and "running" in m["content"]["data"].get("state", {})
+    ]  # fmt: skip
+    assert len(updates) == 2, updates  # set when it began, cleared when it ended
+    running = updates[0]["running"]
+    assert running["name"] == f"[{count}]" and running["count"] == count
+    assert running["kind"] == "cell" and running["label"] == f"import time  # {XSS}"
+    assert abs(running["start"] - time.time()) < 30
+    assert running["baseline"]["host.rss"] > 2**20  # this kernel's resident set at the start
+    assert "cells" not in updates[0]  # nothing recorded yet
+    ended = updates[1]
+    assert ended["running"] == {}
+    row = ended["cells"][-1]  # in the same message: no frame shows the cell twice or not at all
+    assert (row["count"], row["start"]) == (count, running["start"])
+    assert row["duration"] >= 1.0
 
 
 def test_unload_closes_the_widget(kernel):

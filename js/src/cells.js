@@ -1,5 +1,6 @@
 // Ledger entries (the `cells` trait) as the chart and the table see them: a stable key for
-// selection, the cell number for data attributes, and the time span a band covers.
+// selection, the cell number for data attributes, and the time span a band covers; and the cell
+// that is running (the `running` trait), drawn like an entry that grows.
 
 /** A key that survives the ledger being trimmed to its last 500 entries. */
 export function cellKey(cell) {
@@ -33,4 +34,54 @@ export function cellAt(cells, t, now) {
     }
   }
   return found;
+}
+
+const ALLOCATED = /^gpu\d+\.allocated$/;
+const GPU_USED = /^gpu\d+\.mem_used$/;
+
+/**
+ * Sum over the columns of `baseline` that match `pattern` of (newest value - value at the
+ * cell's start), or null when none of them has a value now.
+ */
+function sinceStart(baseline, pattern, latest) {
+  let sum = null;
+  for (const [column, before] of Object.entries(baseline)) {
+    if (!pattern.test(column) || !Number.isFinite(before)) continue;
+    const now = latest(column);
+    if (Number.isFinite(now)) sum = (sum ?? 0) + (now - before);
+  }
+  return sum;
+}
+
+/**
+ * The cell that is running (the `running` trait) as an entry the chart and the table draw like
+ * a ledger row: an open band from its start to `now`, `duration` the time so far, and what it
+ * changed so far against the readings at its start (`baseline`, by timeline column).
+ * Null when no cell runs, the value is malformed, or `cells` already holds it (it ended).
+ * @param {object} value the `running` trait
+ * @param {object[]} cells valid ledger entries
+ * @param {number} now unix seconds of the newest sample
+ * @param {(column: string) => number|null} latest newest value of a timeline column
+ */
+export function runningCell(value, cells, now, latest) {
+  if (!value || typeof value !== "object" || !Number.isFinite(value.start)) return null;
+  const key = cellKey({ kind: "cell", start: value.start });
+  if (cells.some((c) => cellKey(c) === key)) return null;
+  const baseline = value.baseline && typeof value.baseline === "object" ? value.baseline : {};
+  const rss = baseline["host.rss"];
+  const rssNow = Number.isFinite(rss) ? latest("host.rss") : null;
+  return {
+    name: typeof value.name === "string" ? value.name : "",
+    count: value.count,
+    kind: "cell",
+    label: typeof value.label === "string" ? value.label : "",
+    start: value.start,
+    status: "running",
+    running: true,
+    // samples trail the kernel's clock by up to a message: a cell that just began has run 0 s
+    duration: Number.isFinite(now) ? Math.max(0, now - value.start) : null,
+    allocated_so_far: sinceStart(baseline, ALLOCATED, latest),
+    gpu_used_so_far: sinceStart(baseline, GPU_USED, latest),
+    host_delta: Number.isFinite(rssNow) ? rssNow - rss : null,
+  };
 }

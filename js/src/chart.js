@@ -1,12 +1,14 @@
 // The uPlot panels: which panels exist for the current devices, columns and toggles
 // (panelSpecs, pure), and the Chart that builds one uPlot per panel, feeds it downsampled rows,
-// and draws cell bands, marks and the total-memory line in uPlot's draw hooks.
+// and draws cell bands (the running cell's an open one that grows), marks and the total-memory
+// line in uPlot's draw hooks.
 //
 // Everything drawn from user strings goes through canvas fillText or textContent.
 
 import { cellAt, cellEnd, cellId, cellKey } from "./cells.js";
-import { formatBytes, formatBytesAxis, formatPercent, ledgerLine } from "./format.js";
+import { formatBytes, formatBytesAxis, formatPercent, formatSeconds, ledgerLine, runningLine } from "./format.js";
 import { Downsampler } from "./downsample.js";
+import { timeAxis } from "./time-axis.js";
 
 export const PANEL_HEIGHT = 160; // CSS px, axes included
 
@@ -110,6 +112,14 @@ function clock(seconds) {
   return new Date(seconds * 1000).toLocaleTimeString();
 }
 
+/** A band's tip: its ledger line (or the running cell's so far), who holds what it kept, its source. */
+function tipText(cell) {
+  const label = typeof cell.label === "string" ? cell.label : "";
+  const held = typeof cell.held_by === "string" && cell.held_by ? `held by ${cell.held_by}` : "";
+  const line = cell.running ? runningLine(cell) : ledgerLine(cell);
+  return [line, held, label].filter(Boolean).join("\n");
+}
+
 function cssVar(el, name, fallback) {
   try {
     const v = getComputedStyle(el).getPropertyValue(name).trim();
@@ -171,11 +181,12 @@ export class Chart {
    * @param {number|null} f.window seconds shown, or null for all
    * @param {number} f.width CSS px
    * @param {object[]} f.cells valid ledger entries
+   * @param {object|null} [f.running] the running cell (cells.runningCell), drawn open to now
    * @param {object[]} f.marks
    * @param {string|null} f.highlight cellKey of the selected cell
    * @param {Set<string>} f.hidden series keys the user switched off
    */
-  update({ store, specs, window, width, cells, marks, highlight, hidden }) {
+  update({ store, specs, window, width, cells, running = null, marks, highlight, hidden }) {
     const layout = specs.map((s) => `${s.id}:${s.series.map((x) => x.column).join(",")}`).join("|");
     if (layout !== this.layout) this._rebuild(specs, width, hidden);
     else if (width !== this.width) {
@@ -186,7 +197,7 @@ export class Chart {
 
     const t1 = store.lastTime;
     const now = t1;
-    this.frame = { cells, marks, highlight, now };
+    this.frame = { cells: running ? [...cells, running] : cells, marks, highlight, now };
     // The window is a maximum: until that much is held the chart spans what there is.
     let t0 = window ? Math.max(t1 - window, store.firstTime) : store.firstTime;
     if (!(t1 > t0)) t0 = t1 - 1;
@@ -208,6 +219,7 @@ export class Chart {
         p.total = total ?? (Number.isFinite(p.spec.totalFallback) ? p.spec.totalFallback : null);
       }
       p.u.setData([x, ...p.spec.series.map((s) => byName.get(s.column))], true);
+      if (p.hovered && p.hovered.running) this._refreshHovered(p);
     }
     return x.length;
   }
@@ -269,7 +281,7 @@ export class Chart {
         y: { range: yRange(spec.unit, panel) },
       },
       axes: [
-        axis({ space: 60 }),
+        axis(timeAxis()),
         axis({
           size: 58,
           values: (u, splits) => splits.map(unit.axis),
@@ -334,19 +346,25 @@ export class Chart {
       const x1 = Math.min(bbox.left + bbox.width, u.valToPos(cellEnd(c, now), "x", true));
       const w = Math.max(pr, x1 - x0);
       const selected = highlight !== null && cellKey(c) === highlight;
-      const bad = c.status && c.status !== "ok";
+      const bad = c.status && c.status !== "ok" && !c.running;
+      const hovered = panel.hovered !== null && cellKey(c) === cellKey(panel.hovered);
       ctx.fillStyle = selected
         ? "rgba(245,158,11,0.30)"
         : bad
           ? "rgba(239,68,68,0.14)"
-          : c === panel.hovered
-            ? "rgba(128,128,128,0.20)"
-            : "rgba(128,128,128,0.10)";
+          : c.running
+            ? hovered
+              ? "rgba(59,130,246,0.24)"
+              : "rgba(59,130,246,0.13)"
+            : hovered
+              ? "rgba(128,128,128,0.20)"
+              : "rgba(128,128,128,0.10)";
       ctx.fillRect(x0, bbox.top, w, bbox.height);
-      if (selected) {
-        ctx.fillStyle = "rgba(245,158,11,0.9)";
+      if (selected || c.running) {
+        // a running band is open: an edge where it began, none where it ends (it has not)
+        ctx.fillStyle = selected ? "rgba(245,158,11,0.9)" : "rgba(59,130,246,0.7)";
         ctx.fillRect(x0, bbox.top, pr, bbox.height);
-        ctx.fillRect(x0 + w - pr, bbox.top, pr, bbox.height);
+        if (!c.running) ctx.fillRect(x0 + w - pr, bbox.top, pr, bbox.height);
       }
     }
     ctx.restore();
@@ -365,16 +383,17 @@ export class Chart {
     ctx.textAlign = "left"; // uPlot leaves its axis alignment in the context
     ctx.textBaseline = "top";
 
-    // Cell labels "[N]" at the top of each band wide enough to hold one.
+    // Cell labels "[N]" at the top of each band wide enough to hold one; the running cell's
+    // with its time so far ("[N] 12.3 s") when that fits.
     ctx.fillStyle = fg;
     ctx.globalAlpha = 0.75;
     for (const c of this._visibleCells(u)) {
-      const label = String(c.name ?? "");
+      const name = String(c.name ?? "");
       const x0 = Math.max(bbox.left, u.valToPos(c.start, "x", true));
       const x1 = Math.min(bbox.left + bbox.width, u.valToPos(cellEnd(c, now), "x", true));
-      if (label && x1 - x0 >= ctx.measureText(label).width + 4 * pr) {
-        ctx.fillText(label, x0 + 2 * pr, bbox.top + 2 * pr);
-      }
+      const labels = c.running ? [`${name} ${formatSeconds(c.duration)}`, name] : [name];
+      const label = labels.find((l) => name && x1 - x0 >= ctx.measureText(l).width + 4 * pr);
+      if (label) ctx.fillText(label, x0 + 2 * pr, bbox.top + 2 * pr);
     }
 
     // Total memory: a dashed horizontal line.
@@ -440,6 +459,17 @@ export class Chart {
     this._showTip(panel, cell, left, u.cursor.event !== null);
   }
 
+  /** The running cell under a resting mouse, a frame later: its time so far, or its ledger
+   * row once it ended (the same key). */
+  _refreshHovered(panel) {
+    const key = cellKey(panel.hovered);
+    const fresh = this.frame.cells.find((c) => cellKey(c) === key) ?? null;
+    panel.hovered = fresh;
+    if (panel.tip.hidden) return;
+    if (fresh) panel.tip.textContent = tipText(fresh);
+    else panel.tip.hidden = true;
+  }
+
   _showTip(panel, cell, left = 0, withText = true) {
     const changed = panel.hovered !== cell;
     panel.hovered = cell;
@@ -448,9 +478,7 @@ export class Chart {
       tip.hidden = true;
       delete tip.dataset.tipCell;
     } else {
-      const label = typeof cell.label === "string" ? cell.label : "";
-      const held = typeof cell.held_by === "string" && cell.held_by ? `held by ${cell.held_by}` : "";
-      tip.textContent = [ledgerLine(cell), held, label].filter(Boolean).join("\n");
+      tip.textContent = tipText(cell);
       tip.dataset.tipCell = cellId(cell);
       tip.hidden = false;
       // Left of the cursor when the cursor is in the right half, so the tip stays inside.

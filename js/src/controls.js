@@ -1,5 +1,6 @@
-// The row of controls above the chart: time window, GPU selector (only with more than one GPU),
-// and toggles for the optional panels. They change view state only; nothing goes to the kernel.
+// The row of controls above the chart: time window (with a note of how much data there is while
+// that is less), GPU selector (only with more than one GPU), and toggles for the optional
+// panels. They change view state only; nothing goes to the kernel.
 
 export const WINDOWS = [
   { label: "1 min", seconds: 60 },
@@ -37,6 +38,9 @@ export class Controls {
       return b;
     });
 
+    this.shown = document.createElement("span");
+    this.shown.className = "nbgpumon-shown";
+
     this.gpuSelect = document.createElement("select");
     this.gpuSelect.className = "nbgpumon-gpu";
     this.gpuSelect.hidden = true;
@@ -59,8 +63,8 @@ export class Controls {
       return { ...t, label, box };
     });
 
-    this.el.append(group, this.gpuSelect, toggles);
-    this.update({ devices: [], columns: [], state });
+    this.el.append(group, this.shown, this.gpuSelect, toggles);
+    this.update({ devices: [], columns: [], state, shown: "" });
   }
 
   _listen(target, type, fn) {
@@ -68,8 +72,10 @@ export class Controls {
     this.listeners.push([target, type, fn]);
   }
 
-  /** Reflect devices, columns and the view state. */
-  update({ devices, columns, state }) {
+  /** Reflect devices, columns and the view state; `shown`: the note next to the window. */
+  update({ devices, columns, state, shown = "" }) {
+    if (this.shown.textContent !== shown) this.shown.textContent = shown;
+    this.shown.hidden = !shown;
     for (const b of this.windowButtons) {
       const on = b.dataset.window === (state.window === null ? "all" : String(state.window));
       b.classList.toggle("active", on);

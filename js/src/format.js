@@ -80,3 +80,25 @@ export function cellDuration(cell) {
   if (!missing(cell.start) && !missing(cell.end)) return cell.end - cell.start;
   return null;
 }
+
+/**
+ * The running cell's line, for its tip: what it changed so far against its start.
+ * "[12] running 35.2 s · allocated +1.0 GiB so far · host +12 MiB"
+ */
+export function runningLine(cell) {
+  const parts = [`running ${formatSeconds(cell.duration)}`];
+  if (!missing(cell.allocated_so_far)) {
+    parts.push(`allocated ${formatBytes(cell.allocated_so_far, true)} so far`);
+  } else if (!missing(cell.gpu_used_so_far) && cell.gpu_used_so_far !== 0) {
+    parts.push(`GPU mem ${formatBytes(cell.gpu_used_so_far, true)} so far`);
+  }
+  if (!missing(cell.host_delta)) parts.push(`host ${formatBytes(cell.host_delta, true)}`);
+  return `${cell.name ?? ""} ${parts.join(" \u00b7 ")}`;
+}
+
+/** How much time a chart shows, to the second: "8 s", "2 min 5 s", "1 h 5 min". */
+export function formatSpan(s) {
+  if (missing(s)) return DASH;
+  const whole = Math.max(0, Math.round(s));
+  return whole < 60 ? `${whole} s` : formatSeconds(whole);
+}

@@ -16,6 +16,7 @@ const OWN = `
 .nbgpumon-windows button:first-child{border-radius:3px 0 0 3px}
 .nbgpumon-windows button:last-child{border-radius:0 3px 3px 0}
 .nbgpumon-windows button.active{background:var(--jp-brand-color1,#2563eb);border-color:var(--jp-brand-color1,#2563eb);color:#fff}
+.nbgpumon-shown{color:var(--jp-ui-font-color2,#6b7280)}
 .nbgpumon-gpu{font:inherit;color:inherit;background:var(--jp-layout-color1,transparent);border:1px solid var(--jp-border-color1,#d1d5db);border-radius:3px;padding:0 2px}
 .nbgpumon-toggles{display:inline-flex;gap:10px}
 .nbgpumon-toggles label{display:inline-flex;align-items:center;gap:3px;cursor:pointer}
@@ -44,6 +45,8 @@ const OWN = `
 .nbgpumon-table tbody tr.selected{background:rgba(245,158,11,.25)}
 .nbgpumon-table .status-error{color:var(--jp-error-color1,#dc2626)}
 .nbgpumon-table .status-warn{color:var(--jp-warn-color1,#d97706)}
+.nbgpumon-table .status-running{color:var(--jp-brand-color1,#2563eb);font-weight:600}
+.nbgpumon-table tbody tr.running:not(.selected){background:rgba(59,130,246,.08)}
 .nbgpumon-table tr.empty td{color:var(--jp-ui-font-color2,#6b7280);text-align:center}
 `;
 

@@ -1,5 +1,6 @@
-// The cell ledger as a table, newest first. Clicking a row selects that cell (its band is
-// highlighted in the chart); clicking it again clears the selection.
+// The cell ledger as a table, newest first, under a row for the cell that is running (updated in
+// place as its time grows). Clicking a row selects that cell (its band is highlighted in the
+// chart); clicking it again clears the selection.
 
 import { cellId, cellKey } from "./cells.js";
 import { DASH, cellDuration, formatBytes, formatPercent, formatSeconds } from "./format.js";
@@ -17,7 +18,7 @@ const COLUMNS = [
   { title: "source", cls: "source" },
 ];
 
-const STATUS_CLASS = { ok: "ok", error: "error", oom: "error", interrupted: "warn" };
+const STATUS_CLASS = { ok: "ok", error: "error", oom: "error", interrupted: "warn", running: "running" };
 
 function present(x) {
   return typeof x === "number" && Number.isFinite(x);
@@ -62,6 +63,8 @@ export class CellTable {
     this.cells = null;
     this.highlight = null;
     this.rows = new Map(); // cellKey -> <tr>
+    this.runningRow = null; // the <tr> of the running cell, kept across updates
+    this.emptyRow = null;
     this.onClick = (event) => {
       const tr = event.target && event.target.closest ? event.target.closest("tr[data-key]") : null;
       if (!tr || !this.body.contains(tr)) return;
@@ -71,43 +74,72 @@ export class CellTable {
     this.table.addEventListener("click", this.onClick);
   }
 
-  /** Show `cells` (oldest first, as the trait holds them) and mark the row of `highlight`. */
-  update(cells, highlight) {
+  /**
+   * Show `cells` (oldest first, as the trait holds them), the `running` entry (from
+   * cells.runningCell, or null) above them, and mark the row of `highlight`.
+   */
+  update(cells, highlight, running = null) {
     if (cells !== this.cells) {
       this.cells = cells;
       this._fill(cells);
       this.highlight = undefined; // force the class pass below
     }
+    this._showRunning(running, highlight);
     if (highlight !== this.highlight) {
       for (const [key, tr] of this.rows) tr.classList.toggle("selected", key === highlight);
       this.highlight = highlight;
     }
   }
 
+  _showRunning(running, highlight) {
+    if (this.emptyRow) this.emptyRow.hidden = Boolean(running);
+    if (!running) {
+      if (this.runningRow) this.runningRow.remove();
+      this.runningRow = null;
+      return;
+    }
+    const key = cellKey(running);
+    if (!this.runningRow || this.runningRow.dataset.key !== key) {
+      if (this.runningRow) this.runningRow.remove();
+      this.runningRow = this._row(running);
+      this.runningRow.classList.add("running");
+    } else {
+      // the same cell, later: only its texts change (the elapsed time, what it holds now)
+      rowTexts(running).forEach((text, j) => {
+        this.runningRow.children[j].textContent = text;
+      });
+    }
+    if (this.body.firstChild !== this.runningRow) this.body.prepend(this.runningRow);
+    this.runningRow.classList.toggle("selected", key === highlight);
+  }
+
+  _row(cell) {
+    const tr = document.createElement("tr");
+    tr.dataset.key = cellKey(cell);
+    tr.dataset.cell = cellId(cell);
+    tr.dataset.kind = cell.kind === "region" ? "region" : "cell";
+    rowTexts(cell).forEach((text, j) => {
+      const td = document.createElement("td");
+      const cls = COLUMNS[j].cls;
+      td.className = cls;
+      td.textContent = text;
+      if (cls === "status") td.classList.add(`status-${STATUS_CLASS[text] || "other"}`);
+      if (COLUMNS[j].title === "GPU util" && present(cell.util_max)) {
+        td.title = `max ${formatPercent(cell.util_max)}`;
+      }
+      if (cls === "source" || cls === "held") td.title = text; // cut to the column: whole on hover
+      tr.append(td);
+    });
+    return tr;
+  }
+
   _fill(cells) {
     this.rows.clear();
+    this.emptyRow = null;
     const frag = document.createDocumentFragment();
     for (let i = cells.length - 1; i >= 0; i--) {
-      const cell = cells[i];
-      const tr = document.createElement("tr");
-      const key = cellKey(cell);
-      tr.dataset.key = key;
-      tr.dataset.cell = cellId(cell);
-      tr.dataset.kind = cell.kind === "region" ? "region" : "cell";
-      const texts = rowTexts(cell);
-      texts.forEach((text, j) => {
-        const td = document.createElement("td");
-        const cls = COLUMNS[j].cls;
-        td.className = cls;
-        td.textContent = text;
-        if (cls === "status") td.classList.add(`status-${STATUS_CLASS[text] || "other"}`);
-        if (COLUMNS[j].title === "GPU util" && present(cell.util_max)) {
-          td.title = `max ${formatPercent(cell.util_max)}`;
-        }
-        if (cls === "source" || cls === "held") td.title = text; // cut to the column: whole on hover
-        tr.append(td);
-      });
-      this.rows.set(key, tr);
+      const tr = this._row(cells[i]);
+      this.rows.set(tr.dataset.key, tr);
       frag.append(tr);
     }
     if (!cells.length) {
@@ -118,13 +150,16 @@ export class CellTable {
       td.textContent = "no cells yet";
       tr.append(td);
       frag.append(tr);
+      this.emptyRow = tr;
     }
-    this.body.replaceChildren(frag);
+    // the running row, if any, stays on top
+    this.body.replaceChildren(...(this.runningRow ? [this.runningRow] : []), frag);
   }
 
   /** Scroll the row of `key` into view (after a band was clicked in the chart). */
   reveal(key) {
-    const tr = this.rows.get(key);
+    const running = this.runningRow && this.runningRow.dataset.key === key ? this.runningRow : null;
+    const tr = this.rows.get(key) ?? running;
     if (tr && tr.scrollIntoView) tr.scrollIntoView({ block: "nearest" });
   }
 

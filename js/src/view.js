@@ -2,15 +2,16 @@
 // draws on animation frames when the store or the view state changed, and returns the cleanup
 // that undoes all of it. Views hold no timeline data; the model's store does.
 
-import { validCells } from "./cells.js";
+import { runningCell, validCells } from "./cells.js";
 import { Chart, panelSpecs } from "./chart.js";
 import { Controls } from "./controls.js";
+import { formatSpan } from "./format.js";
 import { storeFor } from "./store.js";
 import { styleElement } from "./style.js";
 import { CellTable } from "./table.js";
 
 const DEFAULT_WIDTH = 640; // CSS px, until the element is laid out
-const VIEW_TRAITS = ["cells", "marks", "status", "devices"];
+const VIEW_TRAITS = ["cells", "running", "marks", "status", "devices"];
 let views = 0;
 
 function validDevices(value) {
@@ -21,6 +22,12 @@ function validDevices(value) {
 function validMarks(value) {
   if (!Array.isArray(value)) return [];
   return value.filter((m) => m && typeof m === "object" && Number.isFinite(m.time));
+}
+
+/** "8 s of data" while the chosen window is longer than what is held, else "". */
+export function shownNote(store, window) {
+  const span = store.lastTime - store.firstTime;
+  return window && Number.isFinite(span) && span < window ? `${formatSpan(span)} of data` : "";
 }
 
 /**
@@ -116,13 +123,14 @@ export function createView({ model, el }, deps) {
       cellsRaw = raw;
       cells = validCells(raw);
     }
+    const running = runningCell(model.get("running"), cells, store.lastTime, (name) => store.latest(name));
     const marks = validMarks(model.get("marks"));
     const text = model.get("status");
     status.textContent = typeof text === "string" ? text : "";
 
     let gpu = state.gpu ?? (devices.length ? devices[0].index : "all");
     if (gpu !== "all" && !devices.some((d) => d.index === gpu)) gpu = devices.length ? devices[0].index : "all";
-    controls.update({ devices, columns: store.columns, state: { ...state, gpu } });
+    controls.update({ devices, columns: store.columns, state: { ...state, gpu }, shown: shownNote(store, state.window) });
 
     const specs = panelSpecs({ devices, columns: store.columns, gpu, toggles: state.toggles });
     width = root.clientWidth || el.clientWidth || width || DEFAULT_WIDTH;
@@ -132,12 +140,13 @@ export function createView({ model, el }, deps) {
       window: state.window,
       width,
       cells,
+      running,
       marks,
       highlight: state.highlight,
       hidden: state.hidden,
     });
     empty.hidden = specs.length > 0;
-    table.update(cells, state.highlight);
+    table.update(cells, state.highlight, running);
     root.dataset.points = String(store.size);
   }
 

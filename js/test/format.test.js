@@ -1,5 +1,7 @@
 import { describe, expect, test } from "vitest";
-import { formatBytes, formatBytesAxis, formatPercent, formatSeconds, ledgerLine } from "../src/format.js";
+import {
+  formatBytes, formatBytesAxis, formatPercent, formatSeconds, formatSpan, ledgerLine, runningLine,
+} from "../src/format.js";
 
 describe("formatBytes", () => {
   test("binary units with one decimal below 100 and none above", () => {
@@ -54,4 +56,23 @@ test("the ledger line reads like the kernel's summary line", () => {
     "[12] +1.0 GiB alloc \u00b7 peak \u22653.0 GiB \u00b7 kept 0 B \u00b7 host \u22121.0 MiB \u00b7 12.3 s \u00b7 GPU 87% \u00b7 OOM",
   );
   expect(ledgerLine({ name: "[3]", status: "ok", alloc: null, duration: 0.5 })).toBe("[3] 500 ms");
+});
+
+test("the running cell's line says its time and what it changed so far", () => {
+  const GiB = 2 ** 30;
+  const running = { name: "[12]", duration: 35.24, allocated_so_far: GiB, host_delta: 12 * 2 ** 20 };
+  expect(runningLine(running)).toBe("[12] running 35.2 s \u00b7 allocated +1.0 GiB so far \u00b7 host +12.0 MiB");
+  expect(runningLine({ ...running, duration: 125 })).toContain("running 2 min 5 s");
+  // without torch: the driver's view, when it moved
+  const noTorch = { name: "[3]", duration: 2, allocated_so_far: null, gpu_used_so_far: -GiB, host_delta: null };
+  expect(runningLine(noTorch)).toBe("[3] running 2.0 s \u00b7 GPU mem \u22121.0 GiB so far");
+  expect(runningLine({ name: "[4]", duration: null })).toBe("[4] running \u2014");
+});
+
+test("formatSpan gives whole seconds under a minute", () => {
+  expect(formatSpan(8.4)).toBe("8 s");
+  expect(formatSpan(59.6)).toBe("1 min 0 s");
+  expect(formatSpan(125)).toBe("2 min 5 s");
+  expect(formatSpan(3900)).toBe("1 h 5 min");
+  expect(formatSpan(-0.2)).toBe("0 s");
 });

@@ -5,6 +5,7 @@ import { canvasTexts } from "./dom-shims.js";
 import widget from "../src/widget.js";
 import { FakeModel } from "./fake-model.js";
 import { packHistory, samples } from "./protocol.js";
+import { timeLabels } from "../src/time-axis.js";
 
 const GiB = 2 ** 30;
 const nextFrame = () => new Promise((resolve) => setTimeout(resolve, 50));
@@ -41,5 +42,49 @@ test("the real uPlot builds, draws bands and totals, updates and is torn down", 
   expect(el.querySelector(".uplot")).toBeNull();
   disconnect();
   expect(model.listenerCount()).toBe(0);
+  el.remove();
+});
+
+test("with 8 s of data in the 10 min window, the time axis reads as whole clock seconds", async () => {
+  const columns = ["host.rss"];
+  const times = Array.from({ length: 81 }, (_, i) => 1_796_000_000 + i / 10); // 8 s at 10 Hz
+  const model = new FakeModel({ columns, devices: [], status: "sampling" });
+  const el = document.createElement("div");
+  document.body.append(el);
+  const disconnect = widget.initialize({ model });
+  const cleanup = widget.render({ model, el });
+  await nextFrame(); // the empty chart's first paint
+  canvasTexts.length = 0;
+  model.custom(...samples(0, times, times.map(() => [GiB])));
+  await nextFrame();
+  const { label } = timeLabels();
+  const whole = new Set(Array.from({ length: 9 }, (_, i) => label(1_796_000_000 + i, 1)));
+  const ticks = canvasTexts.filter((t) => whole.has(t));
+  expect(ticks.length).toBeGreaterThanOrEqual(3); // a tick every 1 or 2 s, each a full clock time
+  const clockLike = canvasTexts.filter((t) => /\d:\d\d|^:\d/.test(t));
+  expect(clockLike.filter((t) => !whole.has(t))).toEqual([]); // no ":35.500", no bare ":36"
+  expect(el.querySelector(".nbgpumon-shown").textContent).toBe("8 s of data");
+  cleanup();
+  disconnect();
+  el.remove();
+});
+
+test("4 s of data on a wide chart: whole-second ticks, not half seconds", async () => {
+  const times = Array.from({ length: 41 }, (_, i) => 1_796_000_000 + i / 10);
+  const model = new FakeModel({ columns: ["host.rss"], devices: [], status: "sampling" });
+  const el = document.createElement("div");
+  Object.defineProperty(el, "clientWidth", { value: 1200 }); // room for a label every 0.5 s
+  document.body.append(el);
+  const disconnect = widget.initialize({ model });
+  const cleanup = widget.render({ model, el });
+  await nextFrame();
+  canvasTexts.length = 0;
+  model.custom(...samples(0, times, times.map(() => [GiB])));
+  await nextFrame();
+  const { label } = timeLabels();
+  const whole = Array.from({ length: 5 }, (_, i) => label(1_796_000_000 + i, 1));
+  expect(canvasTexts.filter((t) => /\d:\d\d/.test(t))).toEqual(whole); // every second, no tenths
+  cleanup();
+  disconnect();
   el.remove();
 });

@@ -217,6 +217,95 @@ describe("a view", () => {
     expect(text).toContain("warm-up done");
   });
 
+  test("the running cell is an open band [N] and a first row whose time grows, until it ends", () => {
+    const running = { name: "[3]", count: 3, kind: "cell", label: "train()", start: 100.5, baseline: { "gpu0.allocated": 0.5 * GiB, "host.rss": 2 * GiB } };
+    const model = gpuModel({ cells: [cell(1, 100, 100.4)], running });
+    widget.initialize({ model });
+    widget.render({ model, el });
+    const rows = () => [...el.querySelectorAll(".nbgpumon-table tbody tr")];
+    const texts = (tr) => [...tr.children].map((td) => td.textContent);
+    expect(rows().map((r) => r.dataset.cell)).toEqual(["3", "1"]); // running first
+    expect(rows()[0].classList.contains("running")).toBe(true);
+    expect(texts(rows()[0]).slice(0, 3)).toEqual(["[3]", "running", "500 ms"]); // 100.5 to 101
+    expect(texts(rows()[0]).at(-1)).toBe("train()");
+
+    model.custom(...samples(2, [102, 104.5], [row(3), row(4)])); // 4 s in, 1.5 GiB more allocated
+    frames.flush();
+    const first = rows()[0];
+    expect(texts(first).slice(0, 3)).toEqual(["[3]", "running", "4.0 s"]);
+    const memory = StubUPlot.instances[0];
+    memory.ctx.calls.length = 0;
+    memory.paint();
+    const calls = memory.ctx.calls;
+    expect(calls.filter((c) => c[0] === "fillText").map((c) => c[1])).toContain("[3] 4.0 s");
+    // the band runs to the right edge: now
+    const band = calls.find((c) => c[0] === "fillRect" && c[1] === memory.valToPos(100.5, "x"));
+    expect(band[1] + band[3]).toBeCloseTo(memory.bbox.left + memory.bbox.width);
+    memory.hover(memory.valToPos(103, "x") - memory.bbox.left);
+    const tip = el.querySelector(".nbgpumon-tip:not([hidden])");
+    expect(tip.dataset.tipCell).toBe("3");
+    expect(tip.textContent).toBe("[3] running 4.0 s \u00b7 allocated +1.5 GiB so far \u00b7 host 0 B\ntrain()");
+    model.custom(...samples(4, [106], [row(4)])); // the tip under a resting mouse keeps up
+    frames.flush();
+    expect(tip.textContent).toContain("running 5.5 s");
+
+    first.children[0].dispatchEvent(new MouseEvent("click", { bubbles: true })); // select it
+    frames.flush();
+    expect(first.classList.contains("selected")).toBe(true);
+
+    // it ends: one update brings its ledger row and clears `running`
+    model.set({ cells: [cell(1, 100, 100.4), cell(3, 100.5, 106.2)], running: {} });
+    frames.flush();
+    expect(rows().map((r) => r.dataset.cell)).toEqual(["3", "1"]);
+    expect(rows()[0].classList.contains("running")).toBe(false);
+    expect(texts(rows()[0]).slice(0, 3)).toEqual(["[3]", "ok", "5.7 s"]);
+    expect(rows()[0].classList.contains("selected")).toBe(true); // the selection carries over
+    model.custom(...samples(5, [106.5], [row(4)])); // the mouse still rests on it
+    frames.flush();
+    expect(tip.textContent).toBe("[3] +1.0 GiB alloc \u00b7 peak 2.0 GiB \u00b7 kept 512 MiB \u00b7 host \u22121.0 MiB \u00b7 5.7 s \u00b7 GPU 80%\nx = f(3)");
+  });
+
+  test("a running cell before any ledger row hides the 'no cells yet' line", () => {
+    const running = { name: "[1]", count: 1, kind: "cell", label: "x", start: 100.5, baseline: {} };
+    const model = gpuModel({ running });
+    widget.initialize({ model });
+    widget.render({ model, el });
+    const visible = [...el.querySelectorAll(".nbgpumon-table tbody tr:not([hidden])")];
+    expect(visible.map((r) => r.textContent.slice(0, 10))).toEqual(["[1]running"]);
+    model.set({ running: {} });
+    frames.flush();
+    expect(el.querySelector(".nbgpumon-table tbody tr:not([hidden])").textContent).toBe("no cells yet");
+  });
+
+  test("the running cell's strings render as text", () => {
+    const running = { name: `[9]${XSS}`, count: 9, kind: "cell", label: XSS, start: 100.5, baseline: {} };
+    const model = gpuModel({ running });
+    widget.initialize({ model });
+    widget.render({ model, el });
+    const tr = el.querySelector("tr.running");
+    expect(tr.querySelector("td.source").textContent).toBe(XSS);
+    expect(tr.children[0].textContent).toBe(`[9]${XSS}`);
+    expect(el.querySelector("img")).toBeNull();
+  });
+
+  test("with less data than the window, a note says how much is shown", () => {
+    const model = gpuModel(); // 1 s of history
+    widget.initialize({ model });
+    widget.render({ model, el });
+    const note = el.querySelector(".nbgpumon-shown");
+    expect(note.textContent).toBe("1 s of data");
+    expect(note.hidden).toBe(false);
+    model.custom(...samples(2, [800], [row(3)])); // 700 s held: more than 10 min
+    frames.flush();
+    expect(note.hidden).toBe(true);
+    el.querySelector("[data-window='3600']").click();
+    frames.flush();
+    expect(note.textContent).toBe("11 min 40 s of data");
+    el.querySelector("[data-window='all']").click();
+    frames.flush();
+    expect(note.hidden).toBe(true);
+  });
+
   test("panels scrolled out of view are not redrawn until they come back", () => {
     FakeIntersectionObserver.instances = [];
     const seen = createWidget({

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 
 import psutil
@@ -38,8 +39,16 @@ class HostSource:
         # busy main thread makes the sampler wait for it back every time.
         pid = os.getpid()
         if self._statm is None or self._statm[0] != pid:
+            if self._statm is not None:  # a forked child's inherited copy of the parent's
+                _close_quietly(self._statm[1])
             self._statm = (pid, os.open("/proc/self/statm", os.O_RDONLY))
         return os.pread(self._statm[1], 128, 0)
+
+    def close(self) -> None:
+        """Close the descriptor :meth:`rss` keeps open; a later read opens it again."""
+        statm, self._statm = self._statm, None
+        if statm is not None and statm[0] == os.getpid():
+            _close_quietly(statm[1])
 
     def system(self) -> tuple[int | None, int | None]:
         """Machine memory (used, available), in bytes; slower, for the slow cadence."""
@@ -72,6 +81,11 @@ class HostSource:
         except OSError:
             self.can_reset_peak = False
             return False
+
+
+def _close_quietly(fd: int) -> None:
+    with contextlib.suppress(OSError):
+        os.close(fd)
 
 
 def _writable(path: str) -> bool:

@@ -4,6 +4,7 @@ brushing the timeline with the mouse lists the cells that ran there."""
 from __future__ import annotations
 
 import re
+from urllib.parse import urlparse
 
 import pytest
 
@@ -11,6 +12,30 @@ pytestmark = pytest.mark.browser
 
 XSS = "<img src=x onerror=alert(1)>"
 TALL = {"width": 1280, "height": 2000}  # the whole report on screen, for the screenshot
+
+
+def _requests_for_xss(page) -> list[str]:
+    """Record requests for the XSS image's ``src``: an ``<img src=x>`` made from the text would
+    request ``x`` as it is created, so none (and no ``img``) means none was made."""
+    seen: list[str] = []
+
+    def on_request(request) -> None:
+        if urlparse(request.url).path.endswith("/x"):
+            seen.append(request.url)
+
+    page.on("request", on_request)
+    return seen
+
+
+def _time_labels(figure) -> list[str]:
+    """The tick labels of ``figure`` that are clock times ("22:13:20")."""
+    texts = figure.locator(".axis .tick text").all_text_contents()
+    return [t for t in texts if re.fullmatch(r"\d\d:\d\d(:\d\d)?(\.\d+)?", t)]
+
+
+def _tick_labels(figure) -> list[str]:
+    """The labels of ``figure``'s first axis (bqplot draws its axes in order: x, then y)."""
+    return figure.locator(".axis").first.locator(".tick text").all_text_contents()
 
 
 def _drag(page, box: dict, start: float, end: float) -> None:
@@ -25,7 +50,10 @@ def _drag(page, box: dict, start: float, end: float) -> None:
 
 
 def test_the_report_draws_the_session_and_brushing_lists_its_cells(page, open_notebook):
+    from playwright.sync_api import expect  # lazily: without Playwright, conftest skips
+
     page.set_viewport_size(TALL)
+    xss_requests = _requests_for_xss(page)
     nb = open_notebook(
         [
             "%load_ext nbgpumon",
@@ -41,33 +69,36 @@ def test_the_report_draws_the_session_and_brushing_lists_its_cells(page, open_no
     cells = counts[1:4]  # what the ledger holds (the %load_ext cell started it)
     report = nb.in_output(4, ".nbgpumon-report").first
     report.wait_for(state="visible", timeout=30_000)
-    assert f"{len(cells)} cells" in report.locator(".nbgpumon-report-title").text_content()
+    expect(report.locator(".nbgpumon-report-title")).to_contain_text(f"{len(cells)} cells")
 
     # no GPU here: the memory timeline (host RSS) and the two per-cell figures
     figures = report.locator(".bqplot.figure")
-    figures.nth(2).wait_for(state="visible", timeout=30_000)
-    assert figures.count() == 3
+    expect(figures).to_have_count(3, timeout=30_000)
     memory, per_cell, durations = figures.all()
-    heading = [f.locator(".mainheading").text_content() for f in figures.all()]
-    assert heading[0] == "Memory" and heading[1].startswith("Per cell: memory"), heading
-    paths = [p.get_attribute("d") or "" for p in memory.locator(".curve .line").all()]
-    assert max(len(re.findall(r"L", d)) for d in paths) >= 10  # the host RSS line
-    labels = memory.locator("text.label").all_text_contents()
-    assert [f"[{n}]" for n in cells] + [XSS] == labels  # the mark's label, as SVG text
-    assert per_cell.locator("rect.bar").count() == 2 * len(cells)  # peak and kept
-    assert durations.locator("rect.bar").count() == len(cells)
-    ticks = per_cell.locator(".axis .tick text").all_text_contents()
-    assert [f"[{n}]" for n in cells] == ticks[: len(cells)]
+    expect(memory.locator(".mainheading")).to_have_text("Memory")
+    expect(per_cell.locator(".mainheading")).to_have_text(re.compile(r"^Per cell: memory"))
+
+    def longest_line() -> int:
+        paths = [p.get_attribute("d") or "" for p in memory.locator(".curve .line").all()]
+        return max((len(re.findall(r"L", d)) for d in paths), default=0)
+
+    nb.wait_until(lambda: longest_line() >= 10, timeout=15_000, what="the host RSS line")
+    # the cells' [N] and the mark's label, as SVG text
+    expect(memory.locator("text.label")).to_have_text([f"[{n}]" for n in cells] + [XSS])
+    expect(per_cell.locator("rect.bar")).to_have_count(2 * len(cells))  # peak and kept
+    expect(durations.locator("rect.bar")).to_have_count(len(cells))
+    names = [f"[{n}]" for n in cells]
+    nb.wait_until(lambda: _tick_labels(per_cell) == names, what="the bars' cell names")
 
     # brush across nearly all of the timeline: every cell, and the mark, are listed
     _drag(page, memory.locator("rect.plotarea_events").bounding_box(), 0.01, 0.99)
     rows = report.locator("table.nbgpumon-report-cells tbody tr")
-    rows.nth(len(cells) - 1).wait_for(state="attached", timeout=15_000)
+    expect(rows).to_have_count(len(cells), timeout=15_000)
     assert [int(r.get_attribute("data-cell")) for r in rows.all()] == cells
-    assert XSS in rows.nth(1).text_content()  # shown literally, as text
-    assert XSS in report.locator("li").first.text_content()
-    assert report.locator("img").count() == 0
-    page.wait_for_timeout(500)  # an <img> would have failed to load and alerted by now
+    expect(rows.nth(1)).to_contain_text(XSS)  # shown literally, as text
+    expect(report.locator("li").first).to_contain_text(XSS)
+    expect(report.locator("img")).to_have_count(0)
+    assert xss_requests == []
     nb.screenshot(f"report_widget_{nb.server.kind}")
 
     # zooming to the brushed range and back, through Python, moves the browser's time axis
@@ -111,21 +142,36 @@ report_widget(session)"""
 
 
 def test_a_recorded_gpu_session_shows_memory_and_utilization(page, open_notebook):
+    from playwright.sync_api import expect
+
     # A recording's data, built by hand: GPU figures render without a GPU (or a fake NVML).
     page.set_viewport_size(TALL)
     nb = open_notebook([RECORDED_GPU_SESSION])
     nb.run_cell(0)
     report = nb.in_output(0, ".nbgpumon-report").first
     report.wait_for(state="visible", timeout=30_000)
-    assert "1 GPU: gpu0 H200 (141 GiB)" in report.text_content()
+    expect(report).to_contain_text("1 GPU: gpu0 H200 (141 GiB)")
     figures = report.locator(".bqplot.figure")
-    figures.nth(3).wait_for(state="visible", timeout=30_000)
+    expect(figures).to_have_count(4, timeout=30_000)
     memory, util, per_cell, _ = figures.all()
-    assert util.locator(".mainheading").text_content() == "Utilization"
-    assert memory.locator("text.label").all_text_contents() == ["[1]", "[2]"]
-    assert util.locator("text.label").all_text_contents() == ["[1]", "[2]"]
-    assert per_cell.locator("rect.bar").count() == 4  # peak and kept for two cells
-    key = " ".join(report.locator(".nbgpumon-report-legend").text_content().split())
+    expect(util.locator(".mainheading")).to_have_text("Utilization")
+    expect(memory.locator("text.label")).to_have_text(["[1]", "[2]"])
+    expect(util.locator("text.label")).to_have_text(["[1]", "[2]"])
+    expect(per_cell.locator("rect.bar")).to_have_count(4)  # peak and kept for two cells
+    # 19.9 s of samples: a tick every 5 s, whole seconds, not a label each second
+    expected = ["22:13:20", "22:13:25", "22:13:30", "22:13:35"]
+    for figure in (memory, util):
+        nb.wait_until(
+            lambda f=figure: _time_labels(f) == expected,
+            timeout=15_000,
+            what=f"the time ticks {expected}",
+        )
+    legend = report.locator(".nbgpumon-report-legend")
+
+    def key() -> str:
+        return " ".join((legend.text_content() or "").split())
+
+    nb.wait_until(lambda: key().startswith("memory used (NVML)"), what="the legend")
+    assert "allocated (torch)" in key(), key()
     nb.screenshot(f"report_widget_gpu_{nb.server.kind}")
-    assert key.startswith("memory used (NVML)") and "allocated (torch)" in key, key
     page.record.assert_clean()

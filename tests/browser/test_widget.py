@@ -1,37 +1,94 @@
-"""The live widget in a real JupyterLab 4 and Notebook 7: it moves while a long cell runs."""
+"""The live widget in a real JupyterLab 4 and Notebook 7: it moves while a long cell runs, shows
+that cell as it runs, and records it after."""
 
 from __future__ import annotations
+
+import re
+import time
+from urllib.parse import urlparse
 
 import pytest
 
 pytestmark = pytest.mark.browser
 
 XSS = "<img src=x onerror=alert(1)>"
+SELECTED = re.compile(r"\bselected\b")
+RUNNING = re.compile(r"\brunning\b")
 
 
 def _points(widget) -> int:
     return int(widget.get_attribute("data-points") or 0)
 
 
-def _hover_band(page, panel) -> dict:
-    """Sweep the mouse across ``panel``'s plot until a cell band's tip shows: its cell id and
-    text (empty when no band was found)."""
+def _seconds(text: str | None) -> float:
+    """A table time ("850 ms", "12.3 s", "2 min 3 s") in seconds."""
+    text = text or ""
+    if m := re.fullmatch(r"(\d+) ms", text):
+        return int(m.group(1)) / 1000
+    if m := re.fullmatch(r"([\d.]+) s", text):
+        return float(m.group(1))
+    if m := re.fullmatch(r"(\d+) min (\d+) s", text):
+        return 60 * int(m.group(1)) + int(m.group(2))
+    raise AssertionError(f"not a time: {text!r}")
+
+
+def _tip_seconds(tip) -> float:
+    """The time so far in a running cell's tip: "[5] running 3.2 s · host +1.0 MiB"."""
+    return _seconds(re.search(r"running (.+?)(?: ·|\n|$)", tip.text_content() or "").group(1))
+
+
+def _requests_for_xss(page) -> list[str]:
+    """Start recording requests for the XSS image's ``src``; returns the list that fills up.
+
+    An ``<img src=x>`` built from the text would request ``x`` the moment it is created, so no
+    such request (and no ``img``) once the text is on the page means no element was made:
+    nothing to wait for, no alert to come."""
+    seen: list[str] = []
+
+    def on_request(request) -> None:
+        if urlparse(request.url).path.endswith("/x"):
+            seen.append(request.url)
+
+    page.on("request", on_request)
+    return seen
+
+
+def _hover_band(nb, panel, deadline_s: float = 15.0) -> dict:
+    """Sweep the mouse across ``panel``'s plot, again until ``deadline_s``, until a cell band's
+    tip shows: its cell id and text."""
     panel.scroll_into_view_if_needed()
-    box = panel.locator(".u-over").bounding_box()
     tip = panel.locator(".nbgpumon-tip")
-    for k in range(1, 60):
-        page.mouse.move(box["x"] + box["width"] * k / 60, box["y"] + box["height"] / 2)
-        if tip.is_visible():
-            return {"cell": tip.get_attribute("data-tip-cell"), "text": tip.text_content()}
-    return {}
+    end = time.monotonic() + deadline_s
+    while time.monotonic() < end:
+        box = panel.locator(".u-over").bounding_box()
+        for k in range(1, 60):
+            nb.page.mouse.move(box["x"] + box["width"] * k / 60, box["y"] + box["height"] / 2)
+            if tip.is_visible():
+                return {"cell": tip.get_attribute("data-tip-cell"), "text": tip.text_content()}
+    raise AssertionError(f"no band's tip showed over {panel} within {deadline_s:.0f} s")
+
+
+def _moved(widget, times: int, seen: list[int]):
+    """A wait_until predicate: the widget's row count went up ``times`` times (kept in seen)."""
+
+    def check() -> bool:
+        n = _points(widget)
+        if n != seen[-1]:
+            seen.append(n)
+        return len(seen) > times
+
+    return check
 
 
 def test_the_chart_updates_during_a_long_cell_and_records_it_after(page, open_notebook):
+    from playwright.sync_api import expect  # lazily: without Playwright, conftest skips
+
+    xss_requests = _requests_for_xss(page)
     nb = open_notebook(
         [
             "%load_ext nbgpumon",
             "%gpumon",
-            "import time\ntime.sleep(5)",
+            "import time\ntime.sleep(8)",
             f"x = 1  # {XSS}",
         ]
     )
@@ -43,30 +100,92 @@ def test_the_chart_updates_during_a_long_cell_and_records_it_after(page, open_no
     before = nb.execution_count(2)
     nb.prompt(2).click()
     page.keyboard.press("Control+Enter")  # don't wait: watch the chart while it runs
-    seen = []
-    for _ in range(7):
-        page.wait_for_timeout(500)
-        seen.append(_points(widget))
+    seen = [_points(widget)]
+    nb.wait_until(_moved(widget, 4, seen), timeout=6_000, what=f"4 new row counts, saw {seen}")
     assert nb.execution_count(2) is None, "the long cell should still be running"
     nb.screenshot(f"widget_during_long_cell_{nb.server.kind}")
-    assert seen == sorted(seen) and len(set(seen)) >= 4, seen  # it moved, at least 4 times
+    assert seen == sorted(seen), seen  # it only grew
 
     count = nb.wait_for_execution(2, before)
     row = nb.in_output(1, f'.nbgpumon-table tr[data-cell="{count}"][data-kind="cell"]')
-    row.wait_for(state="attached", timeout=15_000)
-    assert "import time" in row.text_content()  # the first line of the long cell
+    expect(row).to_have_count(1, timeout=15_000)
+    expect(row).not_to_have_class(RUNNING)  # its ledger row, not the live one
+    expect(row).to_contain_text("import time")  # the first line of the long cell
     row.click()
-    assert "selected" in (row.get_attribute("class") or "")
+    expect(row).to_have_class(SELECTED)
     first_panel = nb.in_output(1, '[data-panel$="-memory"], [data-panel="host-rss"]').first
-    tip = _hover_band(page, first_panel)
+    tip = _hover_band(nb, first_panel)
     assert tip.get("cell") and tip["text"].startswith(f"[{tip['cell']}]"), tip
     nb.screenshot(f"widget_hover_{nb.server.kind}")
 
     xss_count = nb.run_cell(3)
     xss_row = nb.in_output(1, f'.nbgpumon-table tr[data-cell="{xss_count}"][data-kind="cell"]')
-    xss_row.wait_for(state="attached", timeout=15_000)
-    assert XSS in xss_row.text_content()  # shown literally, as text
-    assert nb.in_output(1, "img").count() == 0
-    page.wait_for_timeout(500)  # an <img> would have failed to load and alerted by now
+    expect(xss_row).to_contain_text(XSS, timeout=15_000)  # shown literally, as text
+    expect(nb.in_output(1, "img")).to_have_count(0)
+    assert xss_requests == []
     nb.screenshot(f"widget_after_cells_{nb.server.kind}")
+    page.record.assert_clean()
+
+
+def test_the_running_cell_is_an_open_band_and_a_first_row_whose_time_grows(page, open_notebook):
+    from playwright.sync_api import expect
+
+    xss_requests = _requests_for_xss(page)
+    nb = open_notebook(
+        [
+            "%load_ext nbgpumon",
+            "%gpumon",
+            f"import time  # {XSS}\ntime.sleep(120)",  # interrupted once it has been seen
+        ]
+    )
+    nb.run_cell(0)
+    nb.run_cell(1)
+    widget = nb.in_output(1, ".nbgpumon-widget").first
+    widget.wait_for(state="visible", timeout=30_000)
+
+    before = nb.execution_count(2)
+    nb.prompt(2).click()
+    page.keyboard.press("Control+Enter")
+    running = nb.in_output(1, ".nbgpumon-table tbody tr.running")
+    expect(running).to_have_count(1, timeout=15_000)
+    expect(nb.in_output(1, ".nbgpumon-table tbody tr").first).to_have_class(RUNNING)
+    expect(running.locator("td.status")).to_have_text("running")
+    expect(running.locator("td.source")).to_have_text(f"import time  # {XSS}")  # as text
+    name = running.locator("td.cell").text_content()
+    assert re.fullmatch(r"\[\d+\]", name or ""), name
+    elapsed = running.locator("td.num").first
+    start = _seconds(elapsed.text_content())
+    nb.wait_until(
+        lambda: _seconds(elapsed.text_content()) >= start + 1.5,
+        timeout=10_000,
+        what=f"the running time to grow past {start + 1.5} s",
+    )
+
+    # the open band runs to the right edge, now: its tip there names the cell, running
+    panel = nb.in_output(1, '[data-panel$="-memory"], [data-panel="host-rss"]').first
+    panel.scroll_into_view_if_needed()
+    box = panel.locator(".u-over").bounding_box()
+    page.mouse.move(box["x"] + box["width"] * 0.98, box["y"] + box["height"] / 2)
+    tip = panel.locator(".nbgpumon-tip")
+    expect(tip).to_have_text(re.compile(rf"^{re.escape(name)} running \d"))
+    expect(tip).to_contain_text(f"import time  # {XSS}")
+    shown = _tip_seconds(tip)
+    # the mouse rests; the band (and its tip) keep growing with the samples
+    nb.wait_until(
+        lambda: _tip_seconds(tip) >= shown + 1.0,
+        timeout=10_000,
+        what="the band's time to grow under the mouse",
+    )
+    assert nb.execution_count(2) is None, "the cell should still be running"
+    nb.screenshot(f"widget_running_cell_{nb.server.kind}")
+
+    page.evaluate("() => window.jupyterapp.commands.execute('notebook:interrupt-kernel')")
+    count = nb.wait_for_execution(2, before)
+    assert name == f"[{count}]"  # the running row had the number the cell ended with
+    row = nb.in_output(1, f'.nbgpumon-table tr[data-cell="{count}"][data-kind="cell"]')
+    expect(row.locator("td.status")).to_have_text("interrupted", timeout=15_000)
+    expect(nb.in_output(1, ".nbgpumon-table tr.running")).to_have_count(0)
+    expect(row).to_have_count(1)
+    expect(nb.in_output(1, "img")).to_have_count(0)
+    assert xss_requests == []
     page.record.assert_clean()

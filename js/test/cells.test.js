@@ -1,0 +1,55 @@
+import { describe, expect, test } from "vitest";
+import { cellAt, cellEnd, cellKey, runningCell } from "../src/cells.js";
+
+const GiB = 2 ** 30;
+const MiB = 2 ** 20;
+const RUNNING = {
+  name: "[5]", count: 5, kind: "cell", label: "train()", start: 100,
+  baseline: { "gpu0.allocated": GiB, "gpu1.allocated": 0, "gpu0.mem_used": 3 * GiB, "host.rss": 2 * GiB },
+};
+
+function latestOf(values) {
+  return (column) => (column in values ? values[column] : null);
+}
+
+describe("the running cell", () => {
+  test("is an open band from its start to the newest sample, its time so far growing", () => {
+    const latest = latestOf({});
+    const early = runningCell(RUNNING, [], 103.5, latest);
+    expect(early).toMatchObject({ name: "[5]", count: 5, status: "running", running: true, duration: 3.5 });
+    expect(cellEnd(early, 103.5)).toBe(103.5);
+    const later = runningCell(RUNNING, [], 110, latest);
+    expect(later.duration).toBe(10);
+    expect(cellEnd(later, 110)).toBe(110);
+    expect(cellAt([later], 108, 110)).toBe(later);
+    expect(cellKey(later)).toBe(cellKey({ kind: "cell", start: 100 })); // the row it becomes
+  });
+
+  test("what it allocated so far is the newest reading less the one at its start", () => {
+    const latest = latestOf({ "gpu0.allocated": 3 * GiB, "gpu1.allocated": 512 * MiB, "gpu0.mem_used": 6 * GiB, "host.rss": 2 * GiB + 12 * MiB });
+    const c = runningCell(RUNNING, [], 110, latest);
+    expect(c.allocated_so_far).toBe(2 * GiB + 512 * MiB); // over both GPUs
+    expect(c.gpu_used_so_far).toBe(3 * GiB);
+    expect(c.host_delta).toBe(12 * MiB);
+  });
+
+  test("without readings (no torch, no samples yet) the amounts are missing, not zero", () => {
+    const c = runningCell({ ...RUNNING, baseline: { "gpu0.allocated": 0 } }, [], NaN, latestOf({ "gpu0.allocated": NaN }));
+    expect(c.duration).toBeNull();
+    expect(c.allocated_so_far).toBeNull();
+    expect(c.host_delta).toBeNull();
+  });
+
+  test("a sample older than its start gives 0 s, never a negative time", () => {
+    expect(runningCell(RUNNING, [], 99.8, latestOf({})).duration).toBe(0);
+  });
+
+  test("none between cells, when malformed, or once the ledger holds it", () => {
+    const latest = latestOf({});
+    expect(runningCell({}, [], 110, latest)).toBeNull();
+    expect(runningCell(null, [], 110, latest)).toBeNull();
+    expect(runningCell({ name: "[5]", start: "soon" }, [], 110, latest)).toBeNull();
+    const ended = { name: "[5]", count: 5, kind: "cell", start: 100, end: 111, status: "ok" };
+    expect(runningCell(RUNNING, [ended], 111, latest)).toBeNull();
+  });
+});

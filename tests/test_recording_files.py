@@ -1,0 +1,272 @@
+"""Which files a recording goes into and what loading one does to it: only a new file or an
+nbgpumon recording is written (anything else is refused, byte for byte untouched); a damaged
+file is one RecordingError naming it, or, cut short, loads as far as it goes and says what was
+lost; loading never writes to the file or beside it."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import shutil
+import sqlite3
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from datetime import datetime, timezone
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import nbgpumon
+from nbgpumon import RecordingError, RecordingNotFound
+from nbgpumon.config import GPUMon
+from nbgpumon.monitor import Monitor
+from nbgpumon.schema import APPLICATION_ID
+from nbgpumon.session import load, sessions
+
+from notebook_runner import run_cells
+
+# Made by nbgpumon 0.1.0 (before the marker): %gpumon record, three cells, a mark, a region.
+MADE_BY_0_1_0 = Path(__file__).parent / "data" / "recorded-by-0.1.0.sqlite"
+PAGE = 4096  # SQLite's default page size, which the recorder keeps
+
+
+@contextlib.contextmanager
+def left_alone(path: Path) -> Iterator[None]:
+    """Assert that ``path``'s bytes, and the files beside it, are the same afterwards."""
+    before = (path.read_bytes(), sorted(os.listdir(path.parent)))
+    yield
+    assert (path.read_bytes(), sorted(os.listdir(path.parent))) == before
+
+
+@pytest.fixture(scope="module")
+def recording(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A real recording of a real Monitor at 100 Hz, with regions and marks written all along,
+    so that samples and cells share the file's pages as they do in a long session."""
+    path = tmp_path_factory.mktemp("recording") / "run.sqlite"
+    mon = Monitor(GPUMon(interval=0.01))
+    try:
+        mon.start()
+        mon.record(path)
+        deadline = time.time() + 60
+        i = 0
+        while mon._recorder.rows_written < 400 and time.time() < deadline:
+            with mon.track(f"region {i}"):
+                i += 1
+            if i % 10 == 0:
+                mon.mark(f"mark {i}")
+            time.sleep(0.01)
+        assert mon._recorder.rows_written >= 400
+        mon.record(None)
+    finally:
+        mon.close()
+    assert not list(path.parent.glob("run.sqlite-*"))  # closed: no log beside it
+    return path
+
+
+def _sqlite_file(sql: str) -> Callable[[Path], None]:
+    def make(path: Path) -> None:
+        with contextlib.closing(sqlite3.connect(path)) as db:
+            db.executescript(sql)
+
+    return make
+
+
+FOREIGN = {
+    "another program's tables": (
+        _sqlite_file(
+            "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT);"
+            "INSERT INTO meta VALUES ('schema_version', '42');"
+            "CREATE TABLE users (name TEXT); INSERT INTO users VALUES ('ada');"
+        ),
+        "an SQLite file with the tables meta, users",
+    ),
+    "another program's application_id": (
+        _sqlite_file("PRAGMA application_id = 7; CREATE TABLE session (id INTEGER);"),
+        "an SQLite file of another program, application_id 7",
+    ),
+    "tables named like a recording's": (
+        _sqlite_file(
+            "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT);"
+            "INSERT INTO meta VALUES ('schema_version', '1');"
+            "CREATE TABLE session (id INTEGER); CREATE TABLE samples (session, time, device);"
+            "CREATE TABLE cells (x); CREATE TABLE marks (y);"
+        ),
+        "its tables differ from those nbgpumon writes",
+    ),
+    "a CSV": (lambda path: path.write_text("time,rss\n1,2\n"), "it is not an SQLite file"),
+}
+
+
+@pytest.mark.parametrize("kind", FOREIGN)
+def test_a_file_that_is_not_a_recording_is_refused_in_one_line_and_left_byte_for_byte(
+    tmp_path, kind
+):
+    make, why = FOREIGN[kind]
+    path = tmp_path / "app.sqlite"
+    make(path)
+    mon = Monitor()
+    try:
+        with left_alone(path), pytest.raises(RecordingError) as refused:
+            mon.record(path)
+        assert str(refused.value) == (
+            f"cannot record to {path}: it is not an nbgpumon recording ({why}); "
+            "record to a new file instead"
+        )
+        assert mon.recording == ""
+    finally:
+        mon.close()
+
+
+def test_new_and_empty_files_get_the_marker_and_a_0_1_0_recording_gets_a_session(tmp_path):
+    empty, old = tmp_path / "empty.sqlite", tmp_path / "old.sqlite"
+    empty.write_bytes(b"")  # nothing to lose: counts as new
+    shutil.copy(MADE_BY_0_1_0, old)
+    mon = Monitor()
+    try:
+        assert mon.record(empty) == f"recording to {empty} (session 1)"
+        assert mon.record(old) == f"recording to {old} (session 2)"
+        mon.record(None)
+    finally:
+        mon.close()
+    for path in (empty, old):
+        uri = f"{path.as_uri()}?mode=ro&immutable=1"
+        with contextlib.closing(sqlite3.connect(uri, uri=True)) as db:
+            assert db.execute("PRAGMA application_id").fetchone() == (APPLICATION_ID,)
+            meta = dict(db.execute("SELECT key, value FROM meta"))
+        assert meta == {"schema_version": "1", "format": "nbgpumon"}
+    assert sessions(old) == [1, 2]
+    assert [m for _, m in load(old, session=1).marks] == ["made by 0.1.0"]
+
+
+def test_a_recording_made_by_0_1_0_loads_and_nothing_is_written_to_it_or_beside_it(tmp_path):
+    path = tmp_path / "old.sqlite"
+    shutil.copy(MADE_BY_0_1_0, path)
+    with left_alone(path):
+        session = nbgpumon.load(path)
+        assert sessions(path) == [1]
+    assert len(session.times) == 6 and session.damage == ""
+    assert "x = bytearray(2**20)" in [r.label for r in session.records]
+    assert [r.label for r in session.records if r.kind == "region"] == ["a region"]
+    assert [m for _, m in session.marks] == ["made by 0.1.0"]
+
+
+def test_loading_a_closed_recording_writes_nothing_to_it_or_beside_it(recording):
+    with left_alone(recording):
+        session = nbgpumon.load(recording)
+    assert len(session.times) >= 400 and len(session.records) >= 10
+
+
+def _garbage_in_the_middle(data: bytes) -> bytes:
+    at = len(data) // 2 // PAGE * PAGE
+    return data[:at] + b"\xa5" * 2 * PAGE + data[at + 2 * PAGE :]
+
+
+DAMAGED = {
+    "garbage in its tail": (
+        lambda data: data[: -3 * PAGE] + b"\xa5" * 3 * PAGE,
+        "is damaged (database disk image is malformed); it can't be read",
+    ),
+    "garbage in its middle": (
+        _garbage_in_the_middle,
+        "is damaged (database disk image is malformed); it can't be read",
+    ),
+    "a zeroed header": (
+        lambda data: bytes(100) + data[100:],
+        "is not an nbgpumon recording (it is not an SQLite file)",
+    ),
+    "only its first 50 bytes": (
+        lambda data: data[:50],
+        "is damaged (the file is cut short: 50 bytes, not even SQLite's 100-byte header)",
+    ),
+    "nothing": (lambda data: b"", "is not an nbgpumon recording (it is empty: 0 bytes)"),
+    "a CSV instead": (
+        lambda data: b"time,rss\n1,2\n",
+        "is not an nbgpumon recording (it is not an SQLite file)",
+    ),
+}
+
+
+@pytest.mark.parametrize("damage", DAMAGED)
+def test_a_damaged_file_is_one_recording_error_that_names_it(recording, tmp_path, damage):
+    mutate, what = DAMAGED[damage]
+    path = tmp_path / "damaged.sqlite"
+    path.write_bytes(mutate(recording.read_bytes()))
+    with left_alone(path), pytest.raises(RecordingError) as failed:
+        nbgpumon.load(path)
+    message = str(failed.value)
+    assert message.startswith(f"{path} {what}"), message
+    assert "\n" not in message and not isinstance(failed.value, sqlite3.Error)
+
+
+def test_a_missing_recording_is_a_recording_error_and_still_a_file_not_found_error(tmp_path):
+    with pytest.raises(RecordingNotFound, match=f"^no recording at {re.escape(str(tmp_path))}/"):
+        nbgpumon.load(tmp_path / "none.sqlite")
+    assert issubclass(RecordingNotFound, FileNotFoundError)
+    assert issubclass(RecordingNotFound, RecordingError)
+
+
+def _utc(t: float) -> str:
+    return datetime.fromtimestamp(t, timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+@pytest.mark.parametrize("extra", [0, 1234], ids=["at a page boundary", "mid-page"])
+def test_a_file_cut_short_loads_as_far_as_it_goes_and_says_what_was_lost(
+    recording, tmp_path, extra
+):
+    data = recording.read_bytes()
+    cut = len(data) * 6 // 10 // PAGE * PAGE + extra
+    path = tmp_path / "cut.sqlite"
+    path.write_bytes(data[:cut])
+    whole = load(recording)
+    with left_alone(path), pytest.warns(RuntimeWarning) as warned:
+        session = nbgpumon.load(path)
+    n = len(session.times)
+    assert 0 < n < len(whole.times)
+    # what was read is the recording's beginning, value for value (nothing made up)
+    np.testing.assert_array_equal(session.times, whole.times[:n])
+    np.testing.assert_array_equal(session.values, whole.values[:n])
+    assert session.records == whole.records[: len(session.records)]
+    assert session.damage.startswith(
+        f"{path}: the file is cut short: {cut:,} of {len(data):,} bytes; "
+        f"samples after {_utc(session.times[-1])}"
+    ), session.damage
+    assert session.damage.endswith(" could not be read")
+    if len(session.records) < len(whole.records):
+        assert f"the cells after the first {len(session.records)}" in session.damage
+    assert [str(w.message) for w in warned] == [session.damage]
+
+
+def test_the_magics_and_the_cli_say_in_one_line_what_a_file_cut_short_lost(recording, tmp_path):
+    data = recording.read_bytes()
+    path = tmp_path / "cut.sqlite"
+    path.write_bytes(data[: len(data) // 2 // PAGE * PAGE])
+    damage = load(path).damage
+    runs = run_cells(["%load_ext nbgpumon", f"%gpumon advise {path}", f"%gpumon report {path}"])
+    for run in runs[1:]:
+        assert run.stdout.splitlines()[0] == f"nbgpumon: {damage}", run.text
+        assert "Traceback" not in run.text and run.error is None
+    cli = subprocess.run(
+        [sys.executable, "-m", "nbgpumon", "report", str(path), "-o", str(tmp_path / "r.html")],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert cli.returncode == 0 and cli.stderr == f"nbgpumon: {damage}\n", cli.stderr
+    assert (tmp_path / "r.html").stat().st_size > 0
+
+
+def test_missing_folders_are_made_and_said_and_a_path_that_fails_leaves_none(tmp_path):
+    path = tmp_path / "runs" / "today" / "run.sqlite"
+    too_long = tmp_path / "made" / ("x" * 300 + ".sqlite")  # its folder can be made; it can't
+    mon = Monitor()
+    try:
+        line = mon.record(path)
+        assert line == f"recording to {path} (session 1); created the folder {path.parent}"
+        with pytest.raises(RecordingError, match=f"^cannot record to {re.escape(str(too_long))}: "):
+            mon.record(too_long)
+        assert mon.recording == f"recording to {path}"  # the running one goes on
+    finally:
+        mon.close()
+    assert not (tmp_path / "made").exists()

@@ -1,0 +1,38 @@
+"""Terminal IPython, as a person types into it: what it prints around nbgpumon's own lines."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+SESSION = """\
+%load_ext nbgpumon
+%gpumon summary on
+%config GPUMon.interval = 1e9
+%config GPUMon.interval
+x = 1
+exit
+"""
+
+
+def _terminal(stdin: str) -> str:
+    done = subprocess.run(
+        [sys.executable, "-m", "IPython", "--no-banner", "--colors=NoColor",
+         "--TerminalInteractiveShell.confirm_exit=False"],
+        input=stdin, capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    return done.stdout + done.stderr
+
+
+def test_a_bad_setting_is_one_line_without_a_logging_prefix_and_exit_gets_no_summary():
+    out = _terminal(SESSION)
+    assert (
+        "nbgpumon: GPUMon.interval must be between 0.01 and 60 seconds, not 1000000000.0" in out
+    ), out
+    assert "ERROR:root" not in out, out
+    assert "Out[4]: 0.1" in out, out  # the setting kept its value
+    summaries = [line for line in out.splitlines() if " host " in line and " ms" in line]
+    # the summary of `x = 1` (cell 5) and none for `exit` (cell 6)
+    assert any("[5] host" in line for line in summaries), out
+    assert not any("[6]" in line for line in summaries), out
