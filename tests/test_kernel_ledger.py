@@ -88,7 +88,8 @@ def test_cells_table_lists_the_cells_newest_first(allocation_run):
     assert lines[0].split()[:3] == ["cell", "status", "time"]
     assert lines[1].startswith("[7]") and "interrupted" in lines[1]
     kept = next(line for line in lines if line.startswith("[3] "))
-    assert re.search(r" \+25[5-9] MiB ", kept)  # 256 MiB kept, within the 2% of noise
+    found = re.search(r" \+([0-9.]+) MiB ", kept)
+    assert found and 256 * 0.98 <= float(found[1]) <= 256 * 1.02, kept  # 256 MiB, 2% of noise
 
 
 def test_summary_line_follows_each_cell_when_on():
@@ -96,7 +97,8 @@ def test_summary_line_follows_each_cell_when_on():
         [
             "%load_ext nbgpumon",
             "%gpumon summary on",
-            "import numpy as np\nx = np.ones(64 * 2**20 // 8)",
+            # 80 MiB: clear of the 64 MiB leak threshold whatever pages the interpreter moves
+            "import numpy as np\nx = np.ones(80 * 2**20 // 8)",
             "%gpumon summary off",
             "y = 1",
         ]
@@ -104,7 +106,8 @@ def test_summary_line_follows_each_cell_when_on():
     summary = runs[2].stdout.strip().splitlines()
     assert len(summary) == 1
     assert summary[0].startswith("[3] ")
-    assert re.search(r"^\[3\] host \+64\.[0-9] MiB: x 64\.0 MiB · ", summary[0]), summary[0]
+    found = re.search(r"^\[3\] host \+([0-9.]+) MiB: x 80\.0 MiB · ", summary[0])
+    assert found and 78 <= float(found[1]) <= 84, summary[0]
     assert runs[4].stdout == ""
 
 

@@ -24,7 +24,11 @@ def test_quickstart_runs_without_errors_and_shows_the_ledger(tmp_path):
     # the summary line of the cell that keeps 64 MiB (a page or two of interpreter noise)
     # (64 MiB is the default leak threshold too: whether the delta lands a page above or below
     # it decides if the verdict ": kept 64.0 MiB" follows; tests/test_holders_kernel.py checks it)
-    assert re.search(r"^\[4\] host \+64\.[0-9] MiB(: kept 64\.0 MiB)? · ", text, re.MULTILINE)
+    # Read as a number: RSS moves by more than a page now and then (a fresh clone's CI saw the
+    # line fail the old "+64.x MiB" text match once).
+    kept = re.search(r"^\[4\] host \+([0-9.]+) MiB(: kept 64\.0 MiB)? · ", text, re.MULTILINE)
+    fourth = [line for line in text.splitlines() if line.startswith("[4]")]
+    assert kept and 60 <= float(kept[1]) <= 70, fourth
     transient = re.search(r"^\[5\] host \S+ \S+ \(peak \+([0-9.]+) MiB\) · ", text, re.MULTILINE)
     assert transient and 128 * 0.98 <= float(transient[1]) <= 128 * 1.02  # the 128 MiB that went
     for epoch in range(3):  # the tracked regions, in the ledger table under their cell

@@ -18,6 +18,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
+from urllib.parse import urlparse
 
 import nbformat
 
@@ -73,6 +74,21 @@ def write_notebook(path: Path, cells: Sequence[str | tuple[str, str]]) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     nbformat.write(nb, path)
     return path
+
+
+def requests_for_xss(page: Page) -> list[str]:
+    """Start recording requests for ``x``, the ``src`` of the tests' ``<img src=x onerror=…>``
+    text; returns the list that fills up. An ``<img>`` built from that text would request ``x``
+    the moment it is created, so no such request (and no ``img``) once the text is on the page
+    means none was made: nothing to wait for, no alert to come."""
+    seen: list[str] = []
+
+    def on_request(request) -> None:
+        if urlparse(request.url).path.endswith("/x"):
+            seen.append(request.url)
+
+    page.on("request", on_request)
+    return seen
 
 
 def safe_name(text: str) -> str:

@@ -4,27 +4,15 @@ brushing the timeline with the mouse lists the cells that ran there."""
 from __future__ import annotations
 
 import re
-from urllib.parse import urlparse
 
 import pytest
+
+from notebook_page import requests_for_xss
 
 pytestmark = pytest.mark.browser
 
 XSS = "<img src=x onerror=alert(1)>"
 TALL = {"width": 1280, "height": 2000}  # the whole report on screen, for the screenshot
-
-
-def _requests_for_xss(page) -> list[str]:
-    """Record requests for the XSS image's ``src``: an ``<img src=x>`` made from the text would
-    request ``x`` as it is created, so none (and no ``img``) means none was made."""
-    seen: list[str] = []
-
-    def on_request(request) -> None:
-        if urlparse(request.url).path.endswith("/x"):
-            seen.append(request.url)
-
-    page.on("request", on_request)
-    return seen
 
 
 def _time_labels(figure) -> list[str]:
@@ -53,7 +41,7 @@ def test_the_report_draws_the_session_and_brushing_lists_its_cells(page, open_no
     from playwright.sync_api import expect  # lazily: without Playwright, conftest skips
 
     page.set_viewport_size(TALL)
-    xss_requests = _requests_for_xss(page)
+    xss_requests = requests_for_xss(page)
     nb = open_notebook(
         [
             "%load_ext nbgpumon",

@@ -5,15 +5,29 @@ from __future__ import annotations
 
 import re
 import time
-from urllib.parse import urlparse
 
 import pytest
+
+from notebook_page import requests_for_xss
 
 pytestmark = pytest.mark.browser
 
 XSS = "<img src=x onerror=alert(1)>"
 SELECTED = re.compile(r"\bselected\b")
 RUNNING = re.compile(r"\brunning\b")
+
+
+def _show_the_widget_and_start_cell_2(page, nb):
+    """Run cells 0 (load) and 1 (%gpumon), wait for the widget, start cell 2 without waiting
+    for it; the widget and cell 2's execution count before."""
+    nb.run_cell(0)
+    nb.run_cell(1)
+    widget = nb.in_output(1, ".nbgpumon-widget").first
+    widget.wait_for(state="visible", timeout=30_000)
+    before = nb.execution_count(2)
+    nb.prompt(2).click()
+    page.keyboard.press("Control+Enter")  # don't wait: watch the chart while it runs
+    return widget, before
 
 
 def _points(widget) -> int:
@@ -35,22 +49,6 @@ def _seconds(text: str | None) -> float:
 def _tip_seconds(tip) -> float:
     """The time so far in a running cell's tip: "[5] running 3.2 s · host +1.0 MiB"."""
     return _seconds(re.search(r"running (.+?)(?: ·|\n|$)", tip.text_content() or "").group(1))
-
-
-def _requests_for_xss(page) -> list[str]:
-    """Start recording requests for the XSS image's ``src``; returns the list that fills up.
-
-    An ``<img src=x>`` built from the text would request ``x`` the moment it is created, so no
-    such request (and no ``img``) once the text is on the page means no element was made:
-    nothing to wait for, no alert to come."""
-    seen: list[str] = []
-
-    def on_request(request) -> None:
-        if urlparse(request.url).path.endswith("/x"):
-            seen.append(request.url)
-
-    page.on("request", on_request)
-    return seen
 
 
 def _hover_band(nb, panel, deadline_s: float = 15.0) -> dict:
@@ -83,7 +81,7 @@ def _moved(widget, times: int, seen: list[int]):
 def test_the_chart_updates_during_a_long_cell_and_records_it_after(page, open_notebook):
     from playwright.sync_api import expect  # lazily: without Playwright, conftest skips
 
-    xss_requests = _requests_for_xss(page)
+    xss_requests = requests_for_xss(page)
     nb = open_notebook(
         [
             "%load_ext nbgpumon",
@@ -92,14 +90,7 @@ def test_the_chart_updates_during_a_long_cell_and_records_it_after(page, open_no
             f"x = 1  # {XSS}",
         ]
     )
-    nb.run_cell(0)
-    nb.run_cell(1)
-    widget = nb.in_output(1, ".nbgpumon-widget").first
-    widget.wait_for(state="visible", timeout=30_000)
-
-    before = nb.execution_count(2)
-    nb.prompt(2).click()
-    page.keyboard.press("Control+Enter")  # don't wait: watch the chart while it runs
+    widget, before = _show_the_widget_and_start_cell_2(page, nb)
     seen = [_points(widget)]
     nb.wait_until(_moved(widget, 4, seen), timeout=6_000, what=f"4 new row counts, saw {seen}")
     assert nb.execution_count(2) is None, "the long cell should still be running"
@@ -130,7 +121,7 @@ def test_the_chart_updates_during_a_long_cell_and_records_it_after(page, open_no
 def test_the_running_cell_is_an_open_band_and_a_first_row_whose_time_grows(page, open_notebook):
     from playwright.sync_api import expect
 
-    xss_requests = _requests_for_xss(page)
+    xss_requests = requests_for_xss(page)
     nb = open_notebook(
         [
             "%load_ext nbgpumon",
@@ -138,14 +129,7 @@ def test_the_running_cell_is_an_open_band_and_a_first_row_whose_time_grows(page,
             f"import time  # {XSS}\ntime.sleep(120)",  # interrupted once it has been seen
         ]
     )
-    nb.run_cell(0)
-    nb.run_cell(1)
-    widget = nb.in_output(1, ".nbgpumon-widget").first
-    widget.wait_for(state="visible", timeout=30_000)
-
-    before = nb.execution_count(2)
-    nb.prompt(2).click()
-    page.keyboard.press("Control+Enter")
+    _, before = _show_the_widget_and_start_cell_2(page, nb)
     running = nb.in_output(1, ".nbgpumon-table tbody tr.running")
     expect(running).to_have_count(1, timeout=15_000)
     expect(nb.in_output(1, ".nbgpumon-table tbody tr").first).to_have_class(RUNNING)
