@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import importlib.util
+import itertools
 import json
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 
 import nbformat
 from nbclient import NotebookClient
@@ -98,3 +101,18 @@ def fake_nvml_env(**machine) -> dict[str, str]:
         os.pathsep
     )
     return {"PYTHONPATH": path, "NBGPUMON_FAKE_NVML": json.dumps(machine)}
+
+
+_fake_names = itertools.count()
+
+
+def fake_pynvml(**machine) -> ModuleType:
+    """A fresh copy of the fake ``pynvml`` module describing ``machine``, for a Monitor in this
+    process (``Monitor(nvml_module=...)``)."""
+    spec = importlib.util.spec_from_file_location(
+        f"fake_pynvml_{next(_fake_names)}", FAKE_NVML_DIR / "pynvml.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    module.configure(machine)
+    return module

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
-import itertools
 import math
 import re
 import time
@@ -14,20 +12,7 @@ from nbgpumon.monitor import Monitor
 from nbgpumon.sources.nvml import FAST_METRICS, NvmlSource
 from nbgpumon.text import status_lines
 
-from notebook_runner import FAKE_NVML_DIR, fake_nvml_env, run_cells
-
-_names = itertools.count()
-
-
-def fake_pynvml(**machine):
-    """A fresh copy of the fake module, configured to describe ``machine``."""
-    spec = importlib.util.spec_from_file_location(
-        f"fake_pynvml_{next(_names)}", FAKE_NVML_DIR / "pynvml.py"
-    )
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    module.configure(machine)
-    return module
+from notebook_runner import fake_nvml_env, fake_pynvml, run_cells
 
 
 def metric(row: list, device: int, name: str):
