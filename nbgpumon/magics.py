@@ -16,7 +16,7 @@ from IPython.utils.text import DollarFormatter
 from .cells import MAX_LABEL
 from .config import GPUMon
 from .errors import RecordingError
-from .monitor import Monitor
+from .monitor import Monitor, check_label_length
 from .text import cells_table, holders_view, snapshot_view, status_view
 
 if TYPE_CHECKING:
@@ -84,26 +84,29 @@ class GPUMonMagics(Magics):
                 f"the %gpumon line is {len(line):,} characters long; it takes at most "
                 f"{MAX_LINE:,} (a mark label at most {MAX_LABEL:,})"
             )
-        mon = self._current()
         command, _, label = line.strip().partition(" ")
         if command == "mark" and cell is None:  # the label is the rest of the line, verbatim
-            if mon is None or mon.closed:
-                raise UsageError("nbgpumon is not loaded: run %load_ext nbgpumon first")
-            return self._mark(mon, label)
+            return self._mark(self._loaded(), label)
         _refuse_unknown_options(line)
         args = parse_argstring(self.gpumon, line)
-        if mon is None or mon.closed:
-            raise UsageError("nbgpumon is not loaded: run %load_ext nbgpumon first")
+        mon = self._loaded()
         if cell is not None or args.command == "profile":
             return self._profile(args.command, args.args, cell)
-        handler = _COMMANDS.get(args.command)
-        if handler is None:
+        if args.command != "show" and args.command not in COMMAND_NAMES:
             raise UsageError(_unknown_command(args.command))
         if args.static and args.command != "show":
             raise UsageError(f"--static goes with plain %gpumon only; {HELP}")
         if args.static:
             return self._static(mon, args.args)
-        return handler(self, mon, args.args)
+        if args.command == "mark":  # only after an option, which argparse has taken off
+            return self._mark(mon, " ".join(args.args))
+        return _COMMANDS[args.command](self, mon, args.args)
+
+    def _loaded(self) -> Monitor:
+        mon = self._current()
+        if mon is None or mon.closed:
+            raise UsageError("nbgpumon is not loaded: run %load_ext nbgpumon first")
+        return mon
 
     # -- commands -------------------------------------------------------------------------
     def _show(self, mon: Monitor, rest: list[str]) -> None:
@@ -199,10 +202,7 @@ class GPUMonMagics(Magics):
     def _mark(self, mon: Monitor, label: str) -> None:
         if not label.strip():
             raise UsageError("usage: %gpumon mark LABEL")
-        if len(label) > MAX_LABEL:  # before expanding: its cost grows with the square
-            raise UsageError(
-                f"a mark label is at most {MAX_LABEL:,} characters, not {len(label):,}; shorten it"
-            )
+        check_label_length("mark", label)  # before expanding too: its cost grows with the square
         mon.mark(self._expand(label))
 
     def _path(self, rest: list[str]) -> str:
@@ -245,7 +245,7 @@ def _no_args(command: str, rest: list[str]) -> None:
 
 
 def _unknown_command(command: str) -> str:
-    close = difflib.get_close_matches(command, [c for c in _COMMANDS if c != "show"], n=1)
+    close = difflib.get_close_matches(command, COMMAND_NAMES, n=1)
     hint = f"did you mean %gpumon {close[0]}? " if close else ""
     return f"unknown command {command!r}; {hint}{HELP}"
 
@@ -285,7 +285,9 @@ _COMMANDS: dict[str, Callable[..., None]] = {
     "start": GPUMonMagics._start,
     "stop": GPUMonMagics._stop,
 }
-_COMMANDS["mark"] = GPUMonMagics._mark  # parsed before argparse (its label is verbatim)
+# What a user types after %gpumon: the commands above, and mark (parsed before argparse, its
+# label verbatim); "show" is plain %gpumon.
+COMMAND_NAMES = [*(c for c in _COMMANDS if c != "show"), "mark"]
 
 
 def _plain_help(magic: Callable[..., object]) -> None:

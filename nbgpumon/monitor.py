@@ -311,7 +311,7 @@ class Monitor:
         """Put a labelled marker on the timeline at this instant."""
         if not isinstance(label, str) or not label.strip():
             raise UsageError('mark() takes a non-empty label: nbgpumon.mark("warm-up done")')
-        _check_length("mark", label)
+        check_label_length("mark", label)
         self.ledger.mark(label.strip())
         if self._recorder is not None:
             self._recorder.add_mark(*self.ledger.marks[-1])
@@ -321,7 +321,7 @@ class Monitor:
         """A region inside a cell, recorded like a cell: ``with mon.track("epoch 3"): ...``."""
         if not isinstance(label, str) or not label.strip():
             raise UsageError('track() takes a non-empty label: with nbgpumon.track("epoch 3"): ...')
-        _check_length("track", label)
+        check_label_length("track", label)
         return Region(self.ledger, label.strip(), on_end=self._region_ended)
 
     def _region_ended(self, record: CellRecord) -> None:
@@ -354,7 +354,8 @@ class Monitor:
         )
 
 
-def _check_length(what: str, label: str) -> None:
+def check_label_length(what: str, label: str) -> None:
+    """Refuse a ``what`` ("mark", "track") label longer than MAX_LABEL characters."""
     if len(label) > MAX_LABEL:
         raise UsageError(
             f"a {what} label is at most {MAX_LABEL:,} characters, not {len(label):,}; shorten it"
