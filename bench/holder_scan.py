@@ -70,7 +70,7 @@ def namespace(objects: int) -> dict[str, Any]:
 
 
 def main() -> None:
-    from nbgpumon.holder_scan import scan
+    from nbgpumon._forensics.holder_scan import scan
 
     args = result_file.parse_args(__doc__.splitlines()[0], add_arguments)
     result = result_file.Result("holder_scan", args)

@@ -22,7 +22,7 @@ import cuda_setup
 import result_file
 import stats
 
-from nbgpumon.timeline import Timeline
+from nbgpumon._sampling.timeline import Timeline
 
 TARGET_MS = 1.0
 
@@ -128,10 +128,11 @@ def main() -> None:
     shell = make_shell()
     time_cells(shell, 50)  # warm IPython's own paths up
     load(shell)
-    import nbgpumon
+    from nbgpumon._api import current
+    from nbgpumon._ipython import extension
 
-    hooks = nbgpumon._wiring["hooks"]
-    mon = nbgpumon._monitor
+    hooks = extension._wiring["hooks"]
+    mon = current.current()
     assert mon is not None
     n_gpu = len(mon.nvml.devices)
     if not n_gpu:

@@ -25,8 +25,8 @@ import result_file
 import stats
 
 import nbgpumon
-from nbgpumon.sampler import Sampler
-from nbgpumon.timeline import Timeline
+from nbgpumon._sampling.sampler import Sampler
+from nbgpumon._sampling.timeline import Timeline
 
 TARGET_US = 40.0
 GIL_INTERVAL = 0.01  # 100 Hz, the fastest the sampler allows

@@ -1,6 +1,6 @@
 """Memory and speed of the Timeline for 8 GPUs over 24 h at 10 Hz (target <= 64 MB).
 
-The column set is the sampler's own (``nbgpumon.sampler.timeline_columns`` for 8 devices: 11
+The column set is the sampler's own (``timeline_columns`` for 8 devices: 11
 NVML + 4 torch metrics per GPU, 3 host columns). 864,000 synthetic random-walk rows, 0.1 s
 apart, go in through ``Timeline.append``; the torch columns of GPUs 4-7 stay missing (hidden
 by CUDA_VISIBLE_DEVICES), as the sampler would leave them. Reports the rings' bytes, the
@@ -21,11 +21,11 @@ import psutil
 import result_file
 import stats
 
-from nbgpumon.sampler import timeline_columns
-from nbgpumon.sources.host import HostSource
-from nbgpumon.sources.nvml import NvmlSource
-from nbgpumon.sources.torch_alloc import TorchAllocatorSource
-from nbgpumon.timeline import Timeline
+from nbgpumon._sampling.sampler import timeline_columns
+from nbgpumon._sampling.timeline import Timeline
+from nbgpumon._sources.host import HostSource
+from nbgpumon._sources.nvml import NvmlSource
+from nbgpumon._sources.torch_allocator import TorchAllocatorSource
 
 TARGET_MIB = 64.0
 MIB = 1024.0 * 1024.0
@@ -158,11 +158,9 @@ def main() -> None:
     gc.collect()
     rss_fed = rss()
     nbytes = timeline.nbytes()
-    util_bytes = Timeline([f"gpu{i}.util" for i in range(args.gpus)]).nbytes()
     append_us = stats.describe((durations * 1e6).tolist())
     result.details.update(
         nbytes=nbytes,
-        util_samples_timeline_nbytes=util_bytes,
         rss_before=rss0,
         rss_after_construction=rss_built,
         rss_after_feed=rss_fed,
@@ -201,8 +199,7 @@ def main() -> None:
         nbytes / MIB,
         "MiB",
         TARGET_MIB,
-        note=f"fixed at construction; the Monitor's second Timeline (driver utilization "
-        f"samples) adds {util_bytes / MIB:.1f} MiB",
+        note="fixed at construction",
     )
     result.add(
         f"process RSS growth after {hours:g} h of samples",

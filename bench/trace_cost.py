@@ -68,7 +68,7 @@ def alloc_loop(torch: Any, numel: int, n: int) -> Callable[[], float]:
 
 def set_mode(mode: str, shell: Any) -> Any:
     """A tracer recording as ``mode`` says (stopped for "off")."""
-    from nbgpumon.tracing import AllocationTracer
+    from nbgpumon._forensics.tracing import AllocationTracer
 
     max_entries = 0 if mode == "on, no history" else 100_000
     tracer = AllocationTracer(shell, max_entries=max_entries)
@@ -224,7 +224,7 @@ def main() -> None:
     import torch
     from IPython.core.compilerop import CachingCompiler
 
-    from nbgpumon.tracing import AllocationTracer
+    from nbgpumon._forensics.tracing import AllocationTracer
 
     probe = AllocationTracer(None)
     message = probe.start()

@@ -20,7 +20,7 @@ def main(argv: list[str] | None = None) -> int:
     report.add_argument("--session", type=int, default=None, help="session id (default: newest)")
     args = parser.parse_args(argv)
 
-    from .session import load
+    from ._api.recorded import load_recorded as load
 
     try:
         session = load(args.path, args.session)

@@ -17,7 +17,7 @@ from nbclient import NotebookClient
 FAKE_NVML_DIR = Path(__file__).parent / "fake_nvml"
 RECORDS_CELL = (
     "import json as _json, nbgpumon as _nbg\n"
-    "from nbgpumon.export import record_row as _row\n"
+    "from nbgpumon._views.frames import record_row as _row\n"
     "print('RECORDS=' + _json.dumps([_row(r) for r in _nbg.cells()]))"
 )
 

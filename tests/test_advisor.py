@@ -9,9 +9,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from nbgpumon.advisor import advise, recorded_evidence
-from nbgpumon.records import CellRecord, DeviceUsage, Retention
-from nbgpumon.session import Recorded
+from nbgpumon._api.recorded import Recorded
+from nbgpumon._ledger.records import CellRecord, DeviceUsage, Retention
+from nbgpumon._views.advisor import advise, recorded_evidence
 
 from notebook_runner import run_cells
 

@@ -1,6 +1,6 @@
 """NVML index -> CUDA index, by UUID and CUDA_VISIBLE_DEVICES, without touching CUDA."""
 
-from nbgpumon.sources.cuda_devices import map_by_uuid, map_cuda_indices
+from nbgpumon._sources.cuda_devices import map_by_uuid, map_cuda_indices
 
 UUIDS = ["GPU-aaaa1111", "GPU-bbbb2222", "GPU-cccc3333"]
 

@@ -145,7 +145,7 @@ def test_preserve_mode_leaves_max_memory_allocated_global():
 
 @pytest.mark.skipif(shutil.which("nvidia-smi") is None, reason="needs nvidia-smi")
 def test_nvml_memory_agrees_with_nvidia_smi():
-    from nbgpumon.sources.nvml import FAST_METRICS, NvmlSource
+    from nbgpumon._sources.nvml import FAST_METRICS, NvmlSource
 
     source = NvmlSource()
     assert source.open()

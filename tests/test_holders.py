@@ -8,9 +8,9 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from nbgpumon import holder_scan as holders
-from nbgpumon.postmortem import OomFacts, fixes, parse_message
-from nbgpumon.sources.torch_alloc import AllocatorStats
+from nbgpumon._forensics import holder_scan as holders
+from nbgpumon._forensics.postmortem import OomFacts, fixes, parse_message
+from nbgpumon._sources.torch_allocator import AllocatorStats
 
 MIB = 2**20
 
@@ -123,7 +123,7 @@ def test_scanning_never_imports_torch():
     import subprocess
 
     code = (
-        "import sys, types\nfrom nbgpumon import holder_scan\n"
+        "import sys, types\nfrom nbgpumon._forensics import holder_scan\n"
         "s = types.SimpleNamespace(user_ns={'x': [1, 2]}, user_ns_hidden={})\n"
         "holder_scan.scan(s, 'host')\nprint('torch' in sys.modules)"
     )

@@ -133,9 +133,9 @@ def test_dataloader_workers_forked_while_the_sampler_runs_finish():
 
 ALIVE = (
     "import atexit, gc, os, threading, nbgpumon\n"
-    "from nbgpumon.monitor import Monitor\n"
-    "from nbgpumon.sampler import Sampler\n"
-    "from nbgpumon.widget import GPUMonWidget\n"
+    "from nbgpumon import Monitor\n"
+    "from nbgpumon._sampling.sampler import Sampler\n"
+    "from nbgpumon._views.widget import GPUMonWidget\n"
     "def alive():\n"
     "    gc.collect()\n"
     "    objects = gc.get_objects()\n"

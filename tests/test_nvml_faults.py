@@ -8,9 +8,9 @@ import time
 
 import pytest
 
-from nbgpumon.monitor import Monitor
-from nbgpumon.sources.nvml import FAST_METRICS, NvmlSource
-from nbgpumon.text import status_lines
+from nbgpumon import Monitor
+from nbgpumon._sources.nvml import FAST_METRICS, NvmlSource
+from nbgpumon._views.text import status_lines
 
 from notebook_runner import fake_nvml_env, fake_pynvml, run_cells
 

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 import nbgpumon
-from nbgpumon.session import sessions
+from nbgpumon._recording.reader import sessions
 
 from kernel_client import Kernel
 from notebook_runner import run_cells
@@ -95,7 +95,7 @@ def _stdout(msgs: list[dict]) -> str:
 
 COMPARE = (
     "import pandas as pd, nbgpumon\n"
-    "from nbgpumon.export import cells_frame\n"
+    "from nbgpumon._views.frames import cells_frame\n"
     "live_cells = cells_frame(nbgpumon.cells()[:-1])  # the last: `record off`, ended after it\n"
     "s = nbgpumon.load(PATH)\n"
     "pd.testing.assert_frame_equal(live_cells, s.cells_frame())\n"
@@ -147,7 +147,7 @@ def test_export_writes_csv_and_a_second_session_appends(tmp_path):
 
 
 def test_times_keep_their_fractions_of_a_second():
-    from nbgpumon.session import samples_frame
+    from nbgpumon._views.frames import samples_frame
 
     frame = samples_frame(np.array([1.7e9 + 0.25, 1.7e9 + 0.35]), np.zeros((2, 1)), ["host.rss"])
     assert str(frame["time"].dtype) == "datetime64[ns, UTC]"
@@ -240,7 +240,7 @@ def test_the_schema_is_what_docs_recording_md_documents(tmp_path):
 
 STILL_RECORDING = (
     "import time, nbgpumon\n"
-    "from nbgpumon.session import load\n"
+    "from nbgpumon import load\n"
     "n0, deadline = len(load(PATH).times), time.time() + 30\n"
     "while len(load(PATH).times) < n0 + 5 and time.time() < deadline:\n"
     "    time.sleep(0.1)\n"

@@ -21,16 +21,18 @@ import numpy as np
 import pytest
 
 import nbgpumon
-from nbgpumon import RecordingError, RecordingNotFound
-from nbgpumon.config import GPUMon
-from nbgpumon.monitor import Monitor
-from nbgpumon.schema import APPLICATION_ID
-from nbgpumon.session import load, sessions
+from nbgpumon import Monitor, RecordingError, RecordingNotFound
+from nbgpumon._recording.reader import load, sessions
+from nbgpumon._recording.schema import APPLICATION_ID
+from nbgpumon._session.config import GPUMon
 
 from notebook_runner import fake_pynvml, run_cells
 
 # Made by nbgpumon 0.1.0 (before the marker): %gpumon record, three cells, a mark, a region.
 MADE_BY_0_1_0 = Path(__file__).parent / "data" / "recorded-by-0.1.0.sqlite"
+# Made on the H200 on 2026-12-01 by notebooks/training.ipynb with schema 1 as written before the
+# metric registry: the recording every later schema must still read.
+MADE_ON_H200_V1 = Path(__file__).parent / "data" / "recorded-v1-h200.sqlite"
 PAGE = 4096  # SQLite's default page size, which the recorder keeps
 
 
@@ -155,6 +157,25 @@ def test_a_recording_made_by_0_1_0_loads_and_nothing_is_written_to_it_or_beside_
     assert "x = bytearray(2**20)" in [r.label for r in session.records]
     assert [r.label for r in session.records if r.kind == "region"] == ["a region"]
     assert [m for _, m in session.marks] == ["made by 0.1.0"]
+
+
+def test_a_schema_1_recording_of_a_real_gpu_loads_whole_and_untouched(tmp_path):
+    path = tmp_path / "h200.sqlite"
+    shutil.copy(MADE_ON_H200_V1, path)
+    with left_alone(path):
+        session = nbgpumon.load(path)
+    assert session.damage == "" and [g["name"] for g in session.gpus] == ["NVIDIA H200"]
+    assert len(session.times) == 308
+    statuses = {r.name: r.status for r in session.records}
+    assert statuses["[9]"] == "oom" and len(statuses) == 13
+    assert [r.label for r in session.records if r.kind == "region"] == [
+        "epoch 0", "epoch 1", "epoch 2"
+    ]  # fmt: skip
+    allocated = session.values[:, session.columns.index("gpu0.allocated")]
+    busy = session.values[:, session.columns.index("gpu0.gpu_util")]
+    assert 11 * 2**30 < np.nanmax(allocated) < 13 * 2**30  # the model, AdamW state, data
+    assert np.nanmax(busy) == 100.0
+    assert [label for _, label in session.marks] == ["training done"]
 
 
 def test_loading_a_closed_recording_writes_nothing_to_it_or_beside_it(recording):

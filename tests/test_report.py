@@ -11,8 +11,9 @@ import numpy as np
 import pytest
 
 import nbgpumon
-from nbgpumon.records import CellRecord, DeviceUsage
-from nbgpumon.report import (
+from nbgpumon._api.recorded import Recorded
+from nbgpumon._ledger.records import CellRecord, DeviceUsage
+from nbgpumon._views.report import (
     MAX_BAND_LABELS,
     MAX_POINTS,
     MAX_TIME_TICKS,
@@ -20,7 +21,6 @@ from nbgpumon.report import (
     report_widget,
     time_ticks,
 )
-from nbgpumon.session import Recorded
 
 GiB = 2**30
 MiB = 2**20

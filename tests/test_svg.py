@@ -4,8 +4,8 @@ import xml.etree.ElementTree as ET
 
 import numpy as np
 
-from nbgpumon.svg import timeline_svg
-from nbgpumon.timeline import Timeline
+from nbgpumon._sampling.timeline import Timeline
+from nbgpumon._views.svg import timeline_svg
 
 
 def _timeline() -> Timeline:

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from nbgpumon.timeline import Timeline
+from nbgpumon._sampling.timeline import Timeline
 
 
 def filled(seconds: float, rate: float = 10.0, **kwargs) -> Timeline:

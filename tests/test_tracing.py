@@ -13,7 +13,7 @@ import pytest
 from ipykernel.compiler import XCachingCompiler
 from IPython.core.compilerop import CachingCompiler
 
-from nbgpumon.tracing import (
+from nbgpumon._forensics.tracing import (
     AllocationTracer,
     TracedAllocation,
     attribute_blocks,
@@ -388,7 +388,7 @@ def test_trace_on_without_torch_neither_imports_torch_nor_raises():
         """
         import sys
         from types import SimpleNamespace
-        from nbgpumon.tracing import AllocationTracer
+        from nbgpumon._forensics.tracing import AllocationTracer
         tracer = AllocationTracer(SimpleNamespace(compile=None))
         print(tracer.start())
         tracer.cell_started(1)

@@ -48,7 +48,7 @@ def test_the_report_draws_the_session_and_brushing_lists_its_cells(page, open_no
             "import numpy as np, time\nkeep = np.ones(2**24)\ntime.sleep(1)",
             f"x = 1  # {XSS}\ntime.sleep(0.5)",
             f"import nbgpumon\nnbgpumon.mark({XSS!r})\ntime.sleep(0.5)",
-            "from nbgpumon.report import report_widget\n"
+            "from nbgpumon._views.report import report_widget\n"
             "import nbgpumon\n"
             "report_widget(nbgpumon.monitor())",
         ]
@@ -106,9 +106,9 @@ def test_the_report_draws_the_session_and_brushing_lists_its_cells(page, open_no
 RECORDED_GPU_SESSION = """\
 import numpy as np
 from pathlib import Path
-from nbgpumon.records import CellRecord, DeviceUsage
-from nbgpumon.report import report_widget
-from nbgpumon.session import Recorded
+from nbgpumon._ledger.records import CellRecord, DeviceUsage
+from nbgpumon._views.report import report_widget
+from nbgpumon._api.recorded import Recorded
 
 GIB = 2**30
 t = 1.7e9 + np.arange(200) * 0.1

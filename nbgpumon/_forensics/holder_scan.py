@@ -1,0 +1,401 @@
+"""Who holds the memory: a bounded walk from the user's variables and IPython's hidden
+references (``Out[N]``, ``_``, stored tracebacks) to the tensors and arrays they keep alive.
+
+Each storage is counted once, for the first holder that reaches it: user variables first
+(modules before anything else, so a model's parameters are credited to the model and not to an
+optimizer that also lists them), then the output cache, then tracebacks. The walk never keeps a
+reference to what it visited once it returns (ids only), so it cannot itself keep a failing
+frame alive, and it stops at a time budget with a partial answer rather than stall the cell.
+
+The same walk finds CUDA tensors (``device="cuda"`` or ``"cuda:N"``) and host memory (CPU
+tensors and numpy arrays, ``device="host"``), which is how it is tested without a GPU.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+import time
+import types
+from collections import deque
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from .._foundation.units import format_bytes
+
+if TYPE_CHECKING:
+    from .._sources.nvml import GpuProcess
+
+MAX_DEPTH = 8  # containers nested deeper than this are not followed
+CHECK_EVERY = 256  # objects between looks at the clock
+_SCALARS = (str, bytes, bytearray, int, float, complex, bool, type(None), range)
+_NOT_FOLLOWED = (
+    type,
+    types.ModuleType,
+    types.FunctionType,
+    types.BuiltinFunctionType,
+    types.MethodType,
+    types.FrameType,
+    types.TracebackType,
+    types.CodeType,
+)
+# IPython's own names in the user namespace: the hidden references, reported as such.
+_OUTPUT_NAME = re.compile(r"^(_{1,3}|_\d+)$")
+_IPYTHON_NAME = re.compile(r"^(_+|_\d+|_i+|_i\d+|_oh|_ih|_dh|In|Out|exit|quit|get_ipython)$")
+
+
+@dataclass(frozen=True, slots=True)
+class Holder:
+    """One name that keeps memory alive, as a user would read it."""
+
+    name: str  # "model", "opt (state)", "Out[7]", "traceback frame train() local 'y'"
+    bytes: int
+    storages: int  # distinct storages (tensors sharing one are counted once)
+    hidden: bool  # IPython's or a traceback's reference, not a variable of the user's
+
+
+@dataclass(frozen=True, slots=True)
+class HolderScan:
+    """The result of one walk."""
+
+    device: str  # "cuda", "cuda:N", "host" or "any"
+    holders: tuple[Holder, ...]  # biggest first
+    total: int  # bytes over all holders
+    objects: int  # objects looked at
+    seconds: float
+    partial: str  # "" when complete, else why the walk stopped early
+    processes: tuple[GpuProcess, ...] = ()  # processes using the GPU(s), from NVML
+
+    def text(self) -> str:
+        """What holds memory, biggest first, then the processes on the GPU, as lines."""
+        return "\n".join(holders_lines(self))
+
+    def __repr__(self) -> str:
+        return self.text()
+
+
+class _Walk:
+    """State of one scan: storages already counted, containers already entered, budget."""
+
+    def __init__(self, device: str, budget: float) -> None:
+        self.device = device
+        self.deadline = time.perf_counter() + budget
+        self.budget = budget
+        self.seen_storages: set[tuple[str, int]] = set()
+        self.entered: set[int] = set()
+        self.objects = 0
+        self.stopped = False
+        self.torch = sys.modules.get("torch")
+        numpy = sys.modules.get("numpy")
+        self.ndarray = getattr(numpy, "ndarray", None) if device in ("host", "any") else None
+        self.tensor = getattr(self.torch, "Tensor", None)
+        nn = getattr(self.torch, "nn", None)
+        self.module = getattr(nn, "Module", None)
+        optim = getattr(self.torch, "optim", None)
+        self.optimizer = getattr(optim, "Optimizer", None)
+        self.found: dict[str, list[int]] = {}  # holder name -> [bytes, storages]
+        self.hidden: set[str] = set()  # holder names that are hidden references
+        self.visiting_hidden = False
+
+    # -- budget ---------------------------------------------------------------------------
+    def tick(self) -> bool:
+        """Count one object; False once the budget is spent."""
+        self.objects += 1
+        if self.objects % CHECK_EVERY == 0 and time.perf_counter() > self.deadline:
+            self.stopped = True
+        return not self.stopped
+
+    # -- what counts ----------------------------------------------------------------------
+    def _tensor_storage(self, t: Any) -> tuple[tuple[str, int], int] | None:
+        try:
+            device = t.device
+            if self.device == "any":
+                pass
+            elif self.device == "host":
+                if device.type != "cpu":
+                    return None
+            elif device.type != "cuda" or (
+                ":" in self.device and device.index != int(self.device.split(":")[1])
+            ):
+                return None
+            storage = t.untyped_storage()
+            return (str(device), storage.data_ptr()), int(storage.nbytes())
+        except Exception:
+            return None  # sparse, meta, or otherwise storage-less tensors
+
+    def _array_storage(self, a: Any) -> tuple[tuple[str, int], int] | None:
+        base = a
+        while isinstance(getattr(base, "base", None), self.ndarray):
+            base = base.base  # views share their owner's buffer: count the owner once
+        try:
+            pointer = base.__array_interface__["data"][0]
+        except Exception:
+            return None
+        return ("host", pointer), int(base.nbytes)
+
+    def credit(self, holder: str, key_size: tuple[tuple[str, int], int] | None) -> None:
+        if key_size is None:
+            return
+        key, size = key_size
+        if key in self.seen_storages or size <= 0:
+            return
+        self.seen_storages.add(key)
+        if self.visiting_hidden:
+            self.hidden.add(holder)
+        entry = self.found.setdefault(holder, [0, 0])
+        entry[0] += size
+        entry[1] += 1
+
+    # -- the walk -------------------------------------------------------------------------
+    def visit(self, holder: str, root: Any, hidden: bool | None = None) -> None:
+        """Everything reachable from ``root`` (to MAX_DEPTH) is credited to ``holder``."""
+        if hidden is not None:
+            self.visiting_hidden = hidden
+        stack: list[tuple[Any, int]] = [(root, 0)]
+        while stack and self.tick():
+            obj, depth = stack.pop()
+            if isinstance(obj, _SCALARS):
+                continue
+            if self.tensor is not None and isinstance(obj, self.tensor):
+                self.credit(holder, self._tensor_storage(obj))
+                # only a leaf has a .grad: asking a non-leaf makes torch warn, in the cell
+                leaf = obj.requires_grad and getattr(obj, "is_leaf", True)
+                grad = getattr(obj, "grad", None) if leaf else None
+                if grad is not None:
+                    self.credit(f"{holder} (grads)", self._tensor_storage(grad))
+                continue
+            if self.ndarray is not None and isinstance(obj, self.ndarray):
+                if obj.dtype.hasobject:
+                    self._push_items(stack, obj.flat, depth)
+                else:
+                    self.credit(holder, self._array_storage(obj))
+                continue
+            if isinstance(obj, _NOT_FOLLOWED) or depth >= MAX_DEPTH or id(obj) in self.entered:
+                continue
+            self.entered.add(id(obj))
+            if self.module is not None and isinstance(obj, self.module):
+                self._visit_module(holder, obj, stack, depth)
+            elif self.optimizer is not None and isinstance(obj, self.optimizer):
+                self._visit_optimizer(holder, obj, stack, depth)
+            elif isinstance(obj, dict):
+                self._push_items(stack, obj.values(), depth)
+            elif isinstance(obj, list | tuple | set | frozenset | deque):
+                self._push_items(stack, obj, depth)
+            else:
+                attrs = _instance_dict(obj)
+                if attrs is not None:
+                    self._push_items(stack, attrs.values(), depth)
+
+    def _push_items(self, stack: list[tuple[Any, int]], items: Any, depth: int) -> None:
+        # A long run of plain numbers or strings holds no memory worth naming: stop reading
+        # such a container after 64 of them rather than walk a million floats.
+        plain = 0
+        for n, item in enumerate(items, 1):
+            if n % 4096 == 0 and time.perf_counter() > self.deadline:
+                self.stopped = True
+                return
+            if isinstance(item, _SCALARS):
+                plain += 1
+                if plain >= 64:
+                    return
+                continue
+            stack.append((item, depth + 1))
+
+    def _visit_module(self, holder: str, module: Any, stack: list, depth: int) -> None:
+        try:
+            for t in module.parameters():
+                self.credit(holder, self._tensor_storage(t))
+                if t.grad is not None:
+                    self.credit(f"{holder} (grads)", self._tensor_storage(t.grad))
+            for t in module.buffers():
+                self.credit(holder, self._tensor_storage(t))
+            for sub in module.modules():
+                self.entered.add(id(sub))
+                attrs = _instance_dict(sub) or {}
+                for key, value in attrs.items():
+                    if key not in ("_parameters", "_buffers", "_modules") and not key.endswith(
+                        "hooks"
+                    ):
+                        stack.append((value, depth + 1))
+        except Exception:
+            return
+
+    def _visit_optimizer(self, holder: str, opt: Any, stack: list, depth: int) -> None:
+        try:
+            for state in list(opt.state.values()):
+                self.visit(f"{holder} (state)", state)
+            for group in opt.param_groups:
+                for t in group.get("params", ()):
+                    self.credit(f"{holder} (params)", self._tensor_storage(t))
+        except Exception:
+            return
+
+    def result(self, seconds: float) -> HolderScan:
+        holders = tuple(
+            sorted(
+                (
+                    Holder(name, size, count, name in self.hidden)
+                    for name, (size, count) in self.found.items()
+                ),
+                key=lambda h: -h.bytes,
+            )
+        )
+        partial = ""
+        if self.stopped:
+            partial = (
+                f"stopped after {self.budget * 1000:.0f} ms ({self.objects} objects looked at): "
+                "some holders may be missing"
+            )
+        return HolderScan(
+            device=self.device,
+            holders=holders,
+            total=sum(h.bytes for h in holders),
+            objects=self.objects,
+            seconds=seconds,
+            partial=partial,
+        )
+
+
+def _instance_dict(obj: Any) -> dict | None:
+    try:
+        attrs = object.__getattribute__(obj, "__dict__")
+    except Exception:
+        return None
+    return attrs if isinstance(attrs, dict) else None
+
+
+# -- roots --------------------------------------------------------------------------------
+def user_variables(shell: Any) -> list[tuple[str, Any]]:
+    """The user's own variables, modules (nn.Module) first."""
+    ns = getattr(shell, "user_ns", {}) or {}
+    hidden = getattr(shell, "user_ns_hidden", {}) or {}
+    names = [
+        (name, value)
+        for name, value in list(ns.items())
+        if not _IPYTHON_NAME.match(name)
+        and name not in hidden
+        and not isinstance(value, types.ModuleType | type)
+    ]
+    torch = sys.modules.get("torch")
+    module = getattr(getattr(torch, "nn", None), "Module", None)
+    if module is None:
+        return names
+    return sorted(names, key=lambda nv: not isinstance(nv[1], module))
+
+
+def hidden_references(shell: Any) -> Iterator[tuple[str, Any]]:
+    """IPython's references a user does not see: the output cache, ``_``/``__``/``___``, the
+    last result, and the frames of stored tracebacks (each frame's locals by name)."""
+    ns = getattr(shell, "user_ns", {}) or {}
+    out = ns.get("Out")
+    if isinstance(out, dict):
+        for n in sorted(out, reverse=True):
+            yield f"Out[{n}]", out[n]
+    hook = getattr(shell, "displayhook", None)
+    for name in ("_", "__", "___"):
+        yield name, getattr(hook, name, None)
+    # IPython pushes _, __, ___ and _N into user_ns_hidden too: those copies outlive `del _3`.
+    hidden = getattr(shell, "user_ns_hidden", None)
+    if isinstance(hidden, dict):
+        for name, value in list(hidden.items()):
+            if _OUTPUT_NAME.match(name) and ns.get(name) is not value:
+                yield f"{name} (IPython's hidden copy)", value
+    last = getattr(shell, "last_execution_result", None)
+    yield "the last result", getattr(last, "result", None)
+    for tb in stored_tracebacks(shell):
+        yield from _frame_locals(tb, ns)
+
+
+def stored_tracebacks(shell: Any) -> list[Any]:
+    """Every traceback IPython or ``sys`` keeps from the last error (with chained causes)."""
+    found: list[Any] = []
+    seen: set[int] = set()
+
+    def add_exception(exc: Any) -> None:
+        while isinstance(exc, BaseException) and id(exc) not in seen:
+            seen.add(id(exc))
+            add_tb(exc.__traceback__)
+            exc = exc.__cause__ or exc.__context__
+
+    def add_tb(tb: Any) -> None:
+        if isinstance(tb, types.TracebackType) and id(tb) not in seen:
+            seen.add(id(tb))
+            found.append(tb)
+
+    add_exception(getattr(sys, "last_exc", None))
+    add_exception(getattr(sys, "last_value", None))
+    add_tb(getattr(sys, "last_traceback", None))
+    add_tb(getattr(getattr(shell, "InteractiveTB", None), "tb", None))
+    last = getattr(shell, "last_execution_result", None)
+    add_exception(getattr(last, "error_in_exec", None))
+    return found
+
+
+def _frame_locals(tb: Any, user_ns: dict) -> Iterator[tuple[str, Any]]:
+    while tb is not None:
+        frame = tb.tb_frame
+        # A cell's top level runs with the user namespace as its locals: those are variables.
+        if frame.f_globals is not user_ns or frame.f_code.co_name != "<module>":
+            where = frame.f_code.co_name
+            for var, value in list(frame.f_locals.items()):
+                yield f"traceback frame {where}() local '{var}'", value
+        tb = tb.tb_next
+
+
+# -- the scan -----------------------------------------------------------------------------
+DEVICES = re.compile(r"^(cuda|cuda:\d+|host|any)$")
+
+
+def scan(shell: Any, device: str = "cuda", budget: float = 0.05) -> HolderScan:
+    """What holds memory on ``device`` ("cuda", "cuda:N", "host" or "any") now, biggest first.
+
+    Stops after ``budget`` seconds with what it found so far (``partial`` says so).
+    """
+    if not DEVICES.match(device):
+        raise ValueError(f"device must be cuda, cuda:N, host or any, not {device!r}")
+    started = time.perf_counter()
+    walk = _Walk(device, budget)
+    for name, value in user_variables(shell):
+        if walk.stopped:
+            break
+        walk.visit(name, value, hidden=False)
+    for name, value in hidden_references(shell):
+        if walk.stopped:
+            break
+        walk.visit(name, value, hidden=True)
+    return walk.result(time.perf_counter() - started)
+
+
+def holds_memory(value: Any) -> bool:
+    """True when ``value`` reaches a tensor or array (any device) within the walk's bounds."""
+    walk = _Walk("any", 0.01)
+    walk.visit("value", value)
+    return bool(walk.found)
+
+
+def holders_lines(scan: HolderScan, limit: int = 20) -> list[str]:
+    """What holds memory, biggest first, then the processes on the GPU."""
+    where = "host memory" if scan.device == "host" else f"{scan.device} memory"
+    lines = [
+        f"nbgpumon holders of {where}: {format_bytes(scan.total)} in "
+        f"{len(scan.holders)} holder(s), {scan.objects} objects looked at in "
+        f"{scan.seconds * 1000:.0f} ms"
+    ]
+    if not scan.holders:
+        lines.append("  no tensor or array found in variables, outputs or tracebacks")
+    width = max((len(h.name) for h in scan.holders[:limit]), default=0)
+    for h in scan.holders[:limit]:
+        hidden = "  (hidden: %gpumon free drops it)" if h.hidden else ""
+        storages = f"{h.storages} storage{'s' if h.storages != 1 else ''}"
+        lines.append(f"  {h.name.ljust(width)}  {format_bytes(h.bytes):>10}  {storages}{hidden}")
+    if len(scan.holders) > limit:
+        rest = sum(h.bytes for h in scan.holders[limit:])
+        lines.append(f"  … {len(scan.holders) - limit} more, {format_bytes(rest)}")
+    if scan.partial:
+        lines.append(f"  ({scan.partial})")
+    for p in scan.processes:
+        who = "this kernel" if p.is_this_kernel else p.name
+        pid = "PID ?" if p.pid is None else f"PID {p.pid}"
+        lines.append(f"  process on gpu{p.nvml_index}: {pid} {who} {format_bytes(p.used_memory)}")
+    return lines

@@ -1,0 +1,87 @@
+"""The per-cell leak verdict: when a cell keeps more than a threshold, name who holds it.
+
+Before each cell only the identities of the namespace's values are noted (ids, never the
+objects); after a cell that kept at least ``threshold`` bytes, a holder scan runs and the holders
+the cell made are named: variables it bound or rebound, output-cache entries it added, the
+traceback of its own error, and holders that grew since the last scan.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .._ledger.records import CellRecord, Retention
+from . import holder_scan
+
+MOST_NAMED = 3  # holders named per cell
+
+
+def _root(holder_name: str) -> str:
+    """``opt (state)`` -> ``opt``: the name a holder hangs from."""
+    return holder_name.split(" (", 1)[0]
+
+
+class LeakWatch:
+    """Notes the namespace before each cell; after it, names the holders of what it kept."""
+
+    def __init__(self, shell: Any) -> None:
+        self.shell = shell
+        self._before: dict[str, int] = {}
+        self._outputs_before: set[Any] = set()
+        self._last_sizes: dict[str, int] = {}  # holder -> bytes at the last scan
+
+    def cell_started(self) -> None:
+        ns = getattr(self.shell, "user_ns", None) or {}
+        self._before = {name: id(value) for name, value in list(ns.items())}
+        out = ns.get("Out")
+        self._outputs_before = set(out) if isinstance(out, dict) else set()
+
+    def verdict(self, record: CellRecord, threshold: int, budget: float = 0.05) -> Retention | None:
+        """Who holds what ``record`` kept, or None when it kept less than ``threshold``."""
+        if threshold <= 0:
+            return None
+        kept = record.retained
+        if kept is not None and kept >= threshold:
+            device, amount = "cuda", kept
+        elif record.rss_delta is not None and record.rss_delta >= threshold:
+            device, amount = "host", record.rss_delta
+        else:
+            return None
+        found = holder_scan.scan(self.shell, device, budget)
+        smallest = max(2**20, amount // 64)  # below this a holder does not explain the amount
+        named = [nb for nb in self._new_holders(found, record.status != "ok") if nb[1] >= smallest]
+        self._last_sizes = {h.name: h.bytes for h in found.holders}
+        if not named:
+            # Nothing new by name (e.g. appended to an existing list): the biggest holders are
+            # the best lead there is.
+            named = [(h.name, h.bytes) for h in found.holders if h.bytes >= amount // 4]
+        if not named and device == "host":
+            return None  # resident memory also grows by imports and caches: no news then
+        named.sort(key=lambda nb: -nb[1])
+        return Retention(device, tuple(named[:MOST_NAMED]), found.partial)
+
+    def _new_holders(self, found: holder_scan.HolderScan, failed: bool) -> list[tuple[str, int]]:
+        ns = getattr(self.shell, "user_ns", None) or {}
+        named: list[tuple[str, int]] = []
+        for h in found.holders:
+            root = _root(h.name)
+            if root.startswith("Out["):
+                new = _output_number(root) not in self._outputs_before
+            elif root.startswith("traceback frame"):
+                new = failed  # a stale traceback from an earlier cell is not this cell's
+            elif root in ns and not h.hidden:
+                new = self._before.get(root) != id(ns[root])
+            else:
+                new = False
+            if new:
+                named.append((h.name, h.bytes))
+            elif h.name in self._last_sizes and h.bytes > self._last_sizes[h.name]:
+                named.append((h.name, h.bytes - self._last_sizes[h.name]))  # it grew
+        return named
+
+
+def _output_number(name: str) -> int | None:
+    try:
+        return int(name[4:-1])
+    except ValueError:
+        return None

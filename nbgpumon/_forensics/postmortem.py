@@ -1,0 +1,177 @@
+"""The out-of-memory post-mortem printed under a cell that failed with CUDA out of memory.
+
+It works from evidence only: what torch's message says was requested, the device's free and
+total memory (NVML), this kernel's allocated and reserved bytes (torch's allocator), the holders
+(variables, outputs, stored tracebacks) and other processes on the device. The fixes are ranked
+by the bytes each would give back; the generic ones come last. Nothing here keeps a reference to
+the exception or its frames once it returns.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from .._foundation.units import format_bytes
+from . import holder_scan
+
+if TYPE_CHECKING:
+    from .._ledger.records import CellRecord
+    from .._sources.nvml import GpuProcess
+    from .._sources.torch_allocator import AllocatorStats
+    from .holder_scan import HolderScan
+
+_UNIT = {"B": 1, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2**40}
+_UNIT.update({"KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12})
+_REQUESTED = re.compile(r"Tried to allocate ([\d.]+) ?([KMGT]i?B|B)")
+_DEVICE = re.compile(r"GPU (\d+)")
+FRAGMENTED = 2**30  # reserved-but-unused bytes worth a fix of their own
+
+
+@dataclass(frozen=True)
+class OomFacts:
+    """What is known about one out-of-memory error."""
+
+    cell: str  # "[12]"
+    message: str  # the error's first line
+    requested: int | None  # bytes asked for, from torch's message
+    cuda_index: int | None
+    device_name: str
+    device_free: int | None  # NVML
+    device_total: int | None
+    allocator: AllocatorStats | None
+    holders: HolderScan | None
+    processes: tuple[GpuProcess, ...]
+
+
+def parse_message(message: str) -> tuple[int | None, int | None]:
+    """(requested bytes, CUDA device index) from torch's OOM message; None where absent."""
+    requested = None
+    if m := _REQUESTED.search(message):
+        requested = int(float(m.group(1)) * _UNIT[m.group(2)])
+    index = int(m.group(1)) if (m := _DEVICE.search(message)) else None
+    return requested, index
+
+
+def fixes(facts: OomFacts) -> list[str]:
+    """What to try, most bytes back first; the generic advice last."""
+    ranked: list[tuple[int, str]] = []
+    holders = facts.holders.holders if facts.holders else ()
+    variables = [h for h in holders if not h.hidden]
+    hidden = [h for h in holders if h.hidden]
+    if variables:
+        names = sorted({h.name.split(" (", 1)[0] for h in variables[:3]})
+        size = sum(h.bytes for h in variables[:3])
+        them = "them" if len(names) > 1 else "it"
+        ranked.append(
+            (size, f"del {', '.join(names)} ({format_bytes(size)}) if you no longer need {them}")
+        )
+    if hidden:
+        size = sum(h.bytes for h in hidden)
+        what = ", ".join(dict.fromkeys(_hidden_kind(h.name) for h in hidden))
+        ranked.append((size, f"%gpumon free: drops {what} ({format_bytes(size)})"))
+    stats = facts.allocator
+    if stats is not None and stats.reserved - stats.allocated >= FRAGMENTED:
+        idle = stats.reserved - stats.allocated
+        ranked.append(
+            (
+                idle,
+                f"{format_bytes(idle)} is reserved by torch but unused (fragmentation): "
+                "torch.cuda.empty_cache(), or restart with "
+                "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True",
+            )
+        )
+    others = [p for p in facts.processes if not p.is_this_kernel and p.used_memory]
+    if others:
+        size = sum(p.used_memory or 0 for p in others)
+        who = ", ".join(_process_name(p) for p in others[:3])
+        ranked.append((size, f"other processes hold {format_bytes(size)} on this GPU: {who}"))
+    ranked.sort(key=lambda r: -r[0])
+    return [text for _, text in ranked] + [
+        "a smaller batch, mixed precision (torch.autocast) or gradient accumulation"
+    ]
+
+
+def _hidden_kind(name: str) -> str:
+    if name.startswith("Out["):
+        return "outputs (Out, _N)"
+    if name.startswith("traceback"):
+        return "the stored traceback"
+    if name.startswith("_"):
+        return "_, __, ___"
+    return "the last result"
+
+
+def _process_name(p: GpuProcess) -> str:
+    pid = "PID ?" if p.pid is None else f"PID {p.pid}"
+    return f"{pid} {p.name} {format_bytes(p.used_memory)}"
+
+
+def report(facts: OomFacts) -> str:
+    """The post-mortem, as lines of plain text."""
+    where = "" if facts.cuda_index is None else f" on cuda:{facts.cuda_index}"
+    if facts.device_name:
+        where += f" ({facts.device_name})"
+    asked = "" if facts.requested is None else f": asked for {format_bytes(facts.requested)}"
+    lines = [f"nbgpumon: out of GPU memory in {facts.cell}{asked}{where}"]
+    if facts.device_total:
+        lines.append(
+            f"  device: {format_bytes(facts.device_free)} free of "
+            f"{format_bytes(facts.device_total)} (NVML)"
+        )
+    stats = facts.allocator
+    if stats is not None:
+        lines.append(
+            f"  this kernel: {format_bytes(stats.allocated)} allocated, "
+            f"{format_bytes(stats.reserved)} reserved by torch "
+            f"({format_bytes(stats.reserved - stats.allocated)} reserved but unused)"
+        )
+    scan = facts.holders
+    if scan is not None and scan.holders:
+        top = " · ".join(f"{h.name} {format_bytes(h.bytes)}" for h in scan.holders[:5])
+        lines.append(f"  held by: {top}")
+        if scan.partial:
+            lines.append(f"  ({scan.partial})")
+    elif scan is not None:
+        lines.append("  held by: no tensor found in variables, outputs or tracebacks")
+    for p in facts.processes:
+        mark = " (this kernel)" if p.is_this_kernel else ""
+        lines.append(f"  process: {_process_name(p)}{mark}")
+    lines.append("  what to try, most memory back first:")
+    lines += [f"    {n}. {text}" for n, text in enumerate(fixes(facts), 1)]
+    return "\n".join(lines)
+
+
+def gather(mon: Any, shell: Any, record: CellRecord, error: BaseException) -> OomFacts:
+    """The evidence for ``error``'s post-mortem, read now from the session ``mon`` (the
+    failing frames are still held by ``shell``'s stored traceback, so the holder scan names
+    them)."""
+    text = str(error).strip()
+    requested, cuda = parse_message(text)
+    devices = mon.nvml.devices
+    device = next((d for d in devices if cuda is not None and d.cuda_index == cuda), None)
+    if device is None and cuda is None and len(devices) == 1:
+        device = devices[0]  # one GPU: the message's device is that one
+        cuda = device.cuda_index
+    free = total = None
+    if device is not None:
+        used = mon.nvml.read_memory()
+        now = used[device.nvml_index] if device.nvml_index < len(used) else None
+        total = device.memory_total
+        free = None if now is None or not total else total - now
+    allocator = mon.ledger.read_allocator().get(cuda) if cuda is not None else None
+    where = "cuda" if cuda is None else f"cuda:{cuda}"
+    scan = holder_scan.scan(shell, where if mon.torch.active() else "host")
+    return OomFacts(
+        cell=record.name,
+        message=text.splitlines()[0] if text else type(error).__name__,
+        requested=requested,
+        cuda_index=cuda,
+        device_name=device.name if device is not None else "",
+        device_free=free,
+        device_total=total,
+        allocator=allocator,
+        holders=scan,
+        processes=tuple(mon.processes_on(where)),
+    )

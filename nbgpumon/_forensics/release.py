@@ -1,0 +1,142 @@
+"""``%gpumon free``: drop what IPython's hidden references keep alive, never a user variable.
+
+Cleared: output-cache entries (``Out[N]`` and ``_N``) and ``_``/``__``/``___`` that reach a
+tensor or array, the last result, and every stored traceback (``sys.last_*``, the shell's own
+``InteractiveTB.tb``, the last result's exception) after clearing their frames' locals. Then the
+garbage collector runs and, when this kernel already has CUDA up, torch's cache is emptied.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import re
+import sys
+from dataclasses import dataclass
+from typing import Any
+
+from .._foundation.units import format_bytes
+from .._sources.torch_allocator import initialised_cuda
+from .holder_scan import holds_memory, stored_tracebacks
+
+_OUTPUT_ALIAS = re.compile(r"^_\d+$")
+
+
+@dataclass(frozen=True)
+class MemoryNow:
+    """This kernel's memory at one instant, for the before/after of a release."""
+
+    allocated: int | None  # torch allocator, all GPUs
+    reserved: int | None
+    rss: int | None  # host
+
+
+def clear_outputs(shell: Any) -> list[str]:
+    """Remove output-cache entries that hold memory; returns what was cleared."""
+    ns = shell.user_ns
+    # IPython pushes _, __, ___ and _N into the namespace *and* into user_ns_hidden, whose
+    # copies keep the values alive after the namespace's are gone.
+    spaces = [d for d in (ns, getattr(shell, "user_ns_hidden", None)) if isinstance(d, dict)]
+    cleared: list[str] = []
+    out = ns.get("Out")
+    if isinstance(out, dict):
+        for n in [n for n, value in list(out.items()) if holds_memory(value)]:
+            value = out.pop(n)
+            cleared.append(f"Out[{n}]")
+            for space in spaces:
+                if space.get(f"_{n}") is value:
+                    del space[f"_{n}"]
+            del value
+    for space in spaces:
+        for key in [k for k in space if _OUTPUT_ALIAS.match(k) and holds_memory(space[k])]:
+            del space[key]  # an _N whose Out entry was already gone
+            cleared.append(key)
+    hook = getattr(shell, "displayhook", None)
+    for name in ("_", "__", "___"):
+        values = [getattr(hook, name, None), *(d.get(name) for d in spaces)]
+        if any(holds_memory(v) for v in values):
+            if hook is not None:
+                setattr(hook, name, "")
+            for space in spaces:
+                if name in space:
+                    space[name] = ""
+            cleared.append(name)
+    last = getattr(shell, "last_execution_result", None)
+    if last is not None and holds_memory(getattr(last, "result", None)):
+        last.result = None
+        cleared.append("the last result")
+    return cleared
+
+
+def clear_tracebacks(shell: Any) -> int:
+    """Clear and drop every stored traceback; returns how many frames were cleared."""
+    frames = 0
+    for tb in stored_tracebacks(shell):
+        frames += _clear_frames(tb, shell.user_ns)
+    for name in ("last_type", "last_value", "last_traceback", "last_exc"):
+        if getattr(sys, name, None) is not None:
+            with contextlib.suppress(AttributeError):
+                delattr(sys, name)
+    tb_holder = getattr(shell, "InteractiveTB", None)
+    if tb_holder is not None and getattr(tb_holder, "tb", None) is not None:
+        tb_holder.tb = None
+    last = getattr(shell, "last_execution_result", None)
+    if last is not None and getattr(last, "error_in_exec", None) is not None:
+        last.error_in_exec = None
+    return frames
+
+
+def _clear_frames(tb: Any, user_ns: dict) -> int:
+    """Drop the locals of a traceback's finished frames, so that whatever else still refers
+    to the traceback no longer keeps them alive. A cell's top level is left alone: its locals
+    are the user's namespace."""
+    n = 0
+    while tb is not None:
+        frame = tb.tb_frame
+        if not (frame.f_code.co_name == "<module>" and frame.f_globals is user_ns):
+            with contextlib.suppress(RuntimeError):  # a frame still running can't be cleared
+                frame.clear()
+                n += 1
+        tb = tb.tb_next
+    return n
+
+
+def release(shell: Any) -> tuple[list[str], int]:
+    """Clear outputs and tracebacks, collect garbage, empty torch's cache when CUDA is up.
+
+    Returns (what was cleared, traceback frames whose locals were dropped).
+    """
+    cleared = clear_outputs(shell)
+    frames = clear_tracebacks(shell)
+    gc.collect()
+    cuda = initialised_cuda()  # empty_cache must never be the first CUDA call
+    if cuda is not None:
+        with contextlib.suppress(Exception):
+            cuda.empty_cache()
+    return cleared, frames
+
+
+def freed_line(before: MemoryNow, after: MemoryNow, cleared: list[str], frames: int) -> str:
+    """``nbgpumon free: 1.0 GiB of GPU memory back (allocated -1.0 GiB, ...); cleared ...``."""
+    what = list(cleared)
+    if frames:
+        what.append(f"the stored traceback ({frames} frame{'s' if frames != 1 else ''})")
+    if not what:
+        return (
+            "nbgpumon free: no output, _ or stored traceback held a tensor or array; "
+            "nothing cleared (your variables are never touched)"
+        )
+    parts = []
+    if before.reserved is not None and after.reserved is not None:
+        parts.append(
+            f"GPU: allocated {_change(before.allocated, after.allocated)}, "
+            f"reserved {_change(before.reserved, after.reserved)}"
+        )
+    parts.append(f"host: resident {_change(before.rss, after.rss)}")
+    return f"nbgpumon free: cleared {', '.join(what)}; {'; '.join(parts)}"
+
+
+def _change(before: int | None, after: int | None) -> str:
+    if before is None or after is None:
+        return "—"
+    return format_bytes(after - before, signed=True)

@@ -1,0 +1,415 @@
+"""Allocation tracing: which notebook cell and line allocated the CUDA memory a cell left behind.
+
+``%gpumon trace on`` turns on PyTorch's memory-history recorder
+(``torch.cuda.memory._record_memory_history``), which stores the Python stack of every live
+caching-allocator block. After each cell, the blocks that are alive now but were not alive when
+the cell started are grouped by the innermost notebook-cell frame of their stack.
+
+Facts this module relies on (torch 2.11 on the GPU machine, 2.13 here; IPython 9, ipykernel 7):
+
+- ``_record_memory_history(enabled, context, stacks, max_entries, ...)`` takes strings since
+  torch 2.1; a bool ``enabled`` goes to the legacy API, which has no ``max_entries``. Enabling
+  it calls ``lazyInitCUDA()``, so it is only ever called once torch has initialised CUDA.
+- ``memory_snapshot(include_traces=False)`` returns the segments without the trace ring
+  buffer; ``_snapshot()`` with 100 000 trace entries takes 110-170 ms on an H200 host. Each
+  segment has ``device`` and ``blocks``; each block ``address``, ``size``, ``state``
+  (``"active_allocated"`` for live tensors) and ``frames``, innermost first, each
+  ``{"filename", "line", "name"}``. Blocks allocated before recording began have no frames.
+  Even without traces a snapshot costs 2-3 µs per live block (a kernel's stack is ~28
+  frames deep), so one is taken only when torch's allocation count has moved.
+- ``_set_memory_metadata(str)`` is thread-local and lands only on ``device_traces`` entries
+  (``user_metadata``), never on blocks. Reading it back needs the slow full snapshot, so the
+  attribution here does not use it; the tag is set only so that a snapshot the user dumps for
+  pytorch.org/memory_viz shows which cell each allocation came from.
+- IPython's ``compile.cache()`` sets ``_filename_map[cell filename] = execution count`` and puts
+  the cell's lines in ``linecache`` just before the cell runs. ipykernel names a cell file by a
+  hash of its text (``/tmp/ipykernel_PID/HASH.py``), so identical cells share one name and the
+  map holds the count of the latest run of that text.
+"""
+
+from __future__ import annotations
+
+import inspect
+import linecache
+import os
+import sys
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from .._foundation.units import format_bytes
+from .._sources.torch_allocator import initialised_cuda
+
+SOURCE_CHARS = 80
+_ACTIVE = "active_allocated"
+
+
+@dataclass(frozen=True, slots=True)
+class TracedAllocation:
+    """Surviving blocks that one notebook line allocated during one cell."""
+
+    bytes: int  # total bytes of the surviving blocks in this group
+    blocks: int  # how many blocks
+    device: int  # CUDA device index
+    cell: int | None  # execution count N of In[N] of the innermost notebook-cell frame
+    line: int  # line number within that cell (0: no notebook-cell frame on the stack)
+    source: str  # that line's source text, stripped and cut to ~80 chars ("" if unknown)
+    caller_cell: int | None  # outermost notebook-cell frame's count when it differs from cell
+    caller_line: int | None
+
+
+def format_traced(a: TracedAllocation) -> str:
+    """``[7] line 3: y = torch.empty(…) — 1.0 GiB``; a caller in another cell comes first:
+    ``[7] line 2 → [3] line 5: ... — 1.0 GiB``."""
+    cell = "?" if a.cell is None else a.cell
+    if a.line:
+        where = f"[{cell}] line {a.line}"
+        if a.caller_cell is not None:
+            where = f"[{a.caller_cell}] line {a.caller_line} → {where}"
+        text = f"{where}: {a.source}" if a.source else where
+    else:  # allocated while the cell ran, but no cell frame on its stack
+        text = (
+            f"[{cell}] no cell line ({a.source or 'no Python stack: autograd or another thread'})"
+        )
+    size = format_bytes(a.bytes)
+    if a.blocks > 1:
+        size += f" in {a.blocks} blocks"
+    if a.device:
+        size += f" on cuda:{a.device}"
+    return f"{text} — {size}"
+
+
+# -- pure functions over a snapshot: testable without a GPU --------------------------------
+def live_block_keys(snapshot: Mapping[str, Any] | Iterable[Mapping[str, Any]]) -> set[int]:
+    """One int per live block: address, size and allocation site hashed together.
+
+    The allocation site is there so that a block freed and reallocated at the same address by
+    other code within one cell still counts as new.
+    """
+    return {_block_key(b) for _, b in _live_blocks(snapshot)}
+
+
+def attribute_blocks(
+    snapshot: Mapping[str, Any] | Iterable[Mapping[str, Any]],
+    alive_at_start: set[int],
+    filename_map: Mapping[str, int],
+    execution_count: int | None,
+    cell_filename: str | None = None,
+    getline: Callable[[str, int], str] = linecache.getline,
+    live_keys: set[int] | None = None,
+) -> list[TracedAllocation]:
+    """Live blocks of ``snapshot`` not in ``alive_at_start``, grouped by cell line, biggest first.
+
+    ``snapshot`` is ``torch.cuda.memory._snapshot()`` or its ``"segments"`` list.
+    ``filename_map`` is IPython's ``shell.compile._filename_map``; a frame whose filename is
+    ``cell_filename`` (the cell that just ran) gets ``execution_count``, because identical cell
+    texts share a filename. Blocks with no cell frame (another thread, autograd's backward) are
+    put on ``execution_count`` with line 0: they were allocated while that cell ran.
+    ``live_keys``, when given, receives :func:`live_block_keys` of ``snapshot`` (one pass).
+    """
+
+    def count(frame: Mapping[str, Any]) -> int | None:
+        name = frame.get("filename")
+        return execution_count if name == cell_filename else filename_map.get(name)
+
+    groups: dict[tuple, list[int]] = {}
+    sources: dict[tuple[str, int], str] = {}  # many blocks come from one line
+    for device, block in _live_blocks(snapshot):
+        key = _block_key(block)
+        if live_keys is not None:
+            live_keys.add(key)
+        if key in alive_at_start:
+            continue
+        frames = block.get("frames") or ()
+        cells = [f for f in frames if f.get("filename") in filename_map]
+        caller_cell = caller_line = None
+        if cells:
+            inner, outer = cells[0], cells[-1]
+            cell, line = count(inner), int(inner.get("line") or 0)
+            where = (inner.get("filename", ""), line)
+            source = sources.get(where)
+            if source is None:
+                source = sources[where] = _source_line(*where, getline)
+            if count(outer) != cell:
+                caller_cell, caller_line = count(outer), int(outer.get("line") or 0)
+        else:
+            cell, line, source = execution_count, 0, _describe_frame(frames)
+        entry = groups.setdefault((device, cell, line, source, caller_cell, caller_line), [0, 0])
+        entry[0] += int(block.get("size") or 0)
+        entry[1] += 1
+    found = [
+        TracedAllocation(size, n, device, cell, line, source, caller_cell, caller_line)
+        for (device, cell, line, source, caller_cell, caller_line), (size, n) in groups.items()
+    ]
+    found.sort(key=lambda a: (-a.bytes, a.device, a.cell or 0, a.line))
+    return found
+
+
+def _live_blocks(
+    snapshot: Mapping[str, Any] | Iterable[Mapping[str, Any]],
+) -> Iterable[tuple[int, Mapping[str, Any]]]:
+    segments = snapshot.get("segments", ()) if isinstance(snapshot, Mapping) else snapshot
+    for segment in segments:
+        device = int(segment.get("device", 0))
+        address = int(segment.get("address", 0))
+        for block in segment.get("blocks", ()):
+            if "address" not in block:  # torch < 2.1 left it out: blocks tile their segment
+                block = {**block, "address": address}
+            address = int(block["address"]) + int(block.get("size", 0))
+            if block.get("state") == _ACTIVE:
+                yield device, block
+
+
+def _block_key(block: Mapping[str, Any]) -> int:
+    frames = block.get("frames") or ()
+    site = (frames[0].get("filename"), frames[0].get("line")) if frames else None
+    return hash((block["address"], block.get("size"), site))
+
+
+def _source_line(filename: str, line: int, getline: Callable[[str, int], str]) -> str:
+    text = getline(filename, line).strip() if line > 0 else ""
+    return text if len(text) <= SOURCE_CHARS else text[: SOURCE_CHARS - 1] + "…"
+
+
+def _describe_frame(frames: Iterable[Mapping[str, Any]]) -> str:
+    """``fn (file.py:12)`` for the innermost frame outside torch, or ""."""
+    frames = list(frames)
+    outside = [f for f in frames if f"{os.sep}torch{os.sep}" not in str(f.get("filename", ""))]
+    for frame in outside or frames:
+        name = os.path.basename(str(frame.get("filename", "")))
+        return f"{frame.get('name', '?')} ({name}:{frame.get('line', 0)})"
+    return ""
+
+
+# -- the tracer: owns torch's recorder while tracing is on ---------------------------------
+class AllocationTracer:
+    """Records CUDA allocation stacks and attributes each cell's surviving blocks to lines.
+
+    Never imports torch and never initialises CUDA: it acts only once the user's code has
+    imported torch and initialised CUDA. No method raises; problems end up in ``error``.
+    """
+
+    def __init__(self, shell: Any, max_entries: int = 100_000) -> None:
+        self.shell = shell
+        # alloc/free events kept in torch's ring buffer (for memory_viz dumps; 0: none)
+        self.max_entries = max_entries
+        self.error = ""
+        self._armed = False
+        self._recording = False
+        self._ours = False  # we turned the recorder on, so we turn it off
+        self._snapshot: Callable[[], Any] | None = None
+        self._alive_at_start: set[int] | None = None
+        # what was alive when the last cell ended, and torch's allocation counts just before:
+        # when the counts have not moved by the next cell start, that set is still right
+        self._alive_after: set[int] | None = None
+        self._counts_after: tuple[int, ...] | None = None
+        self._counts_at_start: tuple[int, ...] | None = None
+        self._tag = ""
+
+    @property
+    def active(self) -> bool:
+        """Recording now."""
+        return self._recording
+
+    @property
+    def armed(self) -> bool:
+        """``trace on`` was asked; recording may wait for CUDA to be initialised."""
+        return self._armed
+
+    def start(self) -> str:
+        """Turn tracing on, or arm it until CUDA is up; one line for the user."""
+        self._armed = True
+        if self._recording:
+            return "allocation tracing is already on"
+        cuda = initialised_cuda()
+        if cuda is None:
+            return (
+                "allocation tracing armed: it starts at the first cell after torch "
+                "initialises CUDA (allocations before that are not traced)"
+            )
+        return self._begin(cuda)
+
+    def stop(self) -> str:
+        """Turn tracing off (torch's recorder too, when nbgpumon turned it on)."""
+        was_armed, was_recording, ours = self._armed, self._recording, self._ours
+        self._armed = self._recording = self._ours = False
+        self._alive_at_start = self._alive_after = None
+        cuda = initialised_cuda()
+        if cuda is not None:
+            self._clear_tag(cuda)
+        if not was_recording:
+            return "allocation tracing off" if was_armed else "allocation tracing was not on"
+        if not ours:
+            return "allocation tracing off (torch's recorder was on before; left on)"
+        try:
+            cuda.memory._record_memory_history(enabled=None)
+        except Exception as exc:
+            self.error = _one_line("stopping torch's memory recorder failed", exc)
+            return f"allocation tracing off, but {self.error}"
+        return "allocation tracing off"
+
+    def cell_started(self, execution_count: int | None, cell_filename: str | None = None) -> None:
+        """pre_run_cell: start recording if armed and CUDA is now up; note what is alive."""
+        self._alive_at_start = None
+        after, self._alive_after = self._alive_after, None
+        try:
+            cuda = initialised_cuda()
+            if cuda is None:
+                return
+            if self._armed and not self._recording:
+                self._begin(cuda)
+            if not self._recording or not self._still_recording(cuda):
+                return
+            # a snapshot costs microseconds per live block: skip it when nothing was allocated
+            counts = _allocation_counts(cuda)
+            if after is None or counts is None or counts != self._counts_after:
+                after = live_block_keys(self._snapshot())  # type: ignore[misc]
+            self._alive_at_start, self._counts_at_start = after, counts
+            self._set_tag(cuda, execution_count)
+        except Exception as exc:
+            self._alive_at_start = None
+            self.error = _one_line("allocation tracing failed at cell start", exc)
+
+    def cell_finished(
+        self, execution_count: int | None, cell_filename: str | None = None
+    ) -> list[TracedAllocation]:
+        """post_run_cell: this cell's surviving blocks by cell line, biggest first."""
+        alive, self._alive_at_start = self._alive_at_start, None
+        try:
+            cuda = initialised_cuda()
+            if cuda is None:
+                return []
+            self._clear_tag(cuda)
+            if self._armed and not self._recording:
+                self._begin(cuda)  # this cell initialised CUDA: trace from the next one
+                return []
+            if alive is None or not self._recording:
+                return []
+            compile_ = getattr(self.shell, "compile", None)
+            filename_map = getattr(compile_, "_filename_map", None) or {}
+            counts = _allocation_counts(cuda)  # before the snapshot: a later alloc must show
+            if counts is not None and counts == self._counts_at_start:
+                self._alive_after, self._counts_after = alive, counts
+                return []  # the cell allocated nothing
+            live: set[int] = set()
+            found = attribute_blocks(
+                self._snapshot(),  # type: ignore[misc]
+                alive,
+                filename_map,
+                execution_count,
+                cell_filename,
+                live_keys=live,
+            )
+            if counts is not None:
+                self._alive_after, self._counts_after = live, counts
+            return found
+        except Exception as exc:
+            self.error = _one_line("allocation tracing failed at cell end", exc)
+            return []
+
+    # -- torch ----------------------------------------------------------------------------
+    def _begin(self, cuda: Any) -> str:
+        """Turn torch's recorder on (CUDA is initialised); one line for the user."""
+        memory = getattr(cuda, "memory", None)
+        record = getattr(memory, "_record_memory_history", None)
+        snapshot = getattr(memory, "memory_snapshot", None)
+        if (
+            record is None
+            or snapshot is None
+            or not {"max_entries", "stacks", "context"} <= _parameters(record)
+        ):
+            self._armed = False
+            version = getattr(sys.modules.get("torch"), "__version__", "?")
+            self.error = f"torch {version} is too old for allocation tracing (needs 2.1 or later)"
+            return f"allocation tracing not possible: {self.error}"
+        include = "include_traces" in _parameters(snapshot)
+        # without the trace ring buffer a snapshot costs ~0.1 ms instead of ~150 ms
+        self._snapshot = (lambda: snapshot(include_traces=False)) if include else snapshot
+        try:
+            if _history_enabled(cuda):
+                self._ours = False  # someone else's recorder: read it, leave its settings
+            else:
+                # Python frames only: C++ unwinding costs far more per allocation. "alloc"
+                # keeps stacks for live blocks and alloc events, none for frees; with no
+                # history wanted, "state" keeps only the live blocks' stacks.
+                history = self.max_entries > 0
+                record(
+                    enabled="all" if history else "state",
+                    context="alloc" if history else "state",
+                    stacks="python",
+                    max_entries=max(self.max_entries, 1),
+                )
+                self._ours = True
+        except Exception as exc:
+            self._armed = False
+            self.error = _one_line("starting torch's memory recorder failed", exc)
+            return f"allocation tracing not possible: {self.error}"
+        self._recording = True
+        self.error = ""
+        note = "" if self._ours else " (torch's recorder was already on; using it)"
+        return (
+            "allocation tracing on: after each cell, the memory it left behind is shown "
+            f"by cell and line{note}"
+        )
+
+    def _still_recording(self, cuda: Any) -> bool:
+        if _history_enabled(cuda) is False:  # turned off behind our back: respect that
+            self._armed = self._recording = self._ours = False
+            self.error = "torch's memory recorder was turned off outside nbgpumon"
+            return False
+        return True
+
+    def _set_tag(self, cuda: Any, execution_count: int | None) -> None:
+        """Label this cell's allocations in torch's trace, unless the user set their own label."""
+        memory = cuda.memory
+        if (
+            execution_count is None
+            or self.max_entries <= 0  # no trace entries to carry the label
+            or not hasattr(memory, "_set_memory_metadata")
+        ):
+            return
+        if memory._get_memory_metadata() in ("", self._tag):
+            self._tag = f"nbgpumon In[{execution_count}]"
+            memory._set_memory_metadata(self._tag)
+
+    def _clear_tag(self, cuda: Any) -> None:
+        memory = getattr(cuda, "memory", None)
+        if not self._tag or not hasattr(memory, "_set_memory_metadata"):
+            return
+        try:
+            if memory._get_memory_metadata() == self._tag:
+                memory._set_memory_metadata("")
+        except Exception:
+            pass  # a label left behind is harmless
+        self._tag = ""
+
+
+def _parameters(fn: Callable[..., Any]) -> set[str]:
+    try:
+        return set(inspect.signature(fn).parameters)
+    except (TypeError, ValueError):
+        return set()
+
+
+def _allocation_counts(cuda: Any) -> tuple[int, ...] | None:
+    """How many allocations torch's allocator has made so far, per device (None: unknown)."""
+    try:
+        nested = cuda.memory.memory_stats_as_nested_dict
+        return tuple(
+            int(nested(i)["allocation"]["all"]["allocated"]) for i in range(cuda.device_count())
+        )
+    except Exception:
+        return None
+
+
+def _history_enabled(cuda: Any) -> bool | None:
+    """Whether torch's recorder is on (anyone's), or None when torch cannot say."""
+    probe = getattr(getattr(sys.modules.get("torch"), "_C", None), "_cuda_isHistoryEnabled", None)
+    if probe is None:
+        return None
+    return bool(probe())
+
+
+def _one_line(what: str, exc: BaseException) -> str:
+    detail = str(exc).strip().splitlines()
+    return f"{what}: {type(exc).__name__}: {detail[0] if detail else ''}".rstrip(": ")

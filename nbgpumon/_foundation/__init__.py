@@ -1,0 +1,1 @@
+"""Foundation: what every layer may use. The metric registry, units, errors, the clock."""

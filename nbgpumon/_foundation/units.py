@@ -1,0 +1,56 @@
+"""Numbers as people read them: bytes, durations, percentages, times of day.
+
+The Python twin of ``js/src/format.js``: the text views, the forensics' lines and the browser
+say "1.0 GiB" and "12.3 s" the same way.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from datetime import datetime, timezone
+
+_UNITS = ("B", "KiB", "MiB", "GiB", "TiB")
+
+
+def format_bytes(n: float | None, signed: bool = False) -> str:
+    """``1073741824 -> "1.0 GiB"``; ``signed`` adds ``+`` to positive values."""
+    if n is None or (isinstance(n, float) and math.isnan(n)):
+        return "—"
+    sign = "-" if n < 0 else ("+" if signed and n > 0 else "")
+    value = float(abs(n))
+    unit = 0
+    while value >= 1024 and unit < len(_UNITS) - 1:
+        value /= 1024
+        unit += 1
+    digits = 0 if unit == 0 or value >= 100 else 1
+    return f"{sign}{value:.{digits}f} {_UNITS[unit]}"
+
+
+def format_seconds(s: float | None) -> str:
+    """``0.25 -> "250 ms"``, ``12.34 -> "12.3 s"``, ``125 -> "2 min 5 s"``."""
+    if s is None:
+        return "—"
+    if s < 1:
+        return f"{s * 1000:.0f} ms"
+    if s < 60:
+        return f"{s:.1f} s"
+    minutes, seconds = divmod(round(s), 60)
+    if minutes < 60:
+        return f"{minutes} min {seconds} s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours} h {minutes} min"
+
+
+def format_percent(p: float | None) -> str:
+    return "—" if p is None or math.isnan(p) else f"{p:.0f}%"
+
+
+def format_utc(t: float, fmt: str = "%Y-%m-%d %H:%M:%S UTC") -> str:
+    """Unix time ``t`` in UTC: what a recording's report and damage notes show."""
+    return datetime.fromtimestamp(t, timezone.utc).strftime(fmt)
+
+
+def format_local(t: float, fmt: str = "%H:%M:%S") -> str:
+    """Unix time ``t`` on this machine's clock: what a live view shows."""
+    return time.strftime(fmt, time.localtime(t))

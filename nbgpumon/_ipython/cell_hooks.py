@@ -1,0 +1,98 @@
+"""IPython's pre/post_run_cell events, bound to the ledger: one measurement per cell."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable
+from typing import Any
+
+from .._ledger.ledger import Ledger, Measurement
+from .._ledger.outcome import classify_exception, first_line
+from .._ledger.records import CellRecord
+
+
+class CellHooks:
+    """IPython's pre/post_run_cell events, bound to a ledger. Handles IPython 8 and 9.
+
+    IPython 9.8 moved the execution-count increment before ``pre_run_cell``; the count is
+    therefore taken from the result in ``post_run_cell``, and the offset between the two is
+    learned so that regions inside a running cell know their cell's number.
+    """
+
+    def __init__(
+        self,
+        shell: Any,
+        ledger: Ledger,
+        on_record: Callable[[CellRecord, BaseException | None], None] | None = None,
+        on_start: Callable[[int | None], None] | None = None,
+        on_open: Callable[[], None] | None = None,
+    ) -> None:
+        self.shell, self.ledger = shell, ledger
+        self.on_record, self.on_start, self.on_open = on_record, on_start, on_open
+        self._open: Measurement | None = None
+        self._nested = 0  # run_cell calls inside the open cell
+        self._count_at_pre = 0
+        self._offset = _initial_offset()
+
+    def register(self) -> None:
+        self.shell.events.register("pre_run_cell", self.pre_run_cell)
+        self.shell.events.register("post_run_cell", self.post_run_cell)
+
+    def unregister(self) -> None:
+        for name, callback in (
+            ("pre_run_cell", self.pre_run_cell),
+            ("post_run_cell", self.post_run_cell),
+        ):
+            with contextlib.suppress(ValueError):
+                self.shell.events.unregister(name, callback)
+
+    def pre_run_cell(self, info: Any = None) -> None:
+        if self._open is not None:
+            # run_cell called from inside a running cell (%%gpumon profile, %%capture): it is
+            # part of the outer cell, which keeps its one measurement
+            self._nested += 1
+            return
+        raw = getattr(info, "raw_cell", "") or ""
+        self._count_at_pre = int(getattr(self.shell, "execution_count", 0) or 0)
+        count = self._count_at_pre - self._offset if getattr(info, "store_history", True) else None
+        if self.on_start is not None:
+            self.on_start(count)
+        self._open = self.ledger.begin(
+            "cell", first_line(raw), count, getattr(info, "cell_id", None)
+        )
+        if self.on_open is not None:  # after begin: the cell's start readings exist now
+            self.on_open()
+
+    def post_run_cell(self, result: Any = None) -> None:
+        if self._nested:
+            self._nested -= 1
+            return
+        opened, self._open = self._open, None
+        if opened is None:
+            return  # an empty cell: IPython sends post_run_cell without pre_run_cell
+        count = getattr(result, "execution_count", None)
+        if isinstance(count, int):
+            self._offset = self._count_at_pre - count
+        status, error = classify(result)
+        record = self.ledger.end(opened, status, error, execution_count=count)
+        if self.on_record is not None:
+            self.on_record(record, raised(result))
+
+
+def _initial_offset() -> int:
+    try:
+        import IPython
+
+        return 1 if tuple(IPython.version_info[:2]) >= (9, 8) else 0
+    except Exception:
+        return 0
+
+
+def raised(result: Any) -> BaseException | None:
+    """The exception an IPython ExecutionResult ended with, if any."""
+    return getattr(result, "error_in_exec", None) or getattr(result, "error_before_exec", None)
+
+
+def classify(result: Any) -> tuple[str, str]:
+    """(status, one-line error) from an IPython ExecutionResult."""
+    return classify_exception(raised(result))

@@ -1,0 +1,124 @@
+"""``%load_ext nbgpumon`` and ``%unload_ext nbgpumon``: one monitor, its cell hooks, the magic,
+and a one-line display of nbgpumon's own usage errors."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from .._api import current
+from .._api.monitor import Monitor
+from .._foundation.errors import RecordingError, UsageError
+from .._foundation.version import __version__
+from .._ledger.records import CellRecord
+from .._session.config import GPUMon
+from .._views.text import summary_line
+from .cell_hooks import CellHooks
+from .magics import GPUMonMagics
+from .shell import current_shell
+
+_wiring: dict[str, Any] = {}  # what load() attached to the shell
+
+
+def load(ip: Any) -> None:
+    """Start the sampler, hook cells, add ``%gpumon``; a second load into one shell does
+    nothing."""
+    if _wiring.get("shell") is ip:
+        return  # already loaded into this shell: no second set of hooks or threads
+    if _wiring:
+        unload(_wiring["shell"])
+    config = GPUMon(parent=ip)
+    mon = Monitor(config, shell=current_shell)
+    current.replace(mon)
+    hooks = CellHooks(
+        ip,
+        mon.ledger,
+        on_record=lambda record, error: _after_cell(mon, record, error),
+        on_start=mon.cell_started,
+        on_open=mon.cell_opened,
+    )
+    hooks.register()
+    ip.register_magics(GPUMonMagics(ip, current=current.current))
+    ip.configurables.append(config)
+    errors_shown = _show_usage_errors_as_one_line(ip)
+    _wiring.update(shell=ip, hooks=hooks, config=config, errors_shown=errors_shown)
+    mon.start()
+    print(_loaded_line(mon))
+    if config.record_path:  # set in ipython_config.py: record from the start
+        try:
+            print(f"nbgpumon: {mon.record(config.record_path)}")
+        except RecordingError as exc:
+            print(f"nbgpumon: {exc}")
+
+
+def unload(ip: Any) -> None:
+    """Stop the thread and remove every hook."""
+    if _wiring.get("shell") is not ip:
+        return
+    _wiring["hooks"].unregister()
+    if _wiring["config"] in ip.configurables:
+        ip.configurables.remove(_wiring["config"])
+    previous = _wiring["errors_shown"]
+    if previous is not None:  # the user's own handler, as it was
+        ip.custom_exceptions, ip.CustomTB = previous
+    _wiring.clear()
+    current.replace(None)
+
+
+def _show_usage_errors_as_one_line(ip: Any) -> tuple | None:
+    """Show nbgpumon's UsageError (``nbgpumon.mark("")`` and the like) as IPython shows its
+    own: one line, no traceback. A handler the user set for other exceptions keeps handling
+    those. Returns what to put back at unload (None: nothing was changed)."""
+    if not hasattr(ip, "set_custom_exc"):
+        return None
+    old_types = tuple(getattr(ip, "custom_exceptions", ()) or ())
+    old_handler = getattr(ip, "CustomTB", None)  # already bound to the shell
+
+    def handler(shell: Any, etype: type, value: BaseException, tb: Any, tb_offset: Any = None):
+        if isinstance(value, UsageError):
+            print(f"UsageError: {value}", file=sys.stderr)
+            return None
+        return old_handler(etype, value, tb, tb_offset) if old_handler is not None else None
+
+    ip.set_custom_exc((*old_types, UsageError), handler)
+    return old_types, old_handler
+
+
+def _after_cell(mon: Monitor, record: CellRecord, error: BaseException | None) -> None:
+    # Runs in post_run_cell, on the main thread, so printing lands in the cell's output.
+    record, text = mon.after_cell(record, error)
+    del error  # keep no reference to the failing frames past this point
+    mon.ledger_changed()
+    if _leaving(_wiring.get("shell")):
+        return  # `exit` or `quit`: nothing to say about that cell
+    if mon.ledger.reset_notice_due:
+        mon.ledger.reset_notice_due = False
+        print(
+            "nbgpumon: torch's peak memory counters now restart at each cell, for exact "
+            "per-cell peaks (%config GPUMon.peak_mode = 'preserve' leaves them alone)"
+        )
+    if mon.config.summary:
+        print(summary_line(record))
+    if text:
+        print(text)
+
+
+def _leaving(shell: Any) -> bool:
+    """Whether the cell asked the shell to exit (terminal IPython stops its loop; a kernel
+    sets exit_now)."""
+    return bool(getattr(shell, "exit_now", False)) or getattr(shell, "keep_running", True) is False
+
+
+def _loaded_line(mon: Monitor) -> str:
+    interval = f"every {mon.config.interval:g} s"
+    if mon.has_gpu:
+        devices = mon.nvml.devices
+        names = sorted({d.name for d in devices})
+        return (
+            f"nbgpumon {__version__}: watching {len(devices)} GPU(s) ({', '.join(names)}) "
+            f"{interval}; %gpumon status for details"
+        )
+    return (
+        f"nbgpumon {__version__}: no GPU ({mon.nvml.status}); recording host memory per "
+        f"cell {interval}"
+    )

@@ -1,0 +1,309 @@
+"""``%gpumon``: wiring from the magic to the monitor; no logic of its own."""
+
+from __future__ import annotations
+
+import difflib
+import sys
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from IPython.core.error import UsageError
+from IPython.core.magic import Magics, line_cell_magic, magics_class, no_var_expand
+from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
+from IPython.display import display
+from IPython.utils.text import DollarFormatter
+
+from .._api.monitor import Monitor
+from .._foundation.errors import RecordingError
+from .._foundation.errors import UsageError as Problem
+from .._ledger.ledger import MAX_LABEL
+from .._session.config import GPUMon
+from .._session.session import check_label_length
+from .._views.text import cells_table, holders_view, snapshot_view, status_view
+
+if TYPE_CHECKING:
+    from .._api.recorded import Recorded
+
+HELP = "%gpumon? lists the commands"
+MAX_LINE = 8192  # characters: far more than any command needs, and quick to parse
+
+
+@magics_class
+class GPUMonMagics(Magics):
+    """The ``%gpumon`` line magic."""
+
+    def __init__(self, shell, current: Callable[[], Monitor | None]) -> None:
+        super().__init__(shell)
+        self._current = current  # the loaded monitor, looked up per call (reload-safe)
+
+    @magic_arguments()
+    @argument(
+        "--static",
+        action="store_true",
+        help="a picture updated in place about once a second instead of the widget",
+    )
+    @argument("command", nargs="?", default="show", help="one of the commands above")
+    @argument("args", nargs="*", help="the command's arguments")
+    @no_var_expand  # IPython's $-expansion of a 1 MB line takes minutes: bounded, then expanded
+    @line_cell_magic
+    def gpumon(self, line: str = "", cell: str | None = None):
+        """Show GPU state and the per-cell memory ledger (nbgpumon).
+
+        Commands:
+          %gpumon                 the live chart, cell table and status (a widget)
+          %gpumon --static        the same as a picture updated about once a second (chosen
+                                  by itself in Colab, where widget updates from a
+                                  background thread don't show)
+          %gpumon snapshot        text: devices now, processes, the latest cells
+          %gpumon status          devices, sources, interval; what is unavailable and why
+          %gpumon summary on|off  print a one-line summary after every cell
+          %gpumon cells [N]       the ledger of the last N cells (default 20), newest first
+          %gpumon holders [DEV]   what holds memory now, biggest first: variables, Out[N], _,
+                                  stored tracebacks; DEV cuda, cuda:N or host (default: cuda
+                                  once torch has CUDA up, else host)
+          %gpumon free            drop what IPython's hidden references hold (outputs with
+                                  tensors, _, stored tracebacks), collect garbage, empty
+                                  torch's cache; your variables are never touched
+          %gpumon record PATH     record samples, cells and marks to an SQLite file
+                                  (crash-safe; nbgpumon.load(PATH) reads it back): a new
+                                  file or an earlier recording, never any other file
+          %gpumon record off      stop recording; %gpumon record says where it records
+          %gpumon report [PATH]   an interactive report (bqplot): the timeline with cell
+                                  bands, per-cell bars; brush a time range to list its cells
+          %%gpumon profile [N]    run the cell under torch's profiler: the top N (15)
+                                  operators by CUDA memory (CPU memory without CUDA)
+          %gpumon advise [PATH]   hints from what was measured (this session, or a
+                                  recording), each citing its numbers; none without evidence
+          %gpumon trace on|off    record CUDA allocation stacks (torch's memory history):
+                                  after each cell, what it left behind by cell and line
+          %gpumon start | stop    start or stop the sampler thread (the ledger keeps going)
+          %gpumon mark LABEL      put a labelled marker on the timeline
+
+        Settings: %config GPUMon (list), e.g. %config GPUMon.interval = 0.25
+        """
+        try:
+            return self._run(line, cell)
+        except (Problem, RecordingError) as exc:  # the package's own errors: one line
+            raise UsageError(str(exc)) from None
+
+    def _run(self, line: str, cell: str | None) -> None:
+        if len(line) > MAX_LINE:
+            raise UsageError(
+                f"the %gpumon line is {len(line):,} characters long; it takes at most "
+                f"{MAX_LINE:,} (a mark label at most {MAX_LABEL:,})"
+            )
+        command, _, label = line.strip().partition(" ")
+        if command == "mark" and cell is None:  # the label is the rest of the line, verbatim
+            return self._mark(self._loaded(), label)
+        _refuse_unknown_options(line)
+        args = parse_argstring(self.gpumon, line)
+        mon = self._loaded()
+        if cell is not None or args.command == "profile":
+            return self._profile(args.command, args.args, cell)
+        if args.command != "show" and args.command not in COMMAND_NAMES:
+            raise UsageError(_unknown_command(args.command))
+        if args.static and args.command != "show":
+            raise UsageError(f"--static goes with plain %gpumon only; {HELP}")
+        if args.static:
+            return self._static(mon, args.args)
+        if args.command == "mark":  # only after an option, which argparse has taken off
+            return self._mark(mon, " ".join(args.args))
+        return _COMMANDS[args.command](self, mon, args.args)
+
+    def _loaded(self) -> Monitor:
+        mon = self._current()
+        if mon is None or mon.closed:
+            raise UsageError("nbgpumon is not loaded: run %load_ext nbgpumon first")
+        return mon
+
+    # -- commands -------------------------------------------------------------------------
+    def _show(self, mon: Monitor, rest: list[str]) -> None:
+        _no_args("", rest)
+        if "google.colab" in sys.modules:
+            self._static(mon, rest)
+        else:
+            display(mon.widget())
+
+    def _static(self, mon: Monitor, rest: list[str]) -> None:
+        _no_args("--static", rest)
+        mon.static_view(display)
+
+    def _snapshot(self, mon: Monitor, rest: list[str]) -> None:
+        _no_args("snapshot", rest)
+        display(snapshot_view(mon))
+
+    def _status(self, mon: Monitor, rest: list[str]) -> None:
+        _no_args("status", rest)
+        display(status_view(mon))
+
+    def _summary(self, mon: Monitor, rest: list[str]) -> None:
+        if len(rest) > 1 or (rest and rest[0] not in ("on", "off")):
+            raise UsageError("usage: %gpumon summary on|off")
+        if rest:
+            mon.config.summary = rest[0] == "on"
+        print(f"nbgpumon: summary after each cell is {'on' if mon.config.summary else 'off'}")
+
+    def _cells(self, mon: Monitor, rest: list[str]) -> None:
+        if len(rest) > 1 or (rest and not (rest[0].isdigit() and int(rest[0]) > 0)):
+            raise UsageError("usage: %gpumon cells [N], N a positive whole number")
+        count = int(rest[0]) if rest else 20
+        display(cells_table(mon.cells()[-count:]))
+
+    def _holders(self, mon: Monitor, rest: list[str]) -> None:
+        if len(rest) > 1:
+            raise UsageError("usage: %gpumon holders [cuda | cuda:N | host]")
+        display(holders_view(mon.holders(rest[0] if rest else None)))
+
+    def _free(self, mon: Monitor, rest: list[str]) -> None:
+        _no_args("free", rest)
+        print(mon.free())
+
+    def _record(self, mon: Monitor, rest: list[str]) -> None:
+        if not rest:
+            print(f"nbgpumon: {mon.recording or 'not recording'}")
+            return
+        path = self._path(rest)
+        try:
+            print(f"nbgpumon: {mon.record(None if path == 'off' else path)}")
+        except RecordingError as exc:
+            raise UsageError(str(exc)) from None
+
+    def _profile(self, command: str, rest: list[str], cell: str | None) -> None:
+        if command != "profile":
+            raise UsageError(f"%%gpumon runs a cell only as %%gpumon profile [N]; {HELP}")
+        if cell is None:
+            raise UsageError("profile is a cell magic: put %%gpumon profile [N] atop the cell")
+        if len(rest) > 1 or (rest and not (rest[0].isdigit() and int(rest[0]) > 0)):
+            raise UsageError("usage: %%gpumon profile [N], N a positive whole number")
+        if not cell.strip():
+            raise UsageError("%%gpumon profile needs code in the cell below it")
+        from .._views.profile import profile_cell
+
+        display(profile_cell(self.shell, cell, int(rest[0]) if rest else 15))
+
+    def _report(self, mon: Monitor, rest: list[str]) -> None:
+        from .._views.report import report_widget
+
+        display(report_widget(_load(self._path(rest)) if rest else mon))
+
+    def _advise(self, mon: Monitor, rest: list[str]) -> None:
+        if not rest:
+            print(mon.advise())
+            return
+        print(_load(self._path(rest)).advise())
+
+    def _trace(self, mon: Monitor, rest: list[str]) -> None:
+        if len(rest) != 1 or rest[0] not in ("on", "off"):
+            raise UsageError("usage: %gpumon trace on|off")
+        print(f"nbgpumon: {mon.trace(rest[0] == 'on')}")
+
+    def _start(self, mon: Monitor, rest: list[str]) -> None:
+        _no_args("start", rest)
+        mon.start()
+        print(f"nbgpumon: sampling every {mon.config.interval:g} s")
+
+    def _stop(self, mon: Monitor, rest: list[str]) -> None:
+        _no_args("stop", rest)
+        mon.stop()
+        print("nbgpumon: sampler stopped; the ledger still records cells (%gpumon start resumes)")
+
+    def _mark(self, mon: Monitor, label: str) -> None:
+        if not label.strip():
+            raise UsageError("usage: %gpumon mark LABEL")
+        check_label_length("mark", label)  # before expanding too: its cost grows with the square
+        mon.mark(self._expand(label))
+
+    def _path(self, rest: list[str]) -> str:
+        return _unquoted(self._expand(" ".join(rest)))
+
+    def _expand(self, text: str) -> str:
+        """``{name}`` / ``$name`` filled in from the user's namespace, as IPython does for
+        other magics; %gpumon turns IPython's own expansion off to bound its cost first."""
+        if "$" not in text and "{" not in text:
+            return text
+        try:
+            return DollarFormatter().vformat(text, args=[], kwargs=self.shell.user_ns)
+        except Exception:  # as IPython does: what can't be expanded stays as typed
+            return text
+
+
+def _load(path: str) -> Recorded:
+    from .._api.recorded import load_recorded as load
+
+    try:
+        recorded = load(path)
+    except RecordingError as exc:
+        raise UsageError(str(exc)) from None
+    if recorded.damage:
+        print(f"nbgpumon: {recorded.damage}")  # then what could be read is shown
+    return recorded
+
+
+def _unquoted(path: str) -> str:
+    """A path as typed, without one pair of quotes around it: IPython keeps them, and
+    ``%gpumon record ''`` must not record to a file named ``''``."""
+    if len(path) >= 2 and path[0] == path[-1] and path[0] in "'\"":
+        return path[1:-1]
+    return path
+
+
+def _no_args(command: str, rest: list[str]) -> None:
+    if rest:
+        raise UsageError(f"%gpumon {command} takes no arguments (got {' '.join(rest)!r}); {HELP}")
+
+
+def _unknown_command(command: str) -> str:
+    close = difflib.get_close_matches(command, COMMAND_NAMES, n=1)
+    hint = f"did you mean %gpumon {close[0]}? " if close else ""
+    return f"unknown command {command!r}; {hint}{HELP}"
+
+
+def _refuse_unknown_options(line: str) -> None:
+    """Options other than --static, as one line; a setting's name says how to set it."""
+    for word in line.split():
+        if not word.startswith("--") or word == "--static":
+            continue
+        option = word.split("=", 1)[0]
+        name = option[2:].replace("-", "_")
+        if name in GPUMon.class_trait_names(config=True):
+            raise UsageError(
+                f"%gpumon has no {option} option; settings are changed with %config, "
+                f"e.g. %config GPUMon.{name} = {_example(name)} (%config GPUMon lists them)"
+            )
+        raise UsageError(f"%gpumon has no option {option}; {HELP}")
+
+
+def _example(name: str) -> str:
+    default = GPUMon.class_traits()[name].default_value
+    return repr(default) if isinstance(default, str) else str(default)
+
+
+_COMMANDS: dict[str, Callable[..., None]] = {
+    "show": GPUMonMagics._show,
+    "snapshot": GPUMonMagics._snapshot,
+    "status": GPUMonMagics._status,
+    "summary": GPUMonMagics._summary,
+    "cells": GPUMonMagics._cells,
+    "holders": GPUMonMagics._holders,
+    "free": GPUMonMagics._free,
+    "trace": GPUMonMagics._trace,
+    "record": GPUMonMagics._record,
+    "advise": GPUMonMagics._advise,
+    "report": GPUMonMagics._report,
+    "start": GPUMonMagics._start,
+    "stop": GPUMonMagics._stop,
+}
+# What a user types after %gpumon: the commands above, and mark (parsed before argparse, its
+# label verbatim); "show" is plain %gpumon.
+COMMAND_NAMES = [*(c for c in _COMMANDS if c != "show"), "mark"]
+
+
+def _plain_help(magic: Callable[..., object]) -> None:
+    # magic_arguments writes its usage as a reST literal block ("::" and an indented line);
+    # %gpumon? shows the docstring as is, so make it plain text.
+    doc = magic.__doc__ or ""
+    if doc.startswith("::\n\n  "):
+        magic.__doc__ = doc[len("::\n\n  ") :]
+
+
+_plain_help(GPUMonMagics.gpumon)

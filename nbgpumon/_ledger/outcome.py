@@ -1,0 +1,32 @@
+"""How a cell or region ended, and what it is called: from the exception and the source."""
+
+from __future__ import annotations
+
+
+def first_line(source: str, width: int = 80) -> str:
+    """The first non-blank line, stripped and cut to ``width`` characters."""
+    for line in source.splitlines():
+        line = line.strip()
+        if line:
+            return line if len(line) <= width else line[: width - 1] + "…"
+    return ""
+
+
+def classify_exception(exc: BaseException | None) -> tuple[str, str]:
+    """(status, one-line error): "ok", "error", "interrupted" or "oom"."""
+    if exc is None:
+        return "ok", ""
+    message = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else ""
+    text = f"{type(exc).__name__}: {message}" if message else type(exc).__name__
+    if isinstance(exc, KeyboardInterrupt):
+        return "interrupted", text
+    if is_out_of_memory(exc):
+        return "oom", text
+    return "error", text
+
+
+def is_out_of_memory(exc: BaseException) -> bool:
+    """torch's OutOfMemoryError, the older RuntimeError form, or a host MemoryError."""
+    if isinstance(exc, MemoryError) or type(exc).__name__ == "OutOfMemoryError":
+        return True
+    return isinstance(exc, RuntimeError) and "out of memory" in str(exc).lower()

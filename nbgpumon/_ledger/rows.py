@@ -1,0 +1,50 @@
+"""A record as one flat row: what the cells table of a recording and ``cells_frame()`` hold."""
+
+from __future__ import annotations
+
+from dataclasses import fields
+
+from .records import CellRecord, DeviceUsage
+
+RECORD_FIELDS = (
+    "index",
+    "kind",
+    "execution_count",
+    "cell_id",
+    "label",
+    "status",
+    "error",
+    "duration",
+    "rss_before",
+    "rss_after",
+    "rss_peak",
+    "rss_peak_exact",
+)
+TOTALS = (
+    "allocated_total",
+    "allocated_delta",
+    "retained",
+    "peak_allocated",
+    "util_mean",
+    "util_max",
+    "rss_delta",
+)
+_DEVICE_FIELDS = tuple(
+    f.name for f in fields(DeviceUsage) if f.name not in ("nvml_index", "cuda_index", "name")
+)
+_DEVICE_DERIVED = ("allocated_delta", "reserved_delta", "nvml_used_delta", "retained")
+
+
+def record_row(record: CellRecord) -> dict:
+    """One flat dict per record: totals over GPUs plus ``gpu<N>.<field>`` per device."""
+    row: dict = {name: getattr(record, name) for name in RECORD_FIELDS}
+    row["start"] = record.start
+    row.update({name: getattr(record, name) for name in TOTALS})
+    r = record.retention
+    row["held_by"] = ", ".join(name for name, _ in r.holders) if r is not None else ""
+    row["traced"] = "\n".join(record.traced)  # with tracing on: one line per cell line
+    for d in record.devices:
+        prefix = f"gpu{d.nvml_index}."
+        for name in _DEVICE_FIELDS + _DEVICE_DERIVED:
+            row[prefix + name] = getattr(d, name)
+    return row

@@ -1,0 +1,2 @@
+"""Recording: the SQLite writer (its own thread), the reader, the versioned schema, and the checks
+that keep other files untouched."""

@@ -1,0 +1,193 @@
+"""A recorded session read back: what ``nbgpumon.load(PATH)`` is made from.
+
+Only reads: a closed recording is opened immutable, and nothing is written to it or beside it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sqlite3
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from .._foundation.errors import RecordingError
+from .._ledger.records import CellRecord, record_from_dict
+from .file_check import check_recording, connect_readonly, os_reason
+from .salvage import lost_parts, rows_until_damage, whole_pages
+from .writer import device_columns
+
+if TYPE_CHECKING:
+    pass
+
+
+@dataclass(frozen=True)
+class RecordedSession:
+    """Everything one session wrote: what the report and the frames are made from."""
+
+    path: Path
+    session_id: int
+    started: float
+    host: str
+    gpus: list[dict[str, Any]]
+    driver: str
+    versions: dict[str, str]
+    columns: list[str]  # timeline columns, "gpu0.mem_used" ...
+    times: np.ndarray  # float64 unix seconds
+    values: np.ndarray  # float64 (samples, columns); NaN where missing
+    records: list[CellRecord]
+    marks: list[tuple[float, str]]
+    damage: str = ""  # for a file cut short: what could not be read, one line ("" when whole)
+
+
+def sessions(path: str | Path) -> list[int]:
+    """The ids of the sessions recorded in ``path``, oldest first."""
+    path = Path(path).expanduser()
+    with _reading(path) as (db, cut_short):
+        rows, error = rows_until_damage(db, "SELECT id FROM session")
+    if error and not cut_short:
+        raise RecordingError(f"{path} is damaged ({error}); it can't be read")
+    return sorted(int(r[0]) for r in rows)
+
+
+def load(path: str | Path, session: int | None = None) -> RecordedSession:
+    """Read one session (the newest by default) of the recording at ``path``.
+
+    Raises :class:`RecordingError` (:class:`RecordingNotFound` when nothing is there) for a
+    file that is not a readable recording. A file that is cut short loads as far as it goes;
+    ``damage`` then says what could not be read. Nothing is written to the file or beside it.
+    """
+    path = Path(path).expanduser()
+    with _reading(path) as (db, cut_short):
+        return _read_session(db, path, session, cut_short)
+
+
+@contextlib.contextmanager
+def _reading(path: Path) -> Iterator[tuple[sqlite3.Connection, str]]:
+    """A read-only connection to the recording at ``path``, and how it is cut short ("" when
+    whole); SQLite's and the system's errors on the way become one RecordingError."""
+    cut_short = check_recording(path)
+    try:
+        with (
+            whole_pages(path) if cut_short else contextlib.nullcontext(path) as readable,
+            contextlib.closing(connect_readonly(readable, salvage=bool(cut_short))) as db,
+        ):
+            yield db, cut_short
+    except OSError as exc:
+        raise RecordingError(f"cannot read {path}: {os_reason(exc)}") from None
+    except sqlite3.DatabaseError as exc:
+        raise RecordingError(f"{path} is damaged ({cut_short or exc}); it can't be read") from None
+
+
+def _read_session(
+    db: sqlite3.Connection, path: Path, session: int | None, cut_short: str
+) -> RecordedSession:
+    row = db.execute(
+        "SELECT id, started, host, gpus, driver, versions, columns FROM session "
+        + ("WHERE id = ?" if session is not None else "ORDER BY id DESC LIMIT 1"),
+        (session,) if session is not None else (),
+    ).fetchone()
+    if row is None and session is None:
+        raise RecordingError(f"{path} holds no nbgpumon session")
+    if row is None:
+        have = ", ".join(str(i) for (i,) in db.execute("SELECT id FROM session ORDER BY id"))
+        raise RecordingError(f"{path} holds no session {session}; it has {have}")
+    sid, started, host, gpus, driver, versions, columns_json = row
+    try:
+        started, columns = float(started), json.loads(columns_json)
+        gpus, versions = json.loads(gpus or "[]"), json.loads(versions or "{}")
+    except (TypeError, ValueError):
+        raise RecordingError(f"{path} is damaged: session {sid}'s row can't be read") from None
+    times, values, samples_error = _read_samples(db, sid, columns, salvage=bool(cut_short))
+    cell_rows, cells_error = rows_until_damage(
+        db, "SELECT idx, record FROM cells WHERE session = ?", (sid,)
+    )
+    records, unreadable = _records(cell_rows)
+    mark_rows, marks_error = rows_until_damage(
+        db, "SELECT time, label FROM marks WHERE session = ?", (sid,)
+    )
+    try:
+        marks = sorted((float(t), str(label)) for t, label in mark_rows)
+    except (TypeError, ValueError):  # garbage that SQLite reads as text
+        marks, marks_error = [], marks_error or "a mark's time holds text"
+    if (samples_error or cells_error or marks_error or unreadable) and not cut_short:
+        # Only a file cut short is read in part: elsewhere, what SQLite did return may be wrong.
+        why = samples_error or cells_error or marks_error or "a cell's record is unreadable"
+        raise RecordingError(f"{path} is damaged ({why}); it can't be read")
+    damage = ""
+    if cut_short:
+        lost = lost_parts(
+            last_sample=float(times[-1]) if len(times) else None,
+            samples_cut=bool(samples_error),
+            cells_read=len(records),
+            cells_cut=bool(cells_error),
+            cells_unreadable=unreadable,
+            marks_read=len(marks),
+            marks_cut=bool(marks_error),
+        )
+        read = f"{lost} could not be read" if lost else f"session {sid} was read in full"
+        damage = f"{path}: {cut_short}; {read}"
+    return RecordedSession(
+        path=path,
+        session_id=int(sid),
+        started=started,
+        host=host or "",
+        gpus=gpus,
+        driver=driver or "",
+        versions=versions,
+        columns=columns,
+        times=times,
+        values=values,
+        records=records,
+        marks=marks,
+        damage=damage,
+    )
+
+
+def _records(rows: list[tuple]) -> tuple[list[CellRecord], int]:
+    """The cells' records in ledger order, and how many rows held no readable record."""
+    records, unreadable = [], 0
+    for _, text in sorted(rows, key=lambda r: (r[0] is None, r[0] or 0)):
+        try:
+            records.append(record_from_dict(json.loads(text)))
+        except (TypeError, ValueError, KeyError):
+            unreadable += 1
+    return records, unreadable
+
+
+def _read_samples(
+    db: sqlite3.Connection, sid: int, columns: list[str], salvage: bool
+) -> tuple[np.ndarray, np.ndarray, str]:
+    """Samples rows (one per device per time) back into the timeline's wide layout, and the
+    error that stopped the read ("" when all were read)."""
+    have = {r[1] for r in db.execute("PRAGMA table_info(samples)")}
+    # In a file cut short the index and the table end at different places: read both ways.
+    ways = ("", " NOT INDEXED") if salvage else ("",)
+    blocks, error = [], ""
+    for device, (names, index) in device_columns(columns).items():
+        picked = [(i, m) for m, i in zip(names, index, strict=True) if m in have]
+        select = "SELECT time" + "".join(f', "{m}"' for _, m in picked) + " FROM samples"
+        rows = []
+        for way in ways:
+            got, failed = rows_until_damage(
+                db, f"{select}{way} WHERE session = ? AND device = ?", (sid, device)
+            )
+            rows += got
+            error = error or failed
+        try:
+            block = np.array(rows, dtype=np.float64).reshape(-1, 1 + len(picked))  # NULL: nan
+        except (TypeError, ValueError):  # garbage that SQLite reads as text
+            block, error = np.empty((0, 1 + len(picked))), error or "a sample holds text"
+        if salvage:  # the rows both ways read, once each
+            block = block[np.unique(block[:, 0], return_index=True)[1]]
+        blocks.append(([i for i, _ in picked], block))
+    times = np.unique(np.concatenate([b[:, 0] for _, b in blocks] or [np.empty(0)]))
+    values = np.full((len(times), len(columns)), np.nan)
+    for index, block in blocks:
+        at = np.searchsorted(times, block[:, 0])
+        values[np.ix_(at, index)] = block[:, 1:]
+    return times, values, error

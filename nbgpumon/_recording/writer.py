@@ -1,0 +1,260 @@
+"""A crash-safe recording of the session in SQLite: samples, cells, marks.
+
+A writer thread of its own (never the sampler's) wakes every ``flush_interval`` seconds, takes
+the timeline's new raw rows and whatever cells and marks the main thread queued, writes them in
+one transaction and commits. The database runs in WAL mode, so a ``kill -9`` of the kernel loses
+at most the rows of the last interval and the file stays readable by any SQLite client. A write
+that fails (disk full, the file removed) stops the recording with a status line; it never
+raises into the kernel and never prints from the thread. Schema: docs/recording.md.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import os
+import queue
+import sqlite3
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from .._foundation.clock import wall_clock
+from .._foundation.errors import RecordingError
+from .._ledger.rows import record_row
+from .._sampling.timeline import Timeline
+from .file_check import WRITABLE_HINT, check_record_target, os_reason
+from .schema import CELL_COLUMNS, create_schema
+
+if TYPE_CHECKING:
+    from .._ledger.records import CellRecord
+
+FLUSH_INTERVAL = 0.5  # seconds between commits: a kill loses at most this much, plus one write
+BATCH_ROWS = 20_000  # timeline rows per transaction at most (a backlog is written in pieces)
+
+
+def metric_names(columns: Sequence[str]) -> list[str]:
+    """The metrics of ``gpu<N>.<metric>`` / ``host.<metric>`` timeline columns, in order."""
+    return list(dict.fromkeys(c.split(".", 1)[1] for c in columns))
+
+
+def open_database(path: Path) -> sqlite3.Connection:
+    """The writer's connection; only for a file check_record_target accepted (WAL is a write)."""
+    db = sqlite3.connect(path, timeout=5, check_same_thread=False, isolation_level=None)
+    try:
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("PRAGMA synchronous=NORMAL")  # WAL + NORMAL: a committed batch survives a kill
+    except sqlite3.Error:
+        db.close()
+        raise
+    return db
+
+
+class RecordingWriter:
+    """Writes one session to ``path``, on its own thread, until :meth:`stop`: the samples of
+    ``timeline`` as they arrive, and the cells and marks it is given."""
+
+    def __init__(
+        self, path: str | os.PathLike[str], timeline: Timeline, info: dict[str, Any]
+    ) -> None:
+        """Check ``path`` and create this session's row in it; raises :class:`RecordingError`
+        (a path that is empty, not writable, or a file that is not a recording) with nothing
+        written."""
+        if not os.fspath(path).strip():
+            raise RecordingError(
+                f"cannot record to {os.fspath(path)!r}: the path is empty; name a file, e.g. "
+                "%gpumon record run.sqlite"
+            )
+        self.path = Path(path).expanduser()
+        self.status = ""
+        self._timeline, self._info = timeline, info
+        self._columns = list(timeline.columns)
+        self._metrics = metric_names(self._columns)
+        self._by_device = device_columns(self._columns)  # the samples table's row layout
+        self._queue: queue.SimpleQueue[tuple[str, Any]] = queue.SimpleQueue()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._cursor = 0
+        self.rows_written = 0
+        self.created_folder: Path | None = None  # the file's folder, when this made it
+        self.session_id = self._open()
+
+    def _open(self) -> int:
+        """Create the file and this session's row now, on the caller's thread, so that a path
+        that can't be written is reported at once."""
+        check_record_target(self.path)  # a foreign or damaged file: refused, nothing written
+        existed, made = self.path.exists(), []
+        try:
+            made = _missing_folders(self.path.parent)
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            db = open_database(self.path)
+            try:
+                session_id = self._create_session(db)
+            finally:
+                db.close()
+        except (OSError, sqlite3.Error) as exc:
+            # Leave nothing behind: the file and the folders this attempt made go again.
+            if not existed:
+                with contextlib.suppress(OSError):
+                    self.path.unlink()
+            for folder in reversed(made):
+                with contextlib.suppress(OSError):
+                    folder.rmdir()
+            reason = os_reason(exc) if isinstance(exc, OSError) else str(exc)
+            raise RecordingError(
+                f"cannot record to {self.path}: {reason}; {WRITABLE_HINT}"
+            ) from None
+        self.created_folder = self.path.parent if made else None
+        return session_id
+
+    def _create_session(self, db: sqlite3.Connection) -> int:
+        create_schema(db, self._metrics)
+        info = self._info
+        cur = db.execute(
+            "INSERT INTO session (started, host, pid, gpus, driver, versions, columns) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (
+                wall_clock(),
+                info["host"],
+                info["pid"],
+                json.dumps(info["gpus"]),
+                info["driver"],
+                json.dumps(info["versions"]),
+                json.dumps(self._columns),
+            ),
+        )
+        return int(cur.lastrowid or 0)
+
+    # -- main thread ----------------------------------------------------------------------
+    def start(self, records: Sequence[CellRecord], marks: Sequence[tuple[float, str]]) -> None:
+        """Write from now on; ``records`` and ``marks`` made before the recording came along."""
+        self._cursor = self._timeline.cursor
+        for record in records:
+            self.add_cell(record)
+        for t, label in marks:
+            self.add_mark(t, label)
+        self._thread = threading.Thread(target=self._run, name="nbgpumon-recorder", daemon=True)
+        self._thread.start()
+        self.status = f"recording to {self.path}"
+
+    def add_cell(self, record: CellRecord) -> None:
+        self._queue.put(("cell", record))
+
+    def add_mark(self, t: float, label: str) -> None:
+        self._queue.put(("mark", (t, label)))
+
+    def stop(self) -> None:
+        """Write what is pending, then stop; the file stays complete and readable."""
+        self._stop.set()
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join(timeout=10)
+        self._thread = None
+
+    @property
+    def running(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    # -- the writer thread ----------------------------------------------------------------
+    def _run(self) -> None:
+        db = None
+        try:
+            db = open_database(self.path)
+            while True:
+                stopping = self._stop.wait(FLUSH_INTERVAL)
+                self._flush(db)
+                if stopping:
+                    break
+        except (OSError, sqlite3.Error) as exc:
+            # Never raise or print here: the status says what happened and what to do.
+            self.status = (
+                f"recording to {self.path} stopped: {exc}; what was written before is intact "
+                "(%gpumon record PATH starts a new one)"
+            )
+        finally:
+            if db is not None:
+                with contextlib.suppress(sqlite3.Error):
+                    db.close()
+
+    def _flush(self, db: sqlite3.Connection) -> None:
+        chunk = self._timeline.since(self._cursor, limit=BATCH_ROWS)
+        cells, marks = [], []
+        while True:
+            try:
+                kind, item = self._queue.get_nowait()
+            except queue.Empty:
+                break
+            (cells if kind == "cell" else marks).append(item)
+        if chunk.end == chunk.start and not cells and not marks:
+            return
+        db.execute("BEGIN")
+        try:
+            if chunk.end > chunk.start:
+                self._write_samples(db, chunk.times, chunk.values)
+            for record in cells:
+                self._write_cell(db, record)
+            db.executemany(
+                "INSERT INTO marks VALUES (?, ?, ?)", [(self.session_id, t, m) for t, m in marks]
+            )
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        self._cursor = chunk.end
+        self.rows_written += chunk.end - chunk.start
+
+    def _write_samples(self, db: sqlite3.Connection, times: np.ndarray, values: np.ndarray) -> None:
+        # One row per device per sample: gpu<N> rows hold GPU metrics, the host row host ones.
+        for device, (names, index) in self._by_device.items():
+            placeholders = ", ".join("?" * (3 + len(names)))
+            quoted = ", ".join(f'"{n}"' for n in names)
+            block = values[:, index].astype(np.float64)
+            rows = [
+                (self.session_id, float(t), device, *(None if v != v else v for v in row))
+                for t, row in zip(times.tolist(), block.tolist(), strict=True)
+            ]
+            db.executemany(
+                f"INSERT INTO samples (session, time, device, {quoted}) VALUES ({placeholders})",
+                rows,
+            )
+
+    def _write_cell(self, db: sqlite3.Connection, record: CellRecord) -> None:
+        # Flat columns for any SQLite client; the whole record as JSON for nbgpumon.load().
+        row = record_row(record)
+        row["idx"] = record.index  # "index" is a keyword in SQL
+        values = [row.get(c) for c in CELL_COLUMNS]
+        db.execute(
+            f"INSERT INTO cells (session, {', '.join(CELL_COLUMNS)}, record) "
+            f"VALUES ({', '.join('?' * (len(CELL_COLUMNS) + 2))})",
+            (self.session_id, *values, json.dumps(dataclasses.asdict(record), default=_plain)),
+        )
+
+
+def _missing_folders(folder: Path) -> list[Path]:
+    """The folders that ``folder.mkdir(parents=True)`` would create, outermost first."""
+    missing = []
+    while not folder.exists() and folder != folder.parent:
+        missing.append(folder)
+        folder = folder.parent
+    return missing[::-1]
+
+
+def device_columns(columns: Sequence[str]) -> dict[str, tuple[list[str], list[int]]]:
+    """{device: (metric names, timeline column indices)} for ``gpu0.mem_used``-style columns."""
+    out: dict[str, tuple[list[str], list[int]]] = {}
+    for i, name in enumerate(columns):
+        device, metric = name.split(".", 1)
+        names, index = out.setdefault(device, ([], []))
+        names.append(metric)
+        index.append(i)
+    return out
+
+
+def _plain(value: Any) -> Any:
+    """JSON for numpy scalars that may sit in a record row."""
+    if isinstance(value, np.generic):
+        return value.item()
+    raise TypeError(f"not JSON serializable: {type(value).__name__}")

@@ -1,0 +1,1 @@
+"""Sampling: the one sampler thread and the bounded timeline it fills."""

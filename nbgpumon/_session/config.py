@@ -1,0 +1,92 @@
+"""``GPUMon``: the settings, as traitlets, so ``%config GPUMon.interval = 0.25`` works."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from traitlets import Bool, Enum, Float, Int, TraitError, Unicode, validate
+from traitlets.config import Configurable
+
+from .._ledger.ledger import PEAK_MODES
+from .._sampling.sampler import MAX_INTERVAL, MIN_INTERVAL
+
+
+class GPUMon(Configurable):
+    """nbgpumon settings. Change them live with ``%config GPUMon.<name> = value``."""
+
+    interval = Float(0.1, help="Seconds between samples of the fast metrics (0.01 to 60).").tag(
+        config=True
+    )
+    allocator_interval = Float(
+        0.5,
+        help="Seconds between reads of torch's allocator stats for the timeline "
+        "(each read holds the GIL for ~25 µs a GPU; cell boundaries always read them).",
+    ).tag(config=True)
+    detail_interval = Float(
+        1.0,
+        help="Seconds between reads of temperature, power, SM clock and PCIe throughput "
+        "(memory and utilization are read every interval).",
+    ).tag(config=True)
+    slow_interval = Float(
+        2.0, help="Seconds between reads of process lists, driver samples, system memory."
+    ).tag(config=True)
+    peak_mode = Enum(
+        PEAK_MODES,
+        "reset",
+        help="'reset': restart torch's peak counters (and the peak-RSS mark) at each cell "
+        "so every cell's peak is exact; torch.cuda.max_memory_allocated() then counts from "
+        "the current cell's start. 'preserve': never touch them; a cell's peak is exact only "
+        "when it set a new process-wide high, otherwise a sampled lower bound.",
+    ).tag(config=True)
+    summary = Bool(False, help="Print a one-line summary after every cell.").tag(config=True)
+    history = Int(10_000, help="Ledger records kept (oldest dropped first).").tag(config=True)
+    leak_threshold = Int(
+        64 * 2**20,
+        help="Bytes a cell must keep (torch allocator, else host memory) before its ledger "
+        "entry names who holds them, e.g. %config GPUMon.leak_threshold = 256 * 2**20; "
+        "0 turns it off.",
+    ).tag(config=True)
+    record_path = Unicode(
+        "",
+        help="Record samples, cells and marks to this SQLite file (crash-safe; "
+        "nbgpumon.load(PATH) reads it back); '' stops. Same as %gpumon record PATH|off.",
+    ).tag(config=True)
+    oom_report = Bool(
+        True, help="Print a post-mortem under a cell that runs out of GPU memory."
+    ).tag(config=True)
+
+    def update_config(self, config: Any) -> None:
+        """Apply ``%config GPUMon.x = v`` (or a config file); a bad value is one printed line
+        and every setting keeps its value. (``%config`` would log the error through the root
+        logger, which terminal IPython shows as "ERROR:root:".)"""
+        try:
+            super().update_config(config)
+        except TraitError as exc:
+            print(f"nbgpumon: {exc}")
+
+    @validate("interval", "allocator_interval", "detail_interval", "slow_interval")
+    def _check_interval(self, proposal):
+        value = proposal["value"]
+        if not MIN_INTERVAL <= value <= MAX_INTERVAL:
+            name = proposal["trait"].name
+            raise TraitError(
+                f"GPUMon.{name} must be between {MIN_INTERVAL} and {MAX_INTERVAL:g} seconds, "
+                f"not {value!r}; e.g. %config GPUMon.{name} = 0.25"
+            )
+        return value
+
+    @validate("leak_threshold")
+    def _check_leak_threshold(self, proposal):
+        value = proposal["value"]
+        if value < 0:
+            raise TraitError(
+                f"GPUMon.leak_threshold is a number of bytes >= 0 (0: off), not {value!r}"
+            )
+        return value
+
+    @validate("history")
+    def _check_history(self, proposal):
+        value = proposal["value"]
+        if not 1 <= value <= 10_000_000:
+            raise TraitError(f"GPUMon.history must be between 1 and 10000000, not {value!r}")
+        return value

@@ -1,0 +1,32 @@
+"""What a recording's session row says about this kernel: host, devices, driver, versions."""
+
+from __future__ import annotations
+
+import os
+import platform
+import sys
+from typing import Any
+
+from .._foundation.version import __version__
+from .._sources.nvml import NvmlSource
+
+
+def session_info(nvml: NvmlSource) -> dict[str, Any]:
+    """Host, PID, GPUs, driver and the versions of what is imported (nothing is imported)."""
+    versions = {"nbgpumon": __version__, "python": platform.python_version()}
+    for name in ("IPython", "torch"):
+        module = sys.modules.get(name)
+        if module is not None:
+            versions[name.lower()] = str(getattr(module, "__version__", "?"))
+    gpus = [
+        {"index": d.nvml_index, "cuda_index": d.cuda_index, "name": d.name, "uuid": d.uuid,
+         "memory_total": d.memory_total}
+        for d in nvml.devices
+    ]  # fmt: skip
+    return {
+        "host": platform.node(),
+        "pid": os.getpid(),
+        "gpus": gpus,
+        "driver": nvml.library.driver_version or "",
+        "versions": versions,
+    }

@@ -1,0 +1,55 @@
+"""``Region``: a part of a cell measured like a cell, ``with nbgpumon.track("epoch 3"): ...``."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from types import TracebackType
+
+from .._foundation.errors import UsageError
+from .._ledger.ledger import Ledger, Measurement
+from .._ledger.outcome import classify_exception
+from .._ledger.records import CellRecord
+
+
+class Region:
+    """The context manager returned by :meth:`Monitor.track`; one use only."""
+
+    def __init__(
+        self, ledger: Ledger, label: str, on_end: Callable[[CellRecord], None] | None = None
+    ) -> None:
+        self._ledger = ledger
+        self.label = label
+        self._on_end = on_end
+        self._open: Measurement | None = None
+        self.record: CellRecord | None = None  # set when the region ends
+
+    def __enter__(self) -> Region:
+        if self._open is not None or self.record is not None:
+            raise UsageError(
+                f"track({self.label!r}) is already used; "
+                "call nbgpumon.track(...) again for a new region"
+            )
+        self._open = self._ledger.begin(
+            "region", self.label, self._ledger.current_execution_count()
+        )
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        opened, self._open = self._open, None
+        if opened is None:
+            return
+        status, error = classify_exception(exc)
+        self.record = self._ledger.end(opened, status, error)
+        if self._on_end is not None:
+            self._on_end(self.record)
+
+    def __call__(self, *args: object, **kwargs: object) -> None:
+        raise UsageError(
+            f"track({self.label!r}) is a context manager, not a decorator: "
+            f"with nbgpumon.track({self.label!r}): ..."
+        )

@@ -1,0 +1,330 @@
+"""``Session``: the sources, the sampler, the timeline, the ledger, the forensics and the
+recorder of one kernel, assembled. It knows nothing of IPython or of views: the shell comes in
+as a callable that returns it (or None), and views are added one layer up (``Monitor``)."""
+
+from __future__ import annotations
+
+import atexit
+import dataclasses
+import os
+import weakref
+from collections.abc import Callable
+from types import ModuleType
+from typing import Any
+
+from traitlets import TraitError
+
+from .._forensics import holder_scan
+from .._forensics.holder_scan import HolderScan
+from .._forensics.leaks import LeakWatch
+from .._forensics.postmortem import gather as gather_oom_facts
+from .._forensics.postmortem import report as post_mortem_report
+from .._forensics.release import MemoryNow, freed_line, release
+from .._forensics.tracing import AllocationTracer, format_traced
+from .._foundation.errors import RecordingError, UsageError
+from .._ledger.ledger import MAX_LABEL, Ledger
+from .._ledger.records import CellRecord
+from .._recording.writer import RecordingWriter
+from .._sampling.sampler import Sampler, timeline_columns
+from .._sampling.timeline import Timeline
+from .._sources.host import HostSource
+from .._sources.nvml import GpuProcess, NvmlSource
+from .._sources.torch_allocator import TorchAllocatorSource
+from .config import GPUMon
+from .info import session_info
+from .region import Region
+
+TRACE_MIN_BYTES = 2**20  # traced lines smaller than this are not shown
+TRACE_LINES = 5  # traced lines printed under a cell (the record keeps them all)
+_LIVE_SETTINGS = [
+    "interval", "allocator_interval", "detail_interval", "slow_interval", "peak_mode",
+    "record_path",
+]  # fmt: skip
+
+
+def _no_shell() -> Any:
+    return None
+
+
+class Session:
+    """Everything nbgpumon measures in this process. Usable without IPython."""
+
+    def __init__(
+        self,
+        config: GPUMon | None = None,
+        nvml_module: ModuleType | None = None,
+        shell: Callable[[], Any] = _no_shell,
+    ) -> None:
+        self.config = config if config is not None else GPUMon()
+        self._shell = shell  # the running shell (namespace, Out, tracebacks), or None
+        self.nvml = NvmlSource(nvml_module)
+        self.nvml.open()
+        self.torch = TorchAllocatorSource()
+        self.host = HostSource()
+        self.timeline = Timeline(timeline_columns(self.nvml, self.torch, self.host))
+        cfg = self.config
+        self.sampler = Sampler(
+            self.nvml,
+            self.torch,
+            self.host,
+            self.timeline,
+            interval=cfg.interval,
+            slow_interval=cfg.slow_interval,
+            torch_interval=cfg.allocator_interval,
+            detail_interval=cfg.detail_interval,
+        )
+        self.ledger = Ledger(
+            self.nvml,
+            self.torch,
+            self.host,
+            self.timeline,
+            peak_mode=cfg.peak_mode,
+            capacity=cfg.history,
+        )
+        cfg.observe(
+            self._config_changed,
+            names=_LIVE_SETTINGS,
+        )
+        self.closed = False
+        self._leak_watch: LeakWatch | None = None
+        self._tracer: AllocationTracer | None = None
+        self._recorder: RecordingWriter | None = None
+        self._syncing_record_path = False  # set while record() writes GPUMon.record_path
+        _open_sessions.add(self)
+
+    def _config_changed(self, change: dict) -> None:
+        name, value = change["name"], change["new"]
+        if name == "interval":
+            self.sampler.set_interval(value)
+        elif name == "allocator_interval":
+            self.sampler.torch_interval = value
+        elif name == "detail_interval":
+            self.sampler.detail_interval = value
+        elif name == "slow_interval":
+            self.sampler.slow_interval = value
+        elif name == "peak_mode":
+            self.ledger.peak_mode = value
+        elif name == "record_path" and not self._syncing_record_path:
+            try:
+                line = self.record(value or None)
+            except RecordingError as exc:
+                self._sync_record_path(change["old"])  # the setting keeps saying what is recorded
+                raise TraitError(str(exc)) from None
+            print(f"nbgpumon: {line}")
+
+    def _sync_record_path(self, path: str) -> None:
+        # GPUMon.record_path says where this monitor records, however it was started; the flag
+        # keeps the observer from acting on its own write.
+        self._syncing_record_path = True
+        try:
+            self.config.record_path = path
+        finally:
+            self._syncing_record_path = False
+
+    # -- life cycle -----------------------------------------------------------------------
+    def start(self) -> None:
+        """Start sampling (no-op when running)."""
+        if not self.closed:
+            self.sampler.start()
+
+    def stop(self) -> None:
+        """Stop sampling; the timeline and ledger stay readable."""
+        self.sampler.stop()
+
+    def close(self) -> None:
+        """Stop sampling for good, close the widget and release NVML."""
+        if self.closed:
+            return
+        self.closed = True
+        self.sampler.stop()
+        if self._recorder is not None:
+            self._recorder.stop()  # after the sampler: its last rows are written too
+            self._recorder = None
+        self.config.unobserve(self._config_changed, names=_LIVE_SETTINGS)
+        self.nvml.close()
+        self.host.close()
+        _open_sessions.discard(self)
+
+    # -- what views hear of (the Monitor one layer up shows them) -------------------------
+    def ledger_changed(self) -> None:
+        """A cell was recorded or a mark set (main thread)."""
+
+    def cell_opened(self) -> None:
+        """A cell's measurement has begun (main thread)."""
+
+    # -- the public API -------------------------------------------------------------------
+    @property
+    def has_gpu(self) -> bool:
+        return bool(self.nvml.devices)
+
+    def cells(self) -> list[CellRecord]:
+        """The ledger, oldest first (cells and regions)."""
+        return self.ledger.records()
+
+    def holders(self, device: str | None = None, budget: float = 0.05) -> HolderScan:
+        """What holds memory now, biggest first: variables, ``Out[N]``, ``_``, tracebacks.
+
+        ``device``: "cuda", "cuda:N" or "host"; by default "cuda" once torch has CUDA up in
+        this kernel, else "host". Stops after ``budget`` seconds with a partial answer.
+        """
+        if device is None:
+            device = "cuda" if self.torch.active() else "host"
+        if not isinstance(device, str) or not holder_scan.DEVICES.match(device):
+            raise UsageError(f"device is cuda, cuda:N or host, not {device!r}")
+        found = holder_scan.scan(self._shell(), device, budget)
+        return dataclasses.replace(found, processes=tuple(self.processes_on(device)))
+
+    def free(self) -> str:
+        """Drop what IPython's hidden references hold (outputs, ``_``, stored tracebacks),
+        collect garbage and empty torch's cache; never a variable of yours. Says what came back.
+        """
+        before = self._memory_now()
+        cleared, frames = release(self._shell())
+        after = self._memory_now()
+        return freed_line(before, after, cleared, frames)
+
+    def after_cell(self, record: CellRecord, error: BaseException | None) -> tuple[CellRecord, str]:
+        """Name the holders of what ``record`` kept (when over the threshold), attribute what
+        it left behind to lines (tracing on), and for an out-of-memory error write the
+        post-mortem. Returns the record as the ledger now holds it, and text to print under
+        the cell ("" for none)."""
+        shell = self._shell()
+        if shell is None:
+            return record, ""
+        out: list[str] = []
+        retention = self._leaks(shell).verdict(record, self.config.leak_threshold)
+        traced: tuple[str, ...] = ()
+        if self._tracer is not None and self._tracer.armed:
+            found = self._tracer.cell_finished(record.execution_count)
+            traced = tuple(format_traced(a) for a in found if a.bytes >= TRACE_MIN_BYTES)
+            out += [f"nbgpumon trace: {line}" for line in traced[:TRACE_LINES]]
+            if len(traced) > TRACE_LINES:
+                out.append(f"nbgpumon trace: … {len(traced) - TRACE_LINES} more lines")
+        if retention is not None or traced:
+            record = self.ledger.annotate(record, retention=retention, traced=traced)
+        # host MemoryError is "oom" in the ledger too, but this post-mortem is about the GPU
+        gpu_oom = error is not None and not isinstance(error, MemoryError)
+        if record.status == "oom" and gpu_oom and self.config.oom_report:
+            out.append(post_mortem_report(gather_oom_facts(self, shell, record, error)))
+        if self._recorder is not None:
+            self._recorder.add_cell(record)
+        return record, "\n".join(out)
+
+    def cell_started(self, execution_count: int | None = None) -> None:
+        """Note the namespace before a cell (ids only), for the leak verdict after it, and
+        what is alive on the GPU when tracing is on."""
+        shell = self._shell()
+        if shell is None:
+            return
+        self._leaks(shell).cell_started()
+        if self._tracer is not None and self._tracer.armed:
+            self._tracer.cell_started(execution_count)
+
+    def trace(self, on: bool) -> str:
+        """Turn allocation tracing on or off; one line saying what happened."""
+        if self._tracer is None:
+            if not on:
+                return "allocation tracing was not on"
+            self._tracer = AllocationTracer(self._shell())
+        return self._tracer.start() if on else self._tracer.stop()
+
+    @property
+    def tracing(self) -> str:
+        """ "on", "armed" (waiting for CUDA), or "off", plus the last problem if any."""
+        t = self._tracer
+        state = "off" if t is None or not t.armed else ("on" if t.active else "armed")
+        return f"{state} ({t.error})" if t is not None and t.error else state
+
+    def record(self, path: str | os.PathLike[str] | None) -> str:
+        """Record to the SQLite file ``path`` from now on (None: stop); one line back.
+
+        ``path`` is a new file (missing folders are made, and the line says so) or an earlier
+        recording, which gets a new session. Anything else raises :class:`RecordingError`,
+        and then the recording that was running goes on untouched.
+        """
+        if path is None:
+            if self._recorder is None:
+                return "not recording"
+            old, self._recorder = self._recorder, None
+            old.stop()
+            self._sync_record_path("")
+            return f"recording stopped; {old.rows_written} samples in {old.path}"
+        # checks and opens the new file before the old one stops
+        new = RecordingWriter(path, self.timeline, session_info(self.nvml))
+        if self._recorder is not None:
+            self._recorder.stop()
+        self._recorder = new
+        new.start(self.cells(), list(self.ledger.marks))
+        self._sync_record_path(str(new.path))
+        line = f"recording to {new.path} (session {new.session_id})"
+        return line + (f"; created the folder {new.created_folder}" if new.created_folder else "")
+
+    @property
+    def recording(self) -> str:
+        """What the recorder is doing, as one line ("" when there is none)."""
+        return self._recorder.status if self._recorder is not None else ""
+
+    def mark(self, label: str) -> None:
+        """Put a labelled marker on the timeline at this instant."""
+        if not isinstance(label, str) or not label.strip():
+            raise UsageError('mark() takes a non-empty label: nbgpumon.mark("warm-up done")')
+        check_label_length("mark", label)
+        self.ledger.mark(label.strip())
+        if self._recorder is not None:
+            self._recorder.add_mark(*self.ledger.marks[-1])
+        self.ledger_changed()
+
+    def track(self, label: str) -> Region:
+        """A region inside a cell, recorded like a cell: ``with mon.track("epoch 3"): ...``."""
+        if not isinstance(label, str) or not label.strip():
+            raise UsageError('track() takes a non-empty label: with nbgpumon.track("epoch 3"): ...')
+        check_label_length("track", label)
+        return Region(self.ledger, label.strip(), on_end=self._region_ended)
+
+    def _region_ended(self, record: CellRecord) -> None:
+        if self._recorder is not None:
+            self._recorder.add_cell(record)
+
+    # -- helpers for the holder views --------------------------------------------------------
+    def _leaks(self, shell: Any) -> LeakWatch:
+        if self._leak_watch is None or self._leak_watch.shell is not shell:
+            self._leak_watch = LeakWatch(shell)
+        return self._leak_watch
+
+    def processes_on(self, device: str) -> list[GpuProcess]:
+        """Processes NVML lists on ``device`` ("cuda", "cuda:N"; none for "host")."""
+        if device == "host":
+            return []
+        procs = list(self.sampler.processes)
+        if ":" in device:
+            cuda = int(device.split(":")[1])
+            nvml = [d.nvml_index for d in self.nvml.devices if d.cuda_index == cuda]
+            procs = [p for p in procs if p.nvml_index in nvml]
+        return procs
+
+    def _memory_now(self) -> MemoryNow:
+        stats = self.ledger.read_allocator()
+        return MemoryNow(
+            allocated=sum(s.allocated for s in stats.values()) if stats else None,
+            reserved=sum(s.reserved for s in stats.values()) if stats else None,
+            rss=self.host.rss(),
+        )
+
+
+def check_label_length(what: str, label: str) -> None:
+    """Refuse a ``what`` ("mark", "track") label longer than MAX_LABEL characters."""
+    if len(label) > MAX_LABEL:
+        raise UsageError(
+            f"a {what} label is at most {MAX_LABEL:,} characters, not {len(label):,}; shorten it"
+        )
+
+
+# Sessions not yet closed. One exit handler for all of them, registered when this module is
+# first imported: %reload_ext re-runs the package's __init__, never this module.
+_open_sessions: weakref.WeakSet[Session] = weakref.WeakSet()
+
+
+@atexit.register
+def _close_at_exit() -> None:
+    for session in list(_open_sessions):
+        session.close()

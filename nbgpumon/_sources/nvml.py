@@ -1,0 +1,342 @@
+"""NVML: the device's view (memory, utilization, power, clocks, PCIe, other processes)."""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field
+from types import ModuleType
+
+import psutil
+
+from .cuda_devices import map_by_uuid, map_cuda_indices
+from .nvml_library import NA, NvmlLibrary, shadowing_note
+
+# NVML constants used here, by value, so that the code reads the same with any binding version.
+_TEMPERATURE_GPU = 0
+_CLOCK_SM = 1
+_GPU_UTILIZATION_SAMPLES = 1
+_FI_PCIE_TX_BYTES = 197  # NVML_FI_DEV_PCIE_COUNT_TX_BYTES: a counter, differenced below
+_FI_PCIE_RX_BYTES = 198
+_MEMORY_V2 = 0x02000028  # nvmlMemory_v2: adds "reserved" (driver/firmware-held memory)
+_SUCCESS = 0
+
+FAST_METRICS = (
+    "mem_used",  # bytes
+    "mem_reserved",  # bytes the driver reserves (v2 memory info)
+    "mem_total",  # bytes
+    "gpu_util",  # percent of time a kernel ran
+    "mem_util",  # percent of time device memory was read or written
+    "temperature",  # degrees C
+    "power",  # watts
+    "power_limit",  # watts (read at the slow cadence, carried)
+    "sm_clock",  # MHz
+    "pcie_tx",  # bytes/s
+    "pcie_rx",  # bytes/s
+)
+
+
+@dataclass(frozen=True, slots=True)
+class GpuDevice:
+    """One GPU as NVML and CUDA see it."""
+
+    nvml_index: int
+    name: str
+    uuid: str
+    memory_total: int | None  # bytes
+    cuda_index: int | None  # None when CUDA_VISIBLE_DEVICES hides it from this process
+
+
+@dataclass(frozen=True, slots=True)
+class GpuProcess:
+    """A compute process on a GPU. ``pid`` is None where a PID namespace hides it."""
+
+    nvml_index: int
+    pid: int | None
+    used_memory: int | None  # bytes; None where the driver won't say
+    name: str
+    is_this_kernel: bool
+
+
+@dataclass
+class _Counter:
+    """Last value of a monotonic counter, to turn it into a rate."""
+
+    value: int | None = None
+    time_us: int | None = None
+
+
+@dataclass
+class _DeviceState:
+    handle: object
+    pcie: dict[int, _Counter] = field(default_factory=dict)
+    last_sample_us: int = 0
+    power_limit: float | None = None
+    # temperature, power, SM clock, PCIe TX, PCIe RX: read at the detail cadence, carried
+    details: list[float | None] = field(default_factory=lambda: [None] * 5)
+
+
+class NvmlSource:
+    """Per-device NVML readings; never raises, missing values are ``None``."""
+
+    columns = FAST_METRICS
+
+    def __init__(self, module: ModuleType | None = None) -> None:
+        self.library = NvmlLibrary(module)
+        self.devices: list[GpuDevice] = []
+        self._state: list[_DeviceState] = []
+        self.mapping_note = ""
+        self._pid = os.getpid()
+
+    # -- setup ----------------------------------------------------------------------------
+    def open(self) -> bool:
+        """Start NVML and list the devices; False (with ``status``) when there is no NVML."""
+        lib = self.library
+        if not lib.init():
+            return False
+        count = lib.call_first(("nvmlDeviceGetCount_v2", "nvmlDeviceGetCount"))
+        handles = []
+        for i in range(count if isinstance(count, int) else 0):
+            handle = lib.call_first(
+                ("nvmlDeviceGetHandleByIndex_v2", "nvmlDeviceGetHandleByIndex"), i, device=i
+            )
+            if handle is NA:
+                break  # keep NVML indices dense: a device we can't open ends the list
+            handles.append(handle)
+        uuids = [
+            _text(lib.query("nvmlDeviceGetUUID", h, device=i)) or f"unknown-{i}"
+            for i, h in enumerate(handles)
+        ]
+        mapping, self.mapping_note = map_cuda_indices(uuids, os.environ.get("CUDA_VISIBLE_DEVICES"))
+        self._state = [_DeviceState(h) for h in handles]
+        self.devices = [
+            GpuDevice(
+                nvml_index=i,
+                name=_text(lib.query("nvmlDeviceGetName", h, device=i)) or "unknown GPU",
+                uuid=uuids[i],
+                memory_total=_attr(lib.query("nvmlDeviceGetMemoryInfo", h, device=i), "total"),
+                cuda_index=mapping.get(i),
+            )
+            for i, h in enumerate(handles)
+        ]
+        self.read_slow()
+        return True
+
+    def remap_cuda(self, cuda_uuids: list[str]) -> None:
+        """Replace the assumed CUDA mapping by the exact one the framework reports."""
+        if not cuda_uuids:
+            return
+        mapping = map_by_uuid([d.uuid for d in self.devices], cuda_uuids)
+        self.devices = [
+            GpuDevice(d.nvml_index, d.name, d.uuid, d.memory_total, mapping.get(d.nvml_index))
+            for d in self.devices
+        ]
+        self.mapping_note = ""
+
+    def close(self) -> None:
+        self.library.shutdown()
+
+    @property
+    def status(self) -> str:
+        lib = self.library
+        if not lib.available:
+            return lib.reason or "NVML not started"
+        if not self.devices:
+            return "NVML found no GPU"
+        lost = sorted(lib.lost_devices)
+        if lost:
+            return "GPU lost: " + ", ".join(f"gpu{i}" for i in lost) + " (reset or reboot needed)"
+        return "ok"
+
+    # -- the fast tick --------------------------------------------------------------------
+    def read(self, details: bool = True) -> list[float | None]:
+        """Every device's FAST_METRICS, flattened device-major.
+
+        Memory and utilization are read on every call. ``details`` also refreshes
+        temperature, power, SM clock and PCIe rates; otherwise their last values are carried,
+        which keeps the frequent tick to two NVML calls per device.
+        """
+        row: list[float | None] = []
+        for i, state in enumerate(self._state):
+            if details:
+                self._read_details(i, state)
+            row.extend(self._read_device(i, state))
+        return row
+
+    def _read_device(self, i: int, state: _DeviceState) -> list[float | None]:
+        used, reserved, total = self._memory(i, state)
+        util = self.library.query(
+            "nvmlDeviceGetUtilizationRates", state.handle, device=i, metric="utilization"
+        )
+        temperature, power, clock, tx, rx = state.details
+        return [
+            used, reserved, total, _attr(util, "gpu"), _attr(util, "memory"),
+            temperature, power, state.power_limit, clock, tx, rx,
+        ]  # fmt: skip
+
+    def _memory(self, i: int, state: _DeviceState) -> tuple[int | None, int | None, int | None]:
+        """(used, reserved, total) bytes: v2 (as nvidia-smi counts "used"), else v1."""
+        lib, h = self.library, state.handle
+        mem = lib.query(
+            "nvmlDeviceGetMemoryInfo", h, version=_MEMORY_V2, device=i, metric="memory_v2"
+        )
+        reserved = None
+        if mem is NA:
+            mem = lib.query("nvmlDeviceGetMemoryInfo", h, device=i, metric="memory")
+        else:
+            reserved = _attr(mem, "reserved")
+        return _attr(mem, "used"), reserved, _attr(mem, "total")
+
+    def _read_details(self, i: int, state: _DeviceState) -> None:
+        lib, h = self.library, state.handle
+        temp = lib.query(
+            "nvmlDeviceGetTemperature", h, _TEMPERATURE_GPU, device=i, metric="temperature"
+        )
+        power_mw = lib.query("nvmlDeviceGetPowerUsage", h, device=i, metric="power")
+        clock = lib.query("nvmlDeviceGetClockInfo", h, _CLOCK_SM, device=i, metric="sm_clock")
+        tx, rx = self._pcie_rates(i, state)
+        state.details = [
+            None if temp is NA else temp,
+            None if power_mw is NA else power_mw / 1000.0,
+            None if clock is NA else clock,
+            tx,
+            rx,
+        ]
+
+    def _pcie_rates(self, i: int, state: _DeviceState) -> tuple[float | None, float | None]:
+        # Counter fields, differenced: nvmlDeviceGetPcieThroughput blocks for 20 ms.
+        values = self.library.query(
+            "nvmlDeviceGetFieldValues",
+            state.handle,
+            [_FI_PCIE_TX_BYTES, _FI_PCIE_RX_BYTES],
+            device=i,
+            metric="pcie",
+        )
+        if values is NA:
+            return None, None
+        rates: list[float | None] = []
+        for field_id, value in zip((_FI_PCIE_TX_BYTES, _FI_PCIE_RX_BYTES), values, strict=True):
+            counter = state.pcie.get(field_id)
+            if counter is None:
+                counter = state.pcie[field_id] = _Counter()
+            rates.append(_rate(counter, value))
+        return rates[0], rates[1]
+
+    def read_memory(self) -> list[int | None]:
+        """NVML memory used per device, in bytes (the ledger's before/after reading)."""
+        return [self._memory(i, state)[0] for i, state in enumerate(self._state)]
+
+    # -- the slow cadence -----------------------------------------------------------------
+    def read_slow(self) -> None:
+        """Values that change rarely; carried into every fast row."""
+        for i, state in enumerate(self._state):
+            limit = self.library.query(
+                "nvmlDeviceGetEnforcedPowerLimit", state.handle, device=i, metric="power_limit"
+            )
+            state.power_limit = None if limit is NA else limit / 1000.0
+
+    def read_processes(self) -> list[GpuProcess]:
+        """Compute processes on every device, this kernel's marked."""
+        found: list[GpuProcess] = []
+        for i, state in enumerate(self._state):
+            procs = self.library.call_first(
+                (
+                    "nvmlDeviceGetComputeRunningProcesses_v3",
+                    "nvmlDeviceGetComputeRunningProcesses_v2",
+                    "nvmlDeviceGetComputeRunningProcesses",
+                ),
+                state.handle,
+                device=i,
+                metric="processes",
+            )
+            for p in procs if isinstance(procs, list) else []:
+                pid = getattr(p, "pid", None) or None  # 0 means hidden by a PID namespace
+                used = getattr(p, "usedGpuMemory", None)
+                found.append(
+                    GpuProcess(
+                        nvml_index=i,
+                        pid=pid,
+                        used_memory=used if isinstance(used, int) and used < 2**63 else None,
+                        name=_process_name(pid),
+                        is_this_kernel=pid == self._pid,
+                    )
+                )
+        return found
+
+    def notes(self) -> list[str]:
+        """What to know about the NVML binding, for status (the shadowing check costs ~30 ms:
+        asked then, not at start)."""
+        shadow = shadowing_note()
+        return [*self.library.notes, *([shadow] if shadow else [])]
+
+    def read_util_samples(self) -> list[list[tuple[float, float]]]:
+        """Per device, the driver's buffered GPU-utilization samples since the last call.
+
+        Each is (unix time in seconds, percent). The driver samples every ~200 ms and keeps
+        ~14 s, so a call every few seconds misses nothing between ticks.
+        """
+        out: list[list[tuple[float, float]]] = []
+        for i, state in enumerate(self._state):
+            got = self.library.query(
+                "nvmlDeviceGetSamples",
+                state.handle,
+                _GPU_UTILIZATION_SAMPLES,
+                state.last_sample_us,
+                device=i,
+                metric="util_samples",
+            )
+            samples: list[tuple[float, float]] = []
+            if got is not NA:
+                for s in got[1]:
+                    stamp = int(getattr(s, "timeStamp", 0))
+                    if stamp > state.last_sample_us:
+                        samples.append((stamp / 1e6, float(_sample_value(s))))
+                if samples:
+                    state.last_sample_us = int(samples[-1][0] * 1e6)
+            out.append(samples)
+        return out
+
+
+def _rate(counter: _Counter, value: object) -> float | None:
+    if getattr(value, "nvmlReturn", 1) != _SUCCESS:
+        return None
+    raw = int(value.value.ullVal)
+    stamp = int(getattr(value, "timestamp", 0)) or int(time.time() * 1e6)
+    rate = None
+    if counter.value is not None and counter.time_us is not None and stamp > counter.time_us:
+        delta = raw - counter.value
+        if delta >= 0:  # a reset counter gives one missing value, not a negative rate
+            rate = delta / ((stamp - counter.time_us) / 1e6)
+    counter.value, counter.time_us = raw, stamp
+    return rate
+
+
+def _sample_value(sample: object) -> float:
+    value = sample.sampleValue
+    for name in ("uiVal", "ulVal", "ullVal", "dVal"):
+        v = getattr(value, name, None)
+        if v is not None:
+            return v
+    return float("nan")
+
+
+def _attr(obj: object, name: str) -> int | None:
+    if obj is NA:
+        return None
+    value = getattr(obj, name, None)
+    return int(value) if value is not None else None
+
+
+def _text(value: object) -> str | None:
+    if value is NA or value is None:
+        return None
+    return value.decode(errors="replace") if isinstance(value, bytes) else str(value)
+
+
+def _process_name(pid: int | None) -> str:
+    if pid is None:
+        return "unknown (PID hidden by a PID namespace)"
+    try:
+        return psutil.Process(pid).name()
+    except Exception:
+        return "unknown (not visible from this process)"

@@ -1,0 +1,268 @@
+"""``%gpumon advise``: hints drawn from what was measured, each citing the numbers behind it.
+
+Every rule looks for its own evidence in the samples and the ledger and stays silent without
+it: no generic advice. The evidence comes from the live monitor or from a recording, through
+one :class:`Evidence` shape.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .._foundation.units import format_bytes, format_percent, format_seconds
+from .._ledger.records import CellRecord
+
+GIB = 2**30
+FRAGMENTED_BYTES = GIB  # reserved - allocated at least this much ...
+FRAGMENTED_SHARE = 0.25  # ... and at least this share of reserved
+BUSY_CELL_SECONDS = 10.0  # cells at least this long count as "running work"
+IDLE_UTIL = 60.0  # mean GPU utilization below this, in such a cell, is waiting
+NEAR_LIMIT = 0.90  # device memory in use over total
+GROWING_MIN = 16 * 2**20  # a re-run must keep at least this much to count as growth
+
+
+@dataclass(frozen=True)
+class Hint:
+    topic: str  # "fragmentation", "input pipeline", "memory limit", "re-run growth"
+    evidence: str  # the numbers that triggered it
+    advice: str  # what to do
+
+    def __str__(self) -> str:
+        return f"{self.topic}: {self.evidence}\n  → {self.advice}"
+
+
+@dataclass
+class Evidence:
+    """What the rules read: the samples, the ledger, and what only a live kernel can say."""
+
+    columns: list[str]
+    times: np.ndarray  # unix seconds
+    values: np.ndarray  # (samples, columns), NaN where missing
+    records: list[CellRecord]
+    gpus: list[tuple[int, str]]  # (nvml index, name)
+    alloc_retries: dict[int, int] = field(default_factory=dict)  # live only: by NVML index
+    fp32_modules: list[str] | None = None  # live only: modules with float32 parameters
+
+    def column(self, name: str) -> np.ndarray | None:
+        try:
+            return self.values[:, self.columns.index(name)]
+        except ValueError:
+            return None
+
+
+# -- the rules ------------------------------------------------------------------------------
+def fragmentation(ev: Evidence) -> list[Hint]:
+    hints = []
+    for index, name in ev.gpus:
+        reserved = ev.column(f"gpu{index}.reserved")
+        allocated = ev.column(f"gpu{index}.allocated")
+        if reserved is None or allocated is None:
+            continue
+        gap = reserved - allocated
+        valid = ~np.isnan(gap) & (reserved > 0)
+        retries = ev.alloc_retries.get(index, 0)
+        if not valid.any() and not retries:
+            continue
+        worst = int(np.argmax(np.where(valid, gap, -np.inf))) if valid.any() else None
+        big = (
+            worst is not None
+            and gap[worst] >= FRAGMENTED_BYTES
+            and gap[worst] >= FRAGMENTED_SHARE * reserved[worst]
+        )
+        if not big and not retries:
+            continue
+        facts = []
+        if worst is not None and big:
+            share = gap[worst] / reserved[worst]
+            facts.append(
+                f"torch held {format_bytes(reserved[worst])} but only "
+                f"{format_bytes(allocated[worst])} was in tensors "
+                f"({format_bytes(gap[worst])}, {share:.0%} of it idle)"
+                f"{_during(ev, float(ev.times[worst]))}"
+            )
+        split = ev.column(f"gpu{index}.inactive_split")
+        if split is not None and not np.isnan(split).all() and np.nanmax(split) >= FRAGMENTED_BYTES:
+            facts.append(f"up to {format_bytes(np.nanmax(split))} in split blocks")
+        if retries:
+            plural = "y" if retries == 1 else "ies"
+            facts.append(f"{retries} allocator retr{plural} (cudaMalloc failed, cache flushed)")
+        hints.append(
+            Hint(
+                "fragmentation",
+                f"gpu{index} {name}: " + "; ".join(facts),
+                "set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True before torch starts "
+                "(restart the kernel); or max_split_size_mb:<MB> to stop large blocks being "
+                "split, or garbage_collection_threshold:0.8 to reclaim cached blocks earlier",
+            )
+        )
+    return hints
+
+
+def input_pipeline(ev: Evidence) -> list[Hint]:
+    waiting = [
+        r
+        for r in ev.records
+        if r.kind == "cell"
+        and r.duration >= BUSY_CELL_SECONDS
+        and r.util_mean is not None
+        and r.util_mean < IDLE_UTIL
+        and (r.allocated_total or 0) > 0  # the cell did GPU work: torch allocated in it
+    ]
+    if not waiting:
+        return []
+    shown = ", ".join(
+        f"{r.name} ran {format_seconds(r.duration)} at {format_percent(r.util_mean)} GPU"
+        for r in waiting[:3]
+    )
+    more = f" (and {len(waiting) - 3} more)" if len(waiting) > 3 else ""
+    return [
+        Hint(
+            "input pipeline",
+            f"the GPU was idle much of the time while cells worked: {shown}{more}",
+            "feed it faster: DataLoader(num_workers=4 or more, pin_memory=True, "
+            "persistent_workers=True), move preprocessing to the GPU, or a larger batch",
+        )
+    ]
+
+
+def memory_limit(ev: Evidence) -> list[Hint]:
+    hints = []
+    for index, name in ev.gpus:
+        used, total = ev.column(f"gpu{index}.mem_used"), ev.column(f"gpu{index}.mem_total")
+        if used is None or total is None:
+            continue
+        share = used / total
+        if np.isnan(share).all() or np.nanmax(share) < NEAR_LIMIT:
+            continue
+        worst = int(np.nanargmax(share))
+        evidence = (
+            f"gpu{index} {name}: {format_bytes(used[worst])} of {format_bytes(total[worst])} "
+            f"in use ({share[worst]:.0%}){_during(ev, float(ev.times[worst]))}"
+        )
+        if ev.fp32_modules:
+            evidence += f"; {', '.join(ev.fp32_modules[:3])} train in float32"
+            advice = (
+                "mixed precision: torch.autocast('cuda', dtype=torch.bfloat16) around the "
+                "forward pass (about half the activation memory), or gradient accumulation "
+                "over smaller batches"
+            )
+        else:
+            advice = (
+                "gradient accumulation over smaller batches, or mixed precision "
+                "(torch.autocast) if you train in float32; %gpumon holders shows what holds it"
+            )
+        hints.append(Hint("memory limit", evidence, advice))
+    return hints
+
+
+def rerun_growth(ev: Evidence) -> list[Hint]:
+    runs: dict[str, list[CellRecord]] = {}
+    for r in ev.records:
+        if r.kind == "cell" and r.label:
+            runs.setdefault(r.cell_id or r.label, []).append(r)
+    hints = []
+    for same in runs.values():
+        if len(same) < 2:
+            continue
+        kept = [_kept(r) for r in same]
+        if any(k is None or k < GROWING_MIN for k in kept):
+            continue
+        where = "GPU" if same[0].retained is not None else "host"
+        holders = next((r.retention for r in reversed(same) if r.retention), None)
+        held = (
+            "; held by " + ", ".join(f"{n} {format_bytes(b)}" for n, b in holders.holders)
+            if holders and holders.holders
+            else ""
+        )
+        hints.append(
+            Hint(
+                "re-run growth",
+                f"{same[0].label!r} ran {len(same)} times ({', '.join(r.name for r in same)}) "
+                f"and each run kept more {where} memory: "
+                f"{', '.join(format_bytes(k) for k in kept)} ({format_bytes(sum(kept))} in all)"
+                f"{held}",
+                "something outlives each run (a list appended to, Out[N], a global cache): "
+                "%gpumon holders names it; %gpumon free drops outputs and tracebacks",
+            )
+        )
+    return hints
+
+
+RULES = (fragmentation, input_pipeline, memory_limit, rerun_growth)
+
+
+def advise(ev: Evidence) -> list[Hint]:
+    """Every hint the evidence supports, in rule order."""
+    return [hint for rule in RULES for hint in rule(ev)]
+
+
+# -- evidence from the live monitor or a recording ------------------------------------------
+def live_evidence(mon: Any, shell: Any = None) -> Evidence:
+    window = mon.timeline.window()
+    stats = mon.ledger.read_allocator()
+    retries = {
+        d.nvml_index: stats[d.cuda_index].alloc_retries
+        for d in mon.nvml.devices
+        if d.cuda_index in stats
+    }
+    return Evidence(
+        columns=list(mon.timeline.columns),
+        times=window.times,
+        values=window.high.astype(np.float64),  # bucket maxima: a peak must not average away
+        records=mon.cells(),
+        gpus=[(d.nvml_index, d.name) for d in mon.nvml.devices],
+        alloc_retries=retries,
+        fp32_modules=_fp32_modules(shell) if shell is not None else None,
+    )
+
+
+def recorded_evidence(session: Any) -> Evidence:
+    return Evidence(
+        columns=list(session.columns),
+        times=session.times,
+        values=session.values,
+        records=list(session.records),
+        gpus=[(int(g.get("index", i)), str(g.get("name", ""))) for i, g in enumerate(session.gpus)],
+    )
+
+
+def _fp32_modules(shell: Any) -> list[str]:
+    torch = sys.modules.get("torch")
+    module = getattr(getattr(torch, "nn", None), "Module", None)
+    if module is None:
+        return []
+    names = []
+    for name, value in list((getattr(shell, "user_ns", None) or {}).items()):
+        if isinstance(value, module) and not name.startswith("_"):
+            try:
+                first = next(value.parameters(), None)
+            except Exception:
+                continue
+            if first is not None and first.dtype == torch.float32 and first.is_cuda:
+                names.append(name)
+    return names
+
+
+def _kept(r: CellRecord) -> int | None:
+    return r.retained if r.retained is not None else r.rss_delta
+
+
+def _during(ev: Evidence, t: float) -> str:
+    for r in ev.records:
+        if r.kind == "cell" and r.start <= t <= r.start + r.duration:
+            return f" during {r.name}"
+    return ""
+
+
+def hints_text(hints: Sequence[Hint]) -> str:
+    if not hints:
+        return (
+            "nbgpumon advise: nothing to suggest: no fragmentation, idle GPU in long cells, "
+            "memory near the limit or re-runs that keep growing in what was measured"
+        )
+    return "\n".join(f"{n}. {hint}" for n, hint in enumerate(hints, 1))

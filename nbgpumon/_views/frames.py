@@ -1,0 +1,73 @@
+"""The ledger and the samples as pandas DataFrames (pandas is imported only when asked for),
+and writing them out."""
+
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from .._ledger.records import CellRecord
+from .._ledger.rows import RECORD_FIELDS, TOTALS, record_row
+
+if TYPE_CHECKING:
+    import pandas
+
+
+def cells_frame(records: Sequence[CellRecord]) -> pandas.DataFrame:
+    """Records as a DataFrame; ``start`` is a UTC timestamp, bytes are nullable integers."""
+    import pandas as pd
+
+    frame = pd.DataFrame([record_row(r) for r in records])
+    if frame.empty:
+        return pd.DataFrame(columns=[*RECORD_FIELDS, "start", *TOTALS])
+    frame = frame.convert_dtypes()  # missing bytes stay integers (<NA>), not floats
+    frame["start"] = utc_times(frame["start"].astype("float64").to_numpy())
+    return frame
+
+
+def samples_frame(
+    times: np.ndarray, values: np.ndarray, columns: Sequence[str]
+) -> pandas.DataFrame:
+    """The samples as a DataFrame: ``time`` as UTC timestamps, then float columns."""
+    import pandas as pd
+
+    frame = pd.DataFrame(np.asarray(values, dtype=np.float64), columns=list(columns))
+    frame.insert(0, "time", utc_times(times))
+    return frame
+
+
+def utc_times(seconds: Any) -> pandas.DatetimeIndex:
+    """Unix seconds (floats) as UTC timestamps in nanoseconds. From floats with ``unit="s"``
+    pandas 3.0 picks second resolution and drops the fractions (10 Hz samples collapse)."""
+    import pandas as pd
+
+    seconds = np.asarray(seconds, dtype=np.float64)
+    whole = np.floor(seconds)  # apart: seconds * 1e9 as one float is off by ~100 ns
+    fraction = np.round((seconds - whole) * 1e9).astype(np.int64)
+    nanoseconds = whole.astype(np.int64) * 10**9 + fraction
+    return pd.to_datetime(nanoseconds, unit="ns", utc=True)
+
+
+def write_frames(
+    frames: dict[str, pandas.DataFrame], directory: str | Path, fmt: str = "csv"
+) -> list[Path]:
+    """Write each frame as ``<name>.csv`` (or ``.parquet``) into ``directory``; the paths."""
+    if fmt not in ("csv", "parquet"):
+        raise ValueError(f"format is csv or parquet, not {fmt!r}")
+    if fmt == "parquet" and importlib.util.find_spec("pyarrow") is None:
+        raise ValueError("Parquet needs pyarrow: pip install pyarrow (or use csv)")
+    out = Path(directory).expanduser()
+    out.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for name, frame in frames.items():
+        path = out / f"{name}.{fmt}"
+        if fmt == "csv":
+            frame.to_csv(path, index=False)
+        else:
+            frame.to_parquet(path, index=False)
+        paths.append(path)
+    return paths

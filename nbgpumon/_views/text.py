@@ -1,0 +1,275 @@
+"""Text and HTML views: the summary line, the cells table, status, the snapshot.
+
+Every string that came from user data (cell source, labels, process names, errors) goes
+through ``html.escape`` before it is placed in HTML.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from .._foundation.units import format_bytes, format_percent, format_seconds
+from .._ledger.records import CellRecord, Retention
+
+if TYPE_CHECKING:
+    from .._forensics.holder_scan import HolderScan
+    from .._session.session import Session as Monitor
+
+
+@dataclass(frozen=True)
+class TextView:
+    """Something to display: plain text for terminals, HTML for notebooks."""
+
+    text: str
+    html: str
+
+    def __repr__(self) -> str:
+        return self.text
+
+    def _repr_html_(self) -> str:
+        return self.html
+
+
+# -- one cell -----------------------------------------------------------------------------
+def summary_line(record: CellRecord) -> str:
+    """``[12] +1.0 GiB alloc · peak 3.2 GiB · kept 1.0 GiB · 12.3 s · GPU 87%``."""
+    parts: list[str] = []
+    if record.allocated_total is not None:
+        peak = record.peak_allocated
+        parts += [
+            f"{format_bytes(record.allocated_total, signed=True)} alloc",
+            f"peak {'' if record.peak_exact else '≥'}{format_bytes(peak)}",
+            f"kept {format_bytes(record.retained)}" + _held_by(record, "cuda"),
+        ]
+    else:
+        used = [d.nvml_used_delta for d in record.devices if d.nvml_used_delta is not None]
+        if used and sum(used) != 0:
+            parts.append(f"GPU mem {format_bytes(sum(used), signed=True)}")
+    if record.rss_delta is not None:
+        host = f"host {format_bytes(record.rss_delta, signed=True)}"
+        rise = _host_peak_rise(record)
+        if rise is not None and rise > max(record.rss_delta, 0) + _NOTABLE:
+            host += f" (peak {format_bytes(rise, signed=True)})"
+        parts.append(host + _held_by(record, "host"))
+    parts.append(format_seconds(record.duration))
+    if record.util_mean is not None:
+        parts.append(f"GPU {format_percent(record.util_mean)}")
+    if record.status != "ok":
+        parts.append(record.status.upper() if record.status == "oom" else record.status)
+    return f"{record.name} " + " · ".join(parts)
+
+
+_NOTABLE = 2**20  # a transient host peak smaller than this is noise, not news
+
+
+def retention_text(retention: Retention) -> str:
+    """``y 1.0 GiB, Out[7] 12 MiB``: who holds what a cell kept."""
+    if not retention.holders:
+        return "no holder found in variables, outputs or tracebacks"
+    return ", ".join(f"{name} {format_bytes(size)}" for name, size in retention.holders)
+
+
+def _held_by(record: CellRecord, device: str) -> str:
+    r = record.retention
+    return f": {retention_text(r)}" if r is not None and r.device == device else ""
+
+
+def _host_peak_rise(record: CellRecord) -> int | None:
+    if record.rss_peak is None or record.rss_before is None:
+        return None
+    return record.rss_peak - record.rss_before
+
+
+# -- the ledger table ---------------------------------------------------------------------
+_HEADERS = (
+    "cell",
+    "status",
+    "time",
+    "alloc",
+    "peak",
+    "kept",
+    "GPU util",
+    "NVML Δ",
+    "host Δ",
+    "host peak",
+    "held by",
+    "source",
+)
+
+
+_ALWAYS = ("cell", "status", "time", "source")
+
+
+def _row(r: CellRecord) -> tuple[str, ...]:
+    nvml = [d.nvml_used_delta for d in r.devices if d.nvml_used_delta is not None]
+    util = (
+        "—"
+        if r.util_mean is None
+        else (f"{format_percent(r.util_mean)} (max {format_percent(r.util_max)})")
+    )
+    return (
+        r.name,
+        r.status,
+        format_seconds(r.duration),
+        format_bytes(r.allocated_total, signed=True),
+        ("" if r.peak_exact else "≥") + format_bytes(r.peak_allocated),
+        format_bytes(r.retained),
+        util,
+        format_bytes(sum(nvml), signed=True) if nvml else "—",
+        format_bytes(r.rss_delta, signed=True),
+        ("" if r.rss_peak_exact else "≥") + format_bytes(r.rss_peak),
+        retention_text(r.retention) if r.retention is not None else "",
+        r.label if r.kind == "cell" else "",
+    )
+
+
+def cells_table(records: Sequence[CellRecord]) -> TextView:
+    """The ledger, newest first, as a text table and an HTML table."""
+    rows = [_row(r) for r in reversed(records)]
+    if not rows:
+        message = "No cells recorded yet: run a cell and ask again."
+        return TextView(message, f"<p>{message}</p>")
+    # columns empty in every row (no GPU, no torch yet) are left out
+    keep = [
+        i
+        for i, h in enumerate(_HEADERS)
+        if h in _ALWAYS or any(row[i] not in ("—", "") for row in rows)
+    ]
+    headers = [_HEADERS[i] for i in keep]
+    rows = [tuple(row[i] for i in keep) for row in rows]
+    widths = [max(len(h), *(len(row[i]) for row in rows)) for i, h in enumerate(headers)]
+    lines = ["  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)).rstrip()]
+    lines += [
+        "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in rows
+    ]
+    # Inline styles: notebook CSS right-aligns and wraps cells; numbers must stay on one
+    # line and text (user data, escaped) reads left to right.
+    aligns = ["left" if h in ("cell", "status", "held by", "source") else "right" for h in headers]
+    head = "".join(
+        f'<th style="text-align:{a};white-space:nowrap">{html.escape(h)}</th>'
+        for h, a in zip(headers, aligns, strict=True)
+    )
+    body = "".join(
+        "<tr>"
+        + "".join(
+            f'<td style="text-align:{a};white-space:nowrap">{html.escape(c)}</td>'
+            for c, a in zip(row, aligns, strict=True)
+        )
+        + "</tr>"
+        for row in rows
+    )
+    table = (
+        f'<table class="nbgpumon-cells"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
+    )
+    return TextView("\n".join(lines), table)
+
+
+# -- status -------------------------------------------------------------------------------
+def status_lines(mon: Monitor) -> list[str]:
+    """What is running, what is measured, and what is unavailable and why."""
+    s, lib, cfg = mon.sampler, mon.nvml.library, mon.config
+    state = "running" if s.running else ("closed" if mon.closed else "stopped")
+    lines = [
+        f"sampler: {state}, memory and utilization every {cfg.interval:g} s (allocator "
+        f"every {cfg.allocator_interval:g} s, power/temperature/clock/PCIe every "
+        f"{cfg.detail_interval:g} s, processes every {cfg.slow_interval:g} s), "
+        f"{s.ticks} ticks, last tick {s.last_tick_seconds * 1e6:.0f} µs",
+    ]
+    if s.error:
+        lines.append(f"sampler error: {s.error}")
+    if lib.available:
+        lines.append(
+            f"NVML: driver {lib.driver_version or '?'}, binding "
+            f"{lib.binding_version or '?'}, {len(mon.nvml.devices)} GPU(s)"
+        )
+    else:
+        lines.append(f"NVML: unavailable: {mon.nvml.status}")
+    disabled = lib.disabled_metrics()
+    for d in mon.nvml.devices:
+        cuda = "hidden by CUDA_VISIBLE_DEVICES" if d.cuda_index is None else f"cuda:{d.cuda_index}"
+        lost = " (LOST)" if d.nvml_index in lib.lost_devices else ""
+        lines.append(
+            f"  gpu{d.nvml_index}: {d.name}, {d.uuid}, {cuda}, {format_bytes(d.memory_total)}{lost}"
+        )
+        for (dev, metric), why in sorted(disabled.items()):
+            if dev == d.nvml_index:
+                lines.append(f"    {metric}: unavailable ({why})")
+    if mon.nvml.mapping_note:
+        lines.append(f"  note: {mon.nvml.mapping_note}")
+    for note in mon.nvml.notes():
+        lines.append(f"  note: {note}")
+    lines.append(f"torch allocator: {mon.torch.status}; allocation tracing {mon.tracing}")
+    lines.append(
+        f"host: {mon.host.status}; per-cell host peak "
+        f"{'exact (VmHWM)' if mon.host.can_reset_peak else 'sampled'}"
+    )
+    if cfg.peak_mode == "reset":
+        lines.append(
+            "peaks: reset per cell (exact); torch.cuda.max_memory_allocated() counts "
+            "from the current cell's start; %config GPUMon.peak_mode = 'preserve' "
+            "keeps it global"
+        )
+    else:
+        lines.append(
+            "peaks: preserve (torch's counters untouched; a cell's peak is exact "
+            "only when it sets a new high)"
+        )
+    lines.append(f"recording: {mon.recording or 'off (%gpumon record PATH starts one)'}")
+    lines.append(
+        f"summary after each cell: {'on' if cfg.summary else 'off'}; "
+        f"{len(mon.ledger.records())} records in the ledger"
+    )
+    return lines
+
+
+def status_view(mon: Monitor) -> TextView:
+    text = "\n".join(status_lines(mon))
+    return TextView(text, f"<pre>{html.escape(text)}</pre>")
+
+
+# -- the snapshot (plain %gpumon) ---------------------------------------------------------
+def snapshot_view(mon: Monitor, last_cells: int = 5) -> TextView:
+    """Current device state plus the newest ledger entries."""
+    latest = mon.timeline.latest() or {}
+    lines = []
+    age = f" ({time.time() - latest['time']:.1f} s ago)" if "time" in latest else ""
+    lines.append(f"nbgpumon snapshot{age}")
+    if not mon.has_gpu:
+        lines.append(f"no GPU: {mon.nvml.status}")
+    for d in mon.nvml.devices:
+        p = f"gpu{d.nvml_index}."
+
+        def get(metric: str, p: str = p) -> float | None:
+            v = latest.get(p + metric)
+            return None if v is None or math.isnan(v) else v
+
+        power = get("power")
+        lines.append(
+            f"gpu{d.nvml_index} {d.name}: mem {format_bytes(get('mem_used'))} / "
+            f"{format_bytes(get('mem_total'))}, util {format_percent(get('gpu_util'))}, "
+            f"mem-bw {format_percent(get('mem_util'))}, "
+            f"{'—' if power is None else f'{power:.0f} W'}, "
+            f"torch alloc {format_bytes(get('allocated'))} / "
+            f"reserved {format_bytes(get('reserved'))}"
+        )
+    for proc in mon.sampler.processes:
+        who = "this kernel" if proc.is_this_kernel else proc.name
+        pid = "PID unknown" if proc.pid is None else f"PID {proc.pid}"
+        lines.append(f"  gpu{proc.nvml_index}: {pid} {who}: {format_bytes(proc.used_memory)}")
+    rss = latest.get("host.rss")
+    if rss is not None and not math.isnan(rss):
+        lines.append(f"host: this kernel {format_bytes(rss)} resident")
+    text = "\n".join(lines)
+    table = cells_table(mon.cells()[-last_cells:])
+    return TextView(text + "\n\n" + table.text, f"<pre>{html.escape(text)}</pre>{table.html}")
+
+
+# -- holders ------------------------------------------------------------------------------
+def holders_view(scan: HolderScan) -> TextView:
+    text = scan.text()
+    return TextView(text, f"<pre>{html.escape(text)}</pre>")

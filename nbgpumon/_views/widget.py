@@ -1,0 +1,316 @@
+"""The live chart: one anywidget per monitor, fed by a publisher on the sampler's ticks.
+
+The protocol (traits, the ``samples`` message, the packed history) is in
+docs/widget-protocol.md. The kernel sends only what is new, at most twice a second; every view
+of the widget shares the browser model's copy, so views cost the kernel nothing. Widget state
+changes happen under one lock, whichever thread makes them (the sampler thread publishes
+samples; the main thread publishes the running cell when one starts, and the ledger after it
+ends).
+"""
+
+from __future__ import annotations
+
+import html
+import struct
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import anywidget
+from traitlets import Bytes, Dict, Float, List, Unicode
+
+from .._foundation.units import format_bytes
+from .._ledger.records import CellRecord
+from .._sampling.timeline import Window
+from .svg import timeline_svg
+from .text import retention_text, summary_line
+
+if TYPE_CHECKING:
+    from .._session.session import Session as Monitor
+
+BUNDLE = Path(__file__).parent.parent / "static" / "widget.js"  # nbgpumon/static
+SEND_EVERY = 0.5  # seconds between samples messages: <= 2 messages/s, <= 1 s latency
+HISTORY_EVERY = 30.0  # at most one history refresh per this many seconds (it is ~1 MB a GPU)
+STATUS_EVERY = 2.0
+HISTORY_ROWS = 4000
+CELLS_KEPT = 500
+
+
+_MISSING_BUNDLE = (  # a development checkout whose JS was never built says so, in the page
+    "export default { render({ el }) { el.textContent = "
+    "'nbgpumon: the widget bundle is not built; run npm install && npm run build in js/'; } };"
+)
+
+
+class GPUMonWidget(anywidget.AnyWidget):
+    """Live GPU chart, cell table and status line (see docs/widget-protocol.md)."""
+
+    # The bundle's text, not its path: for a path anywidget connects a file-watch callback
+    # that holds every instance for good, and each %reload_ext would leak a widget.
+    _esm = BUNDLE.read_text(encoding="utf-8") if BUNDLE.exists() else _MISSING_BUNDLE
+    columns = List(Unicode()).tag(sync=True)
+    devices = List(Dict()).tag(sync=True)
+    history = Bytes(b"").tag(sync=True)
+    cells = List(Dict()).tag(sync=True)
+    running = Dict().tag(sync=True)  # the cell being measured now; {} between cells
+    marks = List(Dict()).tag(sync=True)
+    status = Unicode("").tag(sync=True)
+    interval = Float(0.1).tag(sync=True)
+    # anywidget gives initialize() and each render() its own proxy of the model; the front
+    # end finds the one store they share by this id
+    _uid = Unicode().tag(sync=True)
+
+    def __init__(self, monitor: Monitor, **kwargs: Any) -> None:
+        super().__init__(_uid=uuid.uuid4().hex, **kwargs)
+        self._monitor: Monitor | None = monitor
+
+    def detach(self) -> None:
+        """Close the widget and let go of its monitor (a closed one must not stay alive)."""
+        self._monitor = None
+        self.close()
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> Any:
+        # Front ends without widget support (nbconvert, GitHub, a terminal) show these.
+        bundle = super()._repr_mimebundle_(**kwargs)
+        data = bundle[0] if isinstance(bundle, tuple) else bundle
+        if isinstance(data, dict) and self._monitor is not None:
+            data["text/plain"] = plain_summary(self._monitor)
+            data["image/svg+xml"] = static_svg(self._monitor)
+        return bundle
+
+
+class Publisher:
+    """Keeps one widget current. Called by the sampler after each tick, on its thread."""
+
+    def __init__(self, monitor: Monitor, widget: GPUMonWidget) -> None:
+        self._monitor, self.widget = monitor, widget
+        self._lock = threading.Lock()
+        self._cursor = monitor.timeline.cursor
+        self._next_send = self._next_history = self._next_status = 0.0
+        self.bytes_sent = 0  # payload bytes of samples messages, for the benchmark
+        self.messages_sent = 0
+        with self._lock:
+            widget.columns = list(monitor.timeline.columns)
+            widget.devices = [
+                {
+                    "index": d.nvml_index,
+                    "name": d.name,
+                    "memory_total": d.memory_total,
+                    "cuda_index": d.cuda_index,
+                }
+                for d in monitor.nvml.devices
+            ]
+        self._publish_ledger()
+        self._publish_status()
+        self.refresh_history(force=True)
+        self._unsubscribe = monitor.sampler.subscribe(self)
+
+    def __call__(self, cursor: int) -> None:
+        now = time.monotonic()
+        if now < self._next_send:
+            return
+        self._next_send = now + SEND_EVERY
+        self.send_new()
+        if now >= self._next_status:
+            self._next_status = now + STATUS_EVERY
+            self._publish_status()
+
+    def send_new(self) -> None:
+        """Send every sample appended since the last call (one message, or none)."""
+        chunk = self._monitor.timeline.since(self._cursor)
+        if chunk.end <= chunk.start:
+            return
+        times = chunk.times.astype("<f8").tobytes()
+        values = chunk.values.astype("<f4").tobytes()
+        header = {
+            "type": "samples",
+            "start": chunk.start,
+            "rows": chunk.end - chunk.start,
+            "width": chunk.values.shape[1],
+            "gap": chunk.gap,
+        }
+        with self._lock:
+            self.widget.send(header, buffers=[times, values])
+        self._cursor = chunk.end
+        self.bytes_sent += len(times) + len(values)
+        self.messages_sent += 1
+
+    def running_changed(self) -> None:
+        """A cell began (main thread): show it as running, growing, until the ledger has it."""
+        running = running_row(self._monitor)
+        with self._lock:
+            self.widget.running = running
+
+    def ledger_changed(self) -> None:
+        """After a cell or a mark (main thread): the ledger and marks as the widget shows them.
+
+        The history snapshot (for views opened or pages reloaded later) is refreshed here, not
+        while cells run, and at most every HISTORY_EVERY seconds: live views never need it.
+        """
+        self._publish_ledger()
+        self.refresh_history()
+
+    def _publish_ledger(self) -> None:
+        rows = [cell_row(r) for r in self._monitor.cells()[-CELLS_KEPT:]]
+        marks = [{"time": t, "label": label} for t, label in self._monitor.ledger.marks]
+        running = running_row(self._monitor)
+        # one update message: a cell that ended leaves `running` as its row joins `cells`
+        with self._lock, self.widget.hold_sync():
+            self.widget.cells = rows
+            self.widget.marks = marks
+            self.widget.running = running
+
+    def _publish_status(self) -> None:
+        status = status_line(self._monitor)
+        with self._lock:
+            self.widget.status = status
+            self.widget.interval = self._monitor.config.interval
+
+    def refresh_history(self, force: bool = False) -> None:
+        """Replace the history snapshot (main thread), unless one was sent very recently."""
+        now = time.monotonic()
+        if not force and now < self._next_history:
+            return
+        self._next_history = now + HISTORY_EVERY
+        history = pack_history(self._monitor.timeline.window().downsample(HISTORY_ROWS))
+        with self._lock:
+            self.widget.history = history
+
+    def close(self) -> None:
+        self._unsubscribe()
+        with self._lock:
+            self.widget.detach()
+
+
+def cell_row(r: CellRecord) -> dict[str, Any]:
+    """One ledger record as the widget's ``cells`` trait holds it."""
+    return {
+        "name": r.name, "count": r.execution_count, "kind": r.kind, "label": r.label,
+        "start": r.start, "end": r.start + r.duration, "duration": r.duration,
+        "status": r.status, "alloc": r.allocated_total, "peak": r.peak_allocated,
+        "peak_exact": r.peak_exact, "kept": r.retained, "util_mean": r.util_mean,
+        "util_max": r.util_max, "host_delta": r.rss_delta, "summary": summary_line(r),
+        "held_by": retention_text(r.retention) if r.retention is not None else "",
+    }  # fmt: skip
+
+
+def running_row(monitor: Monitor) -> dict[str, Any]:
+    """The cell being measured now as the ``running`` trait holds it, {} between cells.
+
+    ``baseline`` holds the readings at its start by timeline column (allocator bytes, NVML
+    used bytes, host RSS), so the front end shows what it changed so far from the samples it
+    streams, without asking the kernel while the cell keeps it busy.
+    """
+    opened = monitor.ledger.open_cell()
+    if opened is None:
+        return {}
+    baseline: dict[str, int] = {}
+    for d in monitor.nvml.devices:
+        used = opened.nvml_used[d.nvml_index] if d.nvml_index < len(opened.nvml_used) else None
+        if used is not None:
+            baseline[f"gpu{d.nvml_index}.mem_used"] = used
+        if d.cuda_index is not None:
+            stats = opened.allocator.get(d.cuda_index)
+            # no stats at the start: the allocator held nothing (as the ledger counts it)
+            baseline[f"gpu{d.nvml_index}.allocated"] = stats.allocated if stats else 0
+    if opened.rss is not None:
+        baseline["host.rss"] = opened.rss
+    count = opened.execution_count
+    return {
+        "name": f"[{'?' if count is None else count}]", "count": count, "kind": opened.kind,
+        "label": opened.label, "start": opened.start, "baseline": baseline,
+    }  # fmt: skip
+
+
+def pack_history(window: Window) -> bytes:
+    """The ``history`` trait's format: uint32 rows, uint32 width, times, means, lows, highs."""
+    rows, width = window.mean.shape if window.mean.ndim == 2 else (0, 0)
+    if rows == 0:
+        return b""
+    return b"".join([
+        struct.pack("<II", rows, width),
+        window.times.astype("<f8").tobytes(),
+        window.mean.astype("<f4").tobytes(),
+        window.low.astype("<f4").tobytes(),
+        window.high.astype("<f4").tobytes(),
+    ])  # fmt: skip
+
+
+def status_line(monitor: Monitor) -> str:
+    """One line for the widget: sampler state, interval, and what is missing."""
+    state = "sampling" if monitor.sampler.running else "stopped"
+    parts = [f"{state} every {monitor.config.interval:g} s"]
+    if not monitor.has_gpu:
+        parts.append(f"no GPU: {monitor.nvml.status}")
+    elif monitor.nvml.status != "ok":
+        parts.append(monitor.nvml.status)
+    disabled = monitor.nvml.library.disabled_metrics()
+    if disabled:
+        parts.append("unavailable: " + ", ".join(f"gpu{d} {m}" for d, m in sorted(disabled)))
+    parts.append(f"torch: {monitor.torch.status}")
+    if monitor.sampler.error:
+        parts.append(f"error: {monitor.sampler.error}")
+    return " · ".join(parts)
+
+
+def static_svg(monitor: Monitor, seconds: float = 600.0) -> str:
+    """The last ``seconds`` of the timeline with the cells in it, as an SVG picture."""
+    latest = monitor.timeline.latest()
+    end = latest["time"] if latest else time.time()
+    window = monitor.timeline.window(end - seconds, end).downsample(600)
+    bands = [
+        (r.start, r.start + r.duration, r.name)
+        for r in monitor.cells()
+        if r.kind == "cell" and r.start + r.duration >= end - seconds
+    ]
+    devices = [(d.nvml_index, d.name) for d in monitor.nvml.devices]
+    return timeline_svg(window, monitor.timeline.columns, devices, bands)
+
+
+def plain_summary(monitor: Monitor) -> str:
+    """What a terminal shows for the widget: the devices now and the newest cells."""
+    latest = monitor.timeline.latest() or {}
+    lines = [f"nbgpumon live chart ({status_line(monitor)})"]
+    for d in monitor.nvml.devices:
+        used = latest.get(f"gpu{d.nvml_index}.mem_used")
+        lines.append(
+            f"gpu{d.nvml_index} {d.name}: {format_bytes(used)} used of "
+            f"{format_bytes(d.memory_total)}"
+        )
+    lines += [summary_line(r) for r in monitor.cells()[-5:]]
+    return "\n".join(lines)
+
+
+class StaticView:
+    """``%gpumon --static``: an SVG picture updated in place at most once a second.
+
+    For front ends where widget messages from a background thread don't show (Colab). The
+    update goes through a display id, so it replaces the picture instead of adding output.
+    """
+
+    def __init__(self, monitor: Monitor, display: Callable[..., Any], every: float = 1.0) -> None:
+        self._monitor, self._every = monitor, every
+        self._next = 0.0
+        self._handle = display(self._bundle(), raw=True, display_id=True)
+        self._unsubscribe = monitor.sampler.subscribe(self)
+
+    def _bundle(self) -> dict[str, str]:
+        svg = static_svg(self._monitor)
+        return {
+            "image/svg+xml": svg,
+            "text/plain": plain_summary(self._monitor),
+            "text/html": f"<div>{svg}<pre>{html.escape(status_line(self._monitor))}</pre></div>",
+        }
+
+    def __call__(self, cursor: int) -> None:
+        now = time.monotonic()
+        if now < self._next or self._handle is None:
+            return
+        self._next = now + self._every
+        self._handle.update(self._bundle(), raw=True)
+
+    def close(self) -> None:
+        self._unsubscribe()
