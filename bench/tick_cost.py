@@ -27,6 +27,7 @@ import stats
 import nbgpumon
 from nbgpumon._sampling.sampler import Sampler
 from nbgpumon._sampling.timeline import Timeline
+from nbgpumon._sources.base import DETAIL, FAST
 
 TARGET_US = 40.0
 GIL_INTERVAL = 0.01  # 100 Hz, the fastest the sampler allows
@@ -45,9 +46,8 @@ def time_ticks(sampler: Sampler, n: int, mode: str) -> tuple[list[float], list[f
     clock, cpu_clock = time.perf_counter_ns, time.thread_time_ns
     for _ in range(n):
         # The sampler decides what a tick reads from these deadlines (monotonic seconds).
-        sampler._next_slow = 0.0 if mode == "slow" else math.inf
-        sampler._next_torch = 0.0 if mode == "allocator" else math.inf
-        sampler._next_detail = 0.0 if mode == "detail" else math.inf
+        for cadence in sampler._next:  # only ``mode`` is due (``fast`` alone: none is)
+            sampler._next[cadence] = 0.0 if cadence == mode else math.inf
         c0, w0 = cpu_clock(), clock()
         sampler.tick()
         w1, c1 = clock(), cpu_clock()
@@ -95,7 +95,7 @@ def gil_rounds(mon: nbgpumon.Monitor, rounds: int, seconds: float) -> list[dict[
     """Interleaved runs of the counting loop with the sampler stopped and at 100 Hz."""
     sampler = mon.sampler
     sampler.set_interval(GIL_INTERVAL)
-    sampler._next_slow = sampler._next_torch = sampler._next_detail = 0.0  # natural cadence
+    sampler._next = dict.fromkeys(sampler._next, 0.0)  # natural cadence from here
     count_for(min(seconds, 0.5))  # warm the loop up
     out = []
     for r in range(rounds):
@@ -184,8 +184,10 @@ def main() -> None:
 
     # what a fast tick is made of
     components: dict[str, dict[str, float]] = {
-        "nvml.read(details=False)": time_call(partial(mon.nvml.read, False), 500),
-        "nvml.read(details=True)": time_call(partial(mon.nvml.read, True), 500),
+        "nvml.read(fast)": time_call(partial(mon.nvml.read, frozenset({FAST})), 500),
+        "nvml.read(fast + detail)": time_call(
+            partial(mon.nvml.read, frozenset({FAST, DETAIL})), 500
+        ),
         "host.rss()": time_call(mon.host.rss, 500),
     }
     scratch = Timeline(mon.timeline.columns)  # same width, so the real one stays as it was

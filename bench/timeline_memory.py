@@ -1,6 +1,6 @@
 """Memory and speed of the Timeline for 8 GPUs over 24 h at 10 Hz (target <= 64 MB).
 
-The column set is the sampler's own (``timeline_columns`` for 8 devices: 11
+The column set is the sampler's own (the metric registry's, for 8 devices: 11
 NVML + 4 torch metrics per GPU, 3 host columns). 864,000 synthetic random-walk rows, 0.1 s
 apart, go in through ``Timeline.append``; the torch columns of GPUs 4-7 stay missing (hidden
 by CUDA_VISIBLE_DEVICES), as the sampler would leave them. Reports the rings' bytes, the
@@ -13,7 +13,6 @@ import argparse
 import gc
 import time
 import tracemalloc
-from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -21,11 +20,8 @@ import psutil
 import result_file
 import stats
 
-from nbgpumon._sampling.sampler import timeline_columns
+from nbgpumon._foundation import metrics
 from nbgpumon._sampling.timeline import Timeline
-from nbgpumon._sources.host import HostSource
-from nbgpumon._sources.nvml import NvmlSource
-from nbgpumon._sources.torch_allocator import TorchAllocatorSource
 
 TARGET_MIB = 64.0
 MIB = 1024.0 * 1024.0
@@ -44,13 +40,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def columns_for(n_gpu: int) -> list[str]:
-    """The sampler's column names for ``n_gpu`` devices."""
-    nvml: Any = SimpleNamespace(
-        devices=[SimpleNamespace(nvml_index=i) for i in range(n_gpu)], columns=NvmlSource.columns
-    )
-    torch: Any = SimpleNamespace(columns=TorchAllocatorSource.columns)
-    host: Any = SimpleNamespace(columns=HostSource.columns)
-    return timeline_columns(nvml, torch, host)
+    """The sampler's column names for ``n_gpu`` devices (NVML, then torch, then the host)."""
+    devices = range(n_gpu)
+    return [
+        column
+        for source in ("nvml", "torch", "host")
+        for column in metrics.columns_for(metrics.metrics_of(source), devices)
+    ]
 
 
 class RandomWalk:
@@ -61,11 +57,10 @@ class RandomWalk:
         self.width = len(columns)
         self.state = self.rng.uniform(1e3, 1e9, size=self.width)
         hidden = {f"gpu{i}." for i in range(n_gpu // 2, n_gpu)}
-        torch_metrics = set(TorchAllocatorSource.columns)
         self.missing = [
             i
             for i, name in enumerate(columns)
-            if name.split(".", 1)[1] in torch_metrics and f"{name.split('.', 1)[0]}." in hidden
+            if metrics.metric_of(name).source == "torch" and f"{name.split('.', 1)[0]}." in hidden
         ]
 
     def rows(self, n: int) -> list[list[float | None]]:

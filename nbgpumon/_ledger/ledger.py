@@ -19,12 +19,15 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from .._foundation.metrics import metric
 from .._sampling.timeline import Timeline, wall_clock
+from .._sources.base import AllocatorSource, AllocatorStats
 from .._sources.host import HostSource
 from .._sources.nvml import NvmlSource
-from .._sources.torch_allocator import AllocatorStats, TorchAllocatorSource
 from .records import CellRecord, DeviceUsage, Retention
 
+GPU_UTIL = metric("nvml", "gpu_util")
+RSS = metric("host", "rss")
 PEAK_MODES = ("reset", "preserve")
 MAX_LABEL = 1000  # characters in a mark's or region's label: a line to read, not a payload
 
@@ -44,7 +47,7 @@ class Measurement:
     rss: int | None
     rss_peak_start: int | None
     rss_reset: bool
-    torch_reset: set[int] = field(default_factory=set)  # CUDA indices whose peak we reset
+    peak_reset: set[int] = field(default_factory=set)  # CUDA indices whose peak we reset
     carried_peak: dict[int, int] = field(default_factory=dict)  # peaks before a nested reset
     carried_rss_peak: int = 0
 
@@ -55,13 +58,14 @@ class Ledger:
     def __init__(
         self,
         nvml: NvmlSource,
-        torch: TorchAllocatorSource,
+        allocator: AllocatorSource,
         host: HostSource,
         timeline: Timeline,
         peak_mode: str = "reset",
         capacity: int = 10_000,
     ) -> None:
-        self.nvml, self.torch, self.host, self.timeline = nvml, torch, host, timeline
+        self.nvml, self.allocator, self.host, self.timeline = nvml, allocator, host, timeline
+        self._allocated = metric(allocator.name, "allocated")
         self.peak_mode = peak_mode
         self._records: collections.deque[CellRecord] = collections.deque(maxlen=capacity)
         self._count = 0
@@ -73,10 +77,6 @@ class Ledger:
     # -- reading --------------------------------------------------------------------------
     def records(self) -> list[CellRecord]:
         return list(self._records)
-
-    @property
-    def in_progress(self) -> bool:
-        return bool(self._stack)
 
     # -- measuring ------------------------------------------------------------------------
     def begin(
@@ -104,8 +104,8 @@ class Ledger:
                     outer.carried_peak[cuda] = max(
                         outer.carried_peak.get(cuda, 0), stats.peak_allocated
                     )
-                if self.torch.reset_peak(cuda):
-                    opened.torch_reset.add(cuda)
+                if self.allocator.reset_peak(cuda):
+                    opened.peak_reset.add(cuda)
                     if not self._reset_notice_given:
                         self.reset_notice_due = self._reset_notice_given = True
             if self._stack:  # keep the enclosing measurement's peak before restarting the mark
@@ -133,12 +133,7 @@ class Ledger:
         duration = time.perf_counter() - opened.started
         after = self.read_allocator()
         used_after = self.nvml.read_memory()
-        sampled = self.timeline.column_stats(
-            [f"gpu{d.nvml_index}.{m}" for d in self.nvml.devices for m in ("gpu_util", "allocated")]
-            + ["host.rss"],
-            opened.start,
-            end,
-        )
+        sampled = self.timeline.column_stats(self._sampled_columns(), opened.start, end)
         devices = tuple(
             self._device_usage(
                 opened, d.nvml_index, d.cuda_index, d.name, after, used_after, sampled
@@ -146,7 +141,7 @@ class Ledger:
             for d in self.nvml.devices
         )
         rss_after = self.host.rss()
-        rss_peak, rss_exact = self._rss_peak(opened, rss_after, sampled["host.rss"])
+        rss_peak, rss_exact = self._rss_peak(opened, rss_after, sampled[RSS.column()])
         record = CellRecord(
             index=self._count,
             kind=opened.kind,
@@ -196,14 +191,22 @@ class Ledger:
         return opened.execution_count if opened is not None else None
 
     # -- helpers --------------------------------------------------------------------------
+    def _sampled_columns(self) -> list[str]:
+        """What a record takes from the samples: utilization, the allocator's allocated bytes
+        (a peak's lower bound where the counter can't say) and RSS."""
+        gpus = [
+            m.column(d.nvml_index) for d in self.nvml.devices for m in (GPU_UTIL, self._allocated)
+        ]
+        return [*gpus, RSS.column()]
+
     def read_allocator(self) -> dict[int, AllocatorStats]:
-        """torch's allocator counters by CUDA index; {} until torch has CUDA up."""
-        if not self.torch.active():
+        """The allocator's counters by CUDA index; {} until its framework is up."""
+        if not self.allocator.active():
             return {}
         out = {}
         for device in self.nvml.devices:
             if device.cuda_index is not None:
-                stats = self.torch.read(device.cuda_index)
+                stats = self.allocator.read(device.cuda_index)
                 if stats is not None:
                     out[device.cuda_index] = stats
         return out
@@ -218,7 +221,7 @@ class Ledger:
         used_after: list[int | None],
         sampled: dict[str, tuple[float, float] | None],
     ) -> DeviceUsage:
-        util = sampled.get(f"gpu{nvml_index}.gpu_util")
+        util = sampled.get(GPU_UTIL.column(nvml_index))
         before_stats = opened.allocator.get(cuda) if cuda is not None else None
         after_stats = after.get(cuda) if cuda is not None else None
         # No stats at the start but some at the end: this cell initialised CUDA, and
@@ -230,12 +233,12 @@ class Ledger:
             base = before_stats.allocated_total if before_stats else 0
             allocated_total = after_stats.allocated_total - base
             counter = after_stats.peak_allocated
-            if started_cold or cuda in opened.torch_reset:
+            if started_cold or cuda in opened.peak_reset:
                 peak, exact = max(counter, opened.carried_peak.get(cuda, 0)), True
             elif before_stats is not None and counter > before_stats.peak_allocated:
                 peak, exact = counter, True  # this cell raised the process-wide mark
             else:
-                seen = sampled.get(f"gpu{nvml_index}.allocated")
+                seen = sampled.get(self._allocated.column(nvml_index))
                 peak = max(
                     before_stats.allocated if before_stats else 0,
                     after_stats.allocated,

@@ -11,11 +11,9 @@ import os
 import threading
 import time
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
-from .._sources.host import HostSource
-from .._sources.nvml import GpuProcess, NvmlSource
-from .._sources.torch_allocator import TorchAllocatorSource
+from .._sources.base import ALLOCATOR, DETAIL, FAST, SLOW, Source
 from .timeline import Timeline, wall_clock
 
 Subscriber = Callable[[int], None]
@@ -25,26 +23,25 @@ MAX_INTERVAL = 60.0
 
 
 class Sampler:
-    """Reads sources every ``interval`` seconds into ``timeline`` on a daemon thread."""
+    """Reads ``sources`` every ``interval`` seconds into ``timeline`` on a daemon thread.
+
+    Each tick asks every source for its row with the cadences that are due (``FAST`` always;
+    ``ALLOCATOR``, ``DETAIL`` and ``SLOW`` every ``intervals[cadence]`` seconds); the rows,
+    side by side, are one timeline row, so the timeline's columns are the sources' columns in
+    order (:func:`timeline_columns`).
+    """
 
     def __init__(
         self,
-        nvml: NvmlSource,
-        torch: TorchAllocatorSource,
-        host: HostSource,
+        sources: Sequence[Source],
         timeline: Timeline,
         interval: float = 0.1,
-        slow_interval: float = 2.0,
-        torch_interval: float = 0.5,
-        detail_interval: float = 1.0,
+        intervals: dict[str, float] | None = None,
     ) -> None:
-        self.nvml, self.torch, self.host = nvml, torch, host
+        self.sources = list(sources)
         self.timeline = timeline
         self.interval = interval
-        self.slow_interval = slow_interval
-        self.torch_interval = torch_interval
-        self.detail_interval = detail_interval
-        self.processes: list[GpuProcess] = []
+        self.intervals = {ALLOCATOR: 0.5, DETAIL: 1.0, SLOW: 2.0, **(intervals or {})}
         self.ticks = 0
         self.last_tick_seconds = 0.0  # wall time of the last tick's reads
         self.error = ""  # the last exception a tick contained, for status
@@ -53,14 +50,8 @@ class Sampler:
         self._stop = threading.Event()
         self._wake = threading.Event()
         self._lock = threading.Lock()  # held for the duration of a tick
-        n_gpu = len(nvml.devices)
-        self._n_nvml = len(nvml.columns)
-        self._torch_row: list[float | None] = [None] * (n_gpu * len(torch.columns))
-        self._host_slow: tuple[int | None, int | None] = (None, None)
-        self._next_slow = 0.0
-        self._next_torch = 0.0
-        self._next_detail = 0.0
-        self._cuda_mapped = False
+        self._next = dict.fromkeys(self.intervals, 0.0)  # monotonic time each cadence is due
+        self._due_cache: dict[tuple[str, ...], frozenset[str]] = {}
         _live_samplers.add(self)
 
     # -- control --------------------------------------------------------------------------
@@ -135,45 +126,24 @@ class Sampler:
     def _read_into_timeline(self) -> None:
         now = wall_clock()
         mono = time.monotonic()
-        if mono >= self._next_slow:
-            self._next_slow = mono + self.slow_interval
-            self._read_slow()
-        if mono >= self._next_torch:
-            self._next_torch = mono + self.torch_interval
-            self._read_torch()
-        details = mono >= self._next_detail
-        if details:
-            self._next_detail = mono + self.detail_interval
-        row: list[float | None] = self.nvml.read(details)
-        row.extend(self._torch_row)
-        row.append(self.host.rss())
-        row.extend(self._host_slow)
+        due = self._due(mono)
+        row: list[float | None] = []
+        for source in self.sources:
+            row.extend(source.read(due))
         self.timeline.append(now, row)
 
-    def _read_torch(self) -> None:
-        if not self.torch.active():
-            return
-        if not self._cuda_mapped:
-            self.nvml.remap_cuda(self.torch.device_uuids())
-            self._cuda_mapped = True
-        width = len(self.torch.columns)
-        for device in self.nvml.devices:
-            if device.cuda_index is None:
-                continue
-            stats = self.torch.read(device.cuda_index)
-            if stats is not None:
-                at = device.nvml_index * width
-                self._torch_row[at : at + width] = [
-                    stats.allocated,
-                    stats.reserved,
-                    stats.active,
-                    stats.inactive_split,
-                ]
-
-    def _read_slow(self) -> None:
-        self.nvml.read_slow()
-        self._host_slow = self.host.system()
-        self.processes = self.nvml.read_processes()
+    def _due(self, mono: float) -> frozenset[str]:
+        """The cadences due at ``mono`` (FAST always); each due one is scheduled again."""
+        names = [FAST]
+        for cadence, at in self._next.items():
+            if mono >= at:
+                self._next[cadence] = mono + self.intervals[cadence]
+                names.append(cadence)
+        key = tuple(names)
+        due = self._due_cache.get(key)
+        if due is None:
+            due = self._due_cache[key] = frozenset(names)
+        return due
 
     # -- fork safety ----------------------------------------------------------------------
     def _before_fork(self) -> None:
@@ -193,12 +163,9 @@ class Sampler:
             self._lock.release()
 
 
-def timeline_columns(nvml: NvmlSource, torch: TorchAllocatorSource, host: HostSource) -> list[str]:
-    """Column names in the order :meth:`Sampler._read_into_timeline` fills a row."""
-    cols = [f"gpu{d.nvml_index}.{m}" for d in nvml.devices for m in nvml.columns]
-    cols += [f"gpu{d.nvml_index}.{m}" for d in nvml.devices for m in torch.columns]
-    cols += [f"host.{m}" for m in host.columns]
-    return cols
+def timeline_columns(sources: Sequence[Source]) -> list[str]:
+    """The timeline's columns: each source's, in the order :class:`Sampler` fills a row."""
+    return [column for source in sources for column in source.columns()]
 
 
 _live_samplers: weakref.WeakSet[Sampler] = weakref.WeakSet()

@@ -264,9 +264,6 @@ class Timeline:
                 out[name] = (float(mean[present].mean()), float(np.nanmax(high[present])))
         return out
 
-    def column(self, name: str) -> int | None:
-        return self._col.get(name)
-
     def nbytes(self) -> int:
         """Bytes held by the rings (fixed at construction)."""
         return self._raw.nbytes() + sum(level.nbytes() for level in self._levels)

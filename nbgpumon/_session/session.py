@@ -27,6 +27,8 @@ from .._ledger.records import CellRecord
 from .._recording.writer import RecordingWriter
 from .._sampling.sampler import Sampler, timeline_columns
 from .._sampling.timeline import Timeline
+from .._sources.allocator_columns import AllocatorColumns
+from .._sources.base import ALLOCATOR, DETAIL, SLOW
 from .._sources.host import HostSource
 from .._sources.nvml import GpuProcess, NvmlSource
 from .._sources.torch_allocator import TorchAllocatorSource
@@ -61,17 +63,19 @@ class Session:
         self.nvml.open()
         self.torch = TorchAllocatorSource()
         self.host = HostSource()
-        self.timeline = Timeline(timeline_columns(self.nvml, self.torch, self.host))
+        # The timeline's sources, in column order; a new source is one more entry here.
+        sources = [self.nvml, AllocatorColumns(self.torch, self.nvml), self.host]
+        self.timeline = Timeline(timeline_columns(sources))
         cfg = self.config
         self.sampler = Sampler(
-            self.nvml,
-            self.torch,
-            self.host,
+            sources,
             self.timeline,
             interval=cfg.interval,
-            slow_interval=cfg.slow_interval,
-            torch_interval=cfg.allocator_interval,
-            detail_interval=cfg.detail_interval,
+            intervals={
+                ALLOCATOR: cfg.allocator_interval,
+                DETAIL: cfg.detail_interval,
+                SLOW: cfg.slow_interval,
+            },
         )
         self.ledger = Ledger(
             self.nvml,
@@ -97,11 +101,11 @@ class Session:
         if name == "interval":
             self.sampler.set_interval(value)
         elif name == "allocator_interval":
-            self.sampler.torch_interval = value
+            self.sampler.intervals[ALLOCATOR] = value
         elif name == "detail_interval":
-            self.sampler.detail_interval = value
+            self.sampler.intervals[DETAIL] = value
         elif name == "slow_interval":
-            self.sampler.slow_interval = value
+            self.sampler.intervals[SLOW] = value
         elif name == "peak_mode":
             self.ledger.peak_mode = value
         elif name == "record_path" and not self._syncing_record_path:
@@ -295,7 +299,7 @@ class Session:
         """Processes NVML lists on ``device`` ("cuda", "cuda:N"; none for "host")."""
         if device == "host":
             return []
-        procs = list(self.sampler.processes)
+        procs = list(self.nvml.processes)
         if ":" in device:
             cuda = int(device.split(":")[1])
             nvml = [d.nvml_index for d in self.nvml.devices if d.cuda_index == cuda]

@@ -7,20 +7,34 @@ import os
 
 import psutil
 
+from .._foundation.metrics import columns_for, metrics_of
+from .base import SLOW
+
 _PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 
 
 class HostSource:
     """Reads host memory in bytes; missing values are ``None``, never an exception."""
 
-    columns = ("rss", "sys_used", "sys_available")
+    name = "host"
+    metrics = metrics_of("host")
 
     def __init__(self) -> None:
         self._process = psutil.Process()
+        self._system: tuple[int | None, int | None] = (None, None)  # carried between slow reads
         self._statm: tuple[int, int] | None = None  # (pid, fd): reopened after a fork
         self.status = "ok"
         # Linux resets the peak-RSS mark (VmHWM) on writing "5" to clear_refs: exact per-cell peaks.
         self.can_reset_peak = _writable("/proc/self/clear_refs") and _readable("/proc/self/status")
+
+    def columns(self) -> list[str]:
+        return columns_for(self.metrics, [])
+
+    def read(self, due: frozenset[str]) -> list[float | None]:
+        """RSS every tick; the machine's used and available memory when ``SLOW`` is due."""
+        if SLOW in due:
+            self._system = self.system()
+        return [self.rss(), *self._system]
 
     def rss(self) -> int | None:
         """This process's resident set size, in bytes."""

@@ -9,6 +9,8 @@ from types import ModuleType
 
 import psutil
 
+from .._foundation.metrics import columns_for, metrics_of
+from .base import CADENCES, DETAIL, SLOW
 from .cuda_devices import map_by_uuid, map_cuda_indices
 from .nvml_library import NA, NvmlLibrary, shadowing_note
 
@@ -21,19 +23,9 @@ _FI_PCIE_RX_BYTES = 198
 _MEMORY_V2 = 0x02000028  # nvmlMemory_v2: adds "reserved" (driver/firmware-held memory)
 _SUCCESS = 0
 
-FAST_METRICS = (
-    "mem_used",  # bytes
-    "mem_reserved",  # bytes the driver reserves (v2 memory info)
-    "mem_total",  # bytes
-    "gpu_util",  # percent of time a kernel ran
-    "mem_util",  # percent of time device memory was read or written
-    "temperature",  # degrees C
-    "power",  # watts
-    "power_limit",  # watts (read at the slow cadence, carried)
-    "sm_clock",  # MHz
-    "pcie_tx",  # bytes/s
-    "pcie_rx",  # bytes/s
-)
+METRICS = metrics_of("nvml")
+FAST_METRICS = tuple(m.name for m in METRICS)  # one device's values in a row, in this order
+EVERY = frozenset(CADENCES)
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,20 +64,22 @@ class _DeviceState:
     pcie: dict[int, _Counter] = field(default_factory=dict)
     last_sample_us: int = 0
     power_limit: float | None = None
-    # temperature, power, SM clock, PCIe TX, PCIe RX: read at the detail cadence, carried
-    details: list[float | None] = field(default_factory=lambda: [None] * 5)
+    # temperature, power, SM clock, PCIe rates: read at the detail cadence, carried
+    details: dict[str, float | None] = field(default_factory=dict)
 
 
 class NvmlSource:
     """Per-device NVML readings; never raises, missing values are ``None``."""
 
-    columns = FAST_METRICS
+    name = "nvml"
+    metrics = METRICS
 
     def __init__(self, module: ModuleType | None = None) -> None:
         self.library = NvmlLibrary(module)
         self.devices: list[GpuDevice] = []
         self._state: list[_DeviceState] = []
         self.mapping_note = ""
+        self.processes: list[GpuProcess] = []  # read at the slow cadence
         self._pid = os.getpid()
 
     # -- setup ----------------------------------------------------------------------------
@@ -148,31 +142,39 @@ class NvmlSource:
             return "GPU lost: " + ", ".join(f"gpu{i}" for i in lost) + " (reset or reboot needed)"
         return "ok"
 
-    # -- the fast tick --------------------------------------------------------------------
-    def read(self, details: bool = True) -> list[float | None]:
+    # -- the tick -------------------------------------------------------------------------
+    def columns(self) -> list[str]:
+        return columns_for(self.metrics, [d.nvml_index for d in self.devices])
+
+    def read(self, due: frozenset[str] = EVERY) -> list[float | None]:
         """Every device's FAST_METRICS, flattened device-major.
 
-        Memory and utilization are read on every call. ``details`` also refreshes
-        temperature, power, SM clock and PCIe rates; otherwise their last values are carried,
-        which keeps the frequent tick to two NVML calls per device.
+        Memory and utilization are read on every call: two NVML calls a device. With
+        ``DETAIL`` due, temperature, power, SM clock and PCIe rates are refreshed too, and with
+        ``SLOW`` the power limit and the process list; otherwise their last values are carried.
         """
+        if SLOW in due:
+            self.read_slow()
+            self.processes = self.read_processes()
+        details = DETAIL in due
         row: list[float | None] = []
         for i, state in enumerate(self._state):
             if details:
                 self._read_details(i, state)
-            row.extend(self._read_device(i, state))
+            values = self._read_device(i, state)
+            row.extend([values.get(name) for name in FAST_METRICS])
         return row
 
-    def _read_device(self, i: int, state: _DeviceState) -> list[float | None]:
+    def _read_device(self, i: int, state: _DeviceState) -> dict[str, float | None]:
         used, reserved, total = self._memory(i, state)
         util = self.library.query(
             "nvmlDeviceGetUtilizationRates", state.handle, device=i, metric="utilization"
         )
-        temperature, power, clock, tx, rx = state.details
-        return [
-            used, reserved, total, _attr(util, "gpu"), _attr(util, "memory"),
-            temperature, power, state.power_limit, clock, tx, rx,
-        ]  # fmt: skip
+        return {
+            "mem_used": used, "mem_reserved": reserved, "mem_total": total,
+            "gpu_util": _attr(util, "gpu"), "mem_util": _attr(util, "memory"),
+            "power_limit": state.power_limit, **state.details,
+        }  # fmt: skip
 
     def _memory(self, i: int, state: _DeviceState) -> tuple[int | None, int | None, int | None]:
         """(used, reserved, total) bytes: v2 (as nvidia-smi counts "used"), else v1."""
@@ -195,13 +197,13 @@ class NvmlSource:
         power_mw = lib.query("nvmlDeviceGetPowerUsage", h, device=i, metric="power")
         clock = lib.query("nvmlDeviceGetClockInfo", h, _CLOCK_SM, device=i, metric="sm_clock")
         tx, rx = self._pcie_rates(i, state)
-        state.details = [
-            None if temp is NA else temp,
-            None if power_mw is NA else power_mw / 1000.0,
-            None if clock is NA else clock,
-            tx,
-            rx,
-        ]
+        state.details = {
+            "temperature": None if temp is NA else temp,
+            "power": None if power_mw is NA else power_mw / 1000.0,
+            "sm_clock": None if clock is NA else clock,
+            "pcie_tx": tx,
+            "pcie_rx": rx,
+        }
 
     def _pcie_rates(self, i: int, state: _DeviceState) -> tuple[float | None, float | None]:
         # Counter fields, differenced: nvmlDeviceGetPcieThroughput blocks for 20 ms.

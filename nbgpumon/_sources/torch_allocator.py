@@ -8,22 +8,10 @@ explicitly (``current_device()``, ``mem_get_info()`` and friends would create a 
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass
 from typing import Any
 
-
-@dataclass(frozen=True, slots=True)
-class AllocatorStats:
-    """One device's allocator counters, in bytes (counts for retries and OOMs)."""
-
-    allocated: int
-    reserved: int
-    active: int
-    inactive_split: int  # reserved but unusable for large requests: fragmentation
-    peak_allocated: int  # since the last peak reset
-    allocated_total: int  # cumulative bytes handed out since start (monotonic)
-    alloc_retries: int
-    ooms: int
+from .._foundation.metrics import metrics_of
+from .base import AllocatorStats
 
 
 def initialised_cuda() -> Any | None:
@@ -40,7 +28,9 @@ def initialised_cuda() -> Any | None:
 class TorchAllocatorSource:
     """Reads ``torch.cuda`` allocator stats when, and only when, CUDA is already up."""
 
-    columns = ("allocated", "reserved", "active", "inactive_split")
+    name = "torch"
+    metrics = metrics_of("torch")
+    peak_resettable = True  # torch.cuda.reset_peak_memory_stats
 
     def __init__(self) -> None:
         self.status = "torch not imported"
@@ -63,16 +53,6 @@ class TorchAllocatorSource:
     def active(self) -> bool:
         """True when torch is imported and has initialised CUDA in this process."""
         return self._cuda() is not None
-
-    def device_count(self) -> int:
-        cuda = self._cuda()
-        if cuda is None:
-            return 0
-        try:
-            return int(cuda.device_count())
-        except Exception as exc:
-            self.status = f"torch.cuda.device_count failed: {exc}"
-            return 0
 
     def device_uuids(self) -> list[str]:
         """UUIDs of torch's CUDA devices in CUDA order, or [] when unknown."""
@@ -101,13 +81,17 @@ class TorchAllocatorSource:
         return AllocatorStats(
             allocated=_all(stats, "allocated_bytes", "current"),
             reserved=_all(stats, "reserved_bytes", "current"),
-            active=_all(stats, "active_bytes", "current"),
-            inactive_split=_all(stats, "inactive_split_bytes", "current"),
             peak_allocated=_all(stats, "allocated_bytes", "peak"),
             allocated_total=_all(stats, "allocated_bytes", "allocated"),
             alloc_retries=int(stats.get("num_alloc_retries", 0)),
             ooms=int(stats.get("num_ooms", 0)),
+            active=_all(stats, "active_bytes", "current"),
+            inactive_split=_all(stats, "inactive_split_bytes", "current"),
         )
+
+    def timeline_values(self, stats: AllocatorStats) -> list[float | None]:
+        """The counters the timeline keeps (allocated, reserved, active, inactive_split)."""
+        return [getattr(stats, m.name) for m in self.metrics]
 
     def reset_peak(self, cuda_index: int) -> bool:
         """Restart torch's peak counters on one device; False when CUDA is not up."""

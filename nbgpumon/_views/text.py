@@ -257,7 +257,7 @@ def snapshot_view(mon: Monitor, last_cells: int = 5) -> TextView:
             f"torch alloc {format_bytes(get('allocated'))} / "
             f"reserved {format_bytes(get('reserved'))}"
         )
-    for proc in mon.sampler.processes:
+    for proc in mon.nvml.processes:
         who = "this kernel" if proc.is_this_kernel else proc.name
         pid = "PID unknown" if proc.pid is None else f"PID {proc.pid}"
         lines.append(f"  gpu{proc.nvml_index}: {pid} {who}: {format_bytes(proc.used_memory)}")

@@ -1,0 +1,44 @@
+"""An allocator source's counters as timeline columns, one set per GPU (by NVML index)."""
+
+from __future__ import annotations
+
+from .._foundation.metrics import columns_for
+from .base import ALLOCATOR, AllocatorSource
+from .nvml import NvmlSource
+
+
+class AllocatorColumns:
+    """The :class:`~.base.Source` that samples an allocator for the timeline.
+
+    It is read at the allocator cadence, and only once the framework is up (never
+    initialising it); the first read also maps NVML's devices to the framework's by UUID.
+    """
+
+    def __init__(self, allocator: AllocatorSource, nvml: NvmlSource) -> None:
+        self.allocator, self.nvml = allocator, nvml
+        self.name = allocator.name
+        self.metrics = allocator.metrics
+        self._width = len(self.metrics)
+        self._row: list[float | None] = [None] * (len(nvml.devices) * self._width)
+        self._mapped = False
+
+    @property
+    def status(self) -> str:
+        return self.allocator.status
+
+    def columns(self) -> list[str]:
+        return columns_for(self.metrics, [d.nvml_index for d in self.nvml.devices])
+
+    def read(self, due: frozenset[str]) -> list[float | None]:
+        if ALLOCATOR in due and self.allocator.active():
+            if not self._mapped:
+                self.nvml.remap_cuda(self.allocator.device_uuids())
+                self._mapped = True
+            for device in self.nvml.devices:
+                if device.cuda_index is None:
+                    continue
+                stats = self.allocator.read(device.cuda_index)
+                if stats is not None:
+                    at = device.nvml_index * self._width
+                    self._row[at : at + self._width] = self.allocator.timeline_values(stats)
+        return self._row  # the sampler copies it into the tick's row

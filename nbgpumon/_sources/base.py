@@ -1,0 +1,89 @@
+"""What every source is, and what the ledger asks of an allocator source.
+
+A **source** reads numbers for one instant: its metrics (registry entries), one value per
+column, in :meth:`Source.columns` order. The sampler calls :meth:`Source.read` every tick with
+the cadences that are due; a source reads what is due and carries its last values for the
+rest, so a slow read (NVML's PCIe counters, the process list) never runs on every tick. A source
+never raises (a failed read is a missing value plus ``status``), keeps no history, starts no
+thread and knows nothing of IPython.
+
+An **allocator source** (torch today; JAX and CuPy next) is a framework's own view of its GPU
+memory, read per CUDA device, and only once the user's code has initialised that framework.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+from .._foundation.metrics import Metric
+
+# Cadence classes, fastest first. The sampler's settings say how often each comes due.
+FAST = "fast"  # every tick: memory, utilization, RSS (a few µs a device)
+ALLOCATOR = "allocator"  # a framework's allocator counters (~25 µs a device)
+DETAIL = "detail"  # temperature, power, clock, PCIe counters (~160 µs a device)
+SLOW = "slow"  # power limit, processes, system memory (a process list can take ms)
+CADENCES = (FAST, ALLOCATOR, DETAIL, SLOW)
+
+
+class Source(Protocol):
+    """A reader of one instant's numbers for the timeline."""
+
+    name: str  # the registry's source name: "nvml", "torch", "host"
+    metrics: tuple[Metric, ...]  # what it reads, in registry order
+
+    @property
+    def status(self) -> str:
+        """ "ok", or why values are missing, as one line."""
+        ...
+
+    def columns(self) -> list[str]:
+        """The timeline columns it fills, in the order :meth:`read` returns them."""
+        ...
+
+    def read(self, due: frozenset[str]) -> list[float | None]:
+        """One value per column (None: missing); reads what ``due`` names, carries the rest."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class AllocatorStats:
+    """One device's allocator counters, in bytes (counts for retries and OOMs)."""
+
+    allocated: int  # in live tensors / arrays
+    reserved: int  # held from the driver by the allocator's cache
+    peak_allocated: int  # since the last peak reset (or since start, where it can't be reset)
+    allocated_total: int  # cumulative bytes handed out (monotonic)
+    alloc_retries: int = 0  # allocations that had to free the cache first
+    ooms: int = 0
+    active: int | None = None  # torch: blocks in use, split or not
+    inactive_split: int | None = None  # torch: reserved but unusable for large requests
+
+
+class AllocatorSource(Protocol):
+    """A framework's allocator: what the ledger reads at a cell's edges."""
+
+    name: str
+    metrics: tuple[Metric, ...]  # its timeline metrics, filled from :meth:`timeline_values`
+    peak_resettable: bool  # True: a cell's peak is exact after :meth:`reset_peak`
+
+    @property
+    def status(self) -> str: ...
+
+    def active(self) -> bool:
+        """True once the framework is imported and initialised by the user's code."""
+        ...
+
+    def device_uuids(self) -> list[str]:
+        """Its devices' UUIDs in its own (CUDA) order, or [] when unknown."""
+        ...
+
+    def read(self, cuda_index: int) -> AllocatorStats | None: ...
+
+    def reset_peak(self, cuda_index: int) -> bool:
+        """Restart the peak counter on one device; False when it can't."""
+        ...
+
+    def timeline_values(self, stats: AllocatorStats) -> list[float | None]:
+        """``stats`` as the values of :attr:`metrics`, in that order."""
+        ...

@@ -1,0 +1,58 @@
+"""The metric registry is where the timeline's columns come from: every column has an entry,
+every source fills exactly its columns, and nothing is declared twice."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from nbgpumon import Monitor
+from nbgpumon._foundation.metrics import REGISTRY, metric, metric_of, metrics_of
+
+from notebook_runner import fake_pynvml
+
+TWO_GPUS = [
+    {"name": "Fake H200", "used": 3 * 2**30, "total": 141 * 2**30},
+    {"name": "Fake H200", "used": 5 * 2**30, "total": 141 * 2**30},
+]
+
+
+@pytest.fixture
+def monitor():
+    mon = Monitor(nvml_module=fake_pynvml(devices=TWO_GPUS))
+    try:
+        yield mon
+    finally:
+        mon.close()
+
+
+def test_every_metric_is_declared_once_with_its_unit_panel_and_label():
+    keys = [(m.scope, m.name) for m in REGISTRY]
+    assert len(keys) == len(set(keys))
+    for m in REGISTRY:
+        assert m.unit and m.panel and m.label and m.kind in ("gauge", "counter"), m
+    assert metric("nvml", "mem_used").unit == "bytes"
+    with pytest.raises(KeyError, match="no metric 'nope' of source 'nvml'"):
+        metric("nvml", "nope")
+
+
+def test_the_timeline_columns_are_the_registry_s_for_each_device(monitor):
+    columns = list(monitor.timeline.columns)
+    expected = [m.column(d) for d in (0, 1) for m in metrics_of("nvml")]
+    expected += [m.column(d) for d in (0, 1) for m in metrics_of("torch")]
+    expected += [m.column() for m in metrics_of("host")]
+    assert columns == expected
+    assert all(metric_of(c) is not None for c in columns)
+    assert [metric_of(c).source for c in columns].count("host") == len(metrics_of("host"))
+
+
+def test_a_tick_fills_each_source_s_columns(monitor):
+    monitor.stop()
+    monitor.sampler.tick()
+    assert monitor.sampler.error == ""
+    row = monitor.timeline.latest()
+    for device, used in ((0, 3 * 2**30), (1, 5 * 2**30)):
+        assert row[metric("nvml", "mem_used").column(device)] == used
+        assert math.isnan(row[metric("torch", "allocated").column(device)])  # no CUDA here
+    assert row[metric("host", "rss").column()] > 2**20
