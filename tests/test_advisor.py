@@ -11,6 +11,7 @@ import pytest
 
 from nbgpumon._api.recorded import Recorded
 from nbgpumon._ledger.records import CellRecord, DeviceUsage, Retention
+from nbgpumon._recording.schema import today_column
 from nbgpumon._views.advisor import advise, recorded_evidence
 
 from notebook_runner import run_cells
@@ -42,10 +43,10 @@ def cell(n: int, start: float, duration: float, label: str = "", util: float | N
 
 def session(samples: dict[str, np.ndarray], records: list[CellRecord], seconds: int = 100):
     times = 1.7e9 + np.arange(seconds, dtype=np.float64)
-    columns = [f"gpu0.{m}" for m in GPU_COLUMNS]
+    columns = [today_column(f"gpu0.{m}") for m in GPU_COLUMNS]  # gpu0.nvml.mem_used, ...
     values = np.full((seconds, len(columns)), np.nan)
     for name, series in samples.items():
-        values[:, columns.index(f"gpu0.{name}")] = series
+        values[:, columns.index(today_column(f"gpu0.{name}"))] = series
     return Recorded(
         path=Path("x.sqlite"), session_id=1, started=times[0], host="h",
         gpus=[{"index": 0, "name": "H200", "memory_total": 140 * GIB}], driver="", versions={},

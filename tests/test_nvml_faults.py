@@ -99,14 +99,14 @@ def test_a_lost_gpu_mid_run_keeps_the_sampler_going_and_says_why():
         for _ in range(3):
             mon.sampler.tick()
         before = mon.timeline.latest()
-        assert before["gpu0.mem_used"] == 3 * 2**30
+        assert before["gpu0.nvml.mem_used"] == 3 * 2**30
         fake.configure({**ONE_GPU, "lost_after": 0})
         fake._state["initialised"] = True
         for _ in range(3):
             mon.sampler.tick()
         assert mon.sampler.ticks == 6
         assert mon.sampler.error == ""
-        assert math.isnan(mon.timeline.latest()["gpu0.mem_used"])
+        assert math.isnan(mon.timeline.latest()["gpu0.nvml.mem_used"])
         assert mon.nvml.status.startswith("GPU lost: gpu0")
         assert any("(LOST)" in line for line in status_lines(mon))
     finally:

@@ -23,7 +23,7 @@ import pytest
 import nbgpumon
 from nbgpumon import Monitor, RecordingError, RecordingNotFound
 from nbgpumon._recording.reader import load, sessions
-from nbgpumon._recording.schema import APPLICATION_ID
+from nbgpumon._recording.schema import APPLICATION_ID, SCHEMA_VERSION
 from nbgpumon._session.config import GPUMon
 
 from notebook_runner import fake_pynvml, run_cells
@@ -142,7 +142,7 @@ def test_new_and_empty_files_get_the_marker_and_a_0_1_0_recording_gets_a_session
         with contextlib.closing(sqlite3.connect(uri, uri=True)) as db:
             assert db.execute("PRAGMA application_id").fetchone() == (APPLICATION_ID,)
             meta = dict(db.execute("SELECT key, value FROM meta"))
-        assert meta == {"schema_version": "1", "format": "nbgpumon"}
+        assert meta == {"schema_version": str(SCHEMA_VERSION), "format": "nbgpumon"}
     assert sessions(old) == [1, 2]
     assert [m for _, m in load(old, session=1).marks] == ["made by 0.1.0"]
 
@@ -171,11 +171,35 @@ def test_a_schema_1_recording_of_a_real_gpu_loads_whole_and_untouched(tmp_path):
     assert [r.label for r in session.records if r.kind == "region"] == [
         "epoch 0", "epoch 1", "epoch 2"
     ]  # fmt: skip
-    allocated = session.values[:, session.columns.index("gpu0.allocated")]
-    busy = session.values[:, session.columns.index("gpu0.gpu_util")]
+    allocated = session.values[:, session.columns.index("gpu0.torch.allocated")]
+    busy = session.values[:, session.columns.index("gpu0.nvml.gpu_util")]
     assert 11 * 2**30 < np.nanmax(allocated) < 13 * 2**30  # the model, AdamW state, data
     assert np.nanmax(busy) == 100.0
     assert [label for _, label in session.marks] == ["training done"]
+
+
+def test_a_schema_1_file_gets_a_schema_2_session_and_both_load_under_today_s_names(tmp_path):
+    path = tmp_path / "h200.sqlite"
+    shutil.copy(MADE_ON_H200_V1, path)
+    mon = Monitor(nvml_module=fake_pynvml(devices=[{"name": "Fake H200", "used": 3 * 2**30}]))
+    try:
+        assert mon.record(path) == f"recording to {path} (session 2)"
+        mon.sampler.tick()  # at least one sample, whatever the thread has done
+        mon.record(None)
+    finally:
+        mon.close()
+    old, new = nbgpumon.load(path, session=1), nbgpumon.load(path, session=2)
+    assert "gpu0.nvml.mem_used" in old.columns and "gpu0.torch.allocated" in old.columns
+    assert all(c.startswith(("gpu0.nvml.", "gpu0.torch.", "host.")) for c in old.columns)
+    assert len(old.times) == 308
+    used = new.values[:, new.columns.index("gpu0.nvml.mem_used")]
+    assert np.nanmax(used) == 3 * 2**30
+    uri = f"{path.as_uri()}?mode=ro&immutable=1"
+    with contextlib.closing(sqlite3.connect(uri, uri=True)) as db:
+        described = dict(db.execute("SELECT name, unit FROM metrics"))
+        schemas = [s for (s,) in db.execute("SELECT schema FROM session ORDER BY id")]
+    assert described["nvml_mem_used"] == "bytes" and described["host_rss"] == "bytes"
+    assert schemas == [None, SCHEMA_VERSION]
 
 
 def test_loading_a_closed_recording_writes_nothing_to_it_or_beside_it(recording):

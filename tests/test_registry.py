@@ -3,7 +3,10 @@ every source fills exactly its columns, and nothing is declared twice."""
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import math
+from pathlib import Path
 
 import pytest
 
@@ -56,3 +59,27 @@ def test_a_tick_fills_each_source_s_columns(monitor):
         assert row[metric("nvml", "mem_used").column(device)] == used
         assert math.isnan(row[metric("torch", "allocated").column(device)])  # no CUDA here
     assert row[metric("host", "rss").column()] > 2**20
+
+
+def test_the_widget_sends_each_column_with_its_metadata(monitor):
+    widget = monitor.widget()
+    sent = widget.columns
+    assert [c["name"] for c in sent] == list(monitor.timeline.columns)
+    used = next(c for c in sent if c["name"] == "gpu1.nvml.mem_used")
+    assert used["device"] == 1 and used["unit"] == "bytes" and used["panel"] == "memory"
+    assert used["label"] == "used (NVML)" and used["chart"] == "series"
+    total = next(c for c in sent if c["name"] == "gpu0.nvml.mem_total")
+    assert total["chart"] == "limit"
+    rss = next(c for c in sent if c["name"] == "host.rss")
+    assert rss["device"] is None and rss["panel"] == "rss"
+
+
+def test_the_front_end_s_test_fixture_is_this_registry():
+    # js/test/registry.json lets the vitest fixtures send what the kernel sends. After a
+    # registry change, write it again: json.dumps(registry_json(), indent=1) plus a newline.
+    path = Path(__file__).resolve().parents[1] / "js" / "test" / "registry.json"
+    assert json.loads(path.read_text()) == registry_json()
+
+
+def registry_json() -> list[dict]:
+    return [{**dataclasses.asdict(m), "order": i} for i, m in enumerate(REGISTRY)]

@@ -27,8 +27,9 @@ MiB = 2**20
 XSS = "<img src=x onerror=alert(1)>"
 T0 = 1_700_000_000.0  # 2023-11-14, a fixed unix time
 COLUMNS = [
-    "gpu0.mem_used", "gpu0.mem_total", "gpu0.gpu_util", "gpu0.mem_util", "gpu0.power",
-    "gpu0.allocated", "gpu0.reserved", "host.rss",
+    "gpu0.nvml.mem_used", "gpu0.nvml.mem_total", "gpu0.nvml.gpu_util", "gpu0.nvml.mem_util",
+    "gpu0.nvml.power",
+    "gpu0.torch.allocated", "gpu0.torch.reserved", "host.rss",
 ]  # fmt: skip
 
 
@@ -56,13 +57,13 @@ def recording(seconds: float, cells: list[CellRecord], marks=(), hz: float = 10.
     n = len(times)
     values = np.full((n, len(COLUMNS)), np.nan)
     col = COLUMNS.index
-    values[:, col("gpu0.mem_used")] = 3 * GiB + (np.arange(n) % 100) * MiB
-    values[:, col("gpu0.mem_total")] = 141 * GiB
-    values[:, col("gpu0.gpu_util")] = (np.arange(n) * 7) % 101
-    values[:, col("gpu0.mem_util")] = 20.0
-    values[:, col("gpu0.allocated")] = GiB
-    values[:, col("gpu0.allocated")][n // 3] = 9 * GiB  # one sample: a transient peak
-    values[:, col("gpu0.reserved")] = 2 * GiB
+    values[:, col("gpu0.nvml.mem_used")] = 3 * GiB + (np.arange(n) % 100) * MiB
+    values[:, col("gpu0.nvml.mem_total")] = 141 * GiB
+    values[:, col("gpu0.nvml.gpu_util")] = (np.arange(n) * 7) % 101
+    values[:, col("gpu0.nvml.mem_util")] = 20.0
+    values[:, col("gpu0.torch.allocated")] = GiB
+    values[:, col("gpu0.torch.allocated")][n // 3] = 9 * GiB  # one sample: a transient peak
+    values[:, col("gpu0.torch.reserved")] = 2 * GiB
     values[:, col("host.rss")] = GiB
     return Recorded(
         path=Path("/tmp/synthetic.sqlite"), session_id=1, started=T0, host="test",

@@ -11,11 +11,11 @@ from nbgpumon._views.svg import timeline_svg
 def _timeline() -> Timeline:
     tl = Timeline(
         [
-            "gpu0.mem_used",
-            "gpu0.reserved",
-            "gpu0.allocated",
-            "gpu0.gpu_util",
-            "gpu0.mem_util",
+            "gpu0.nvml.mem_used",
+            "gpu0.torch.reserved",
+            "gpu0.torch.allocated",
+            "gpu0.nvml.gpu_util",
+            "gpu0.nvml.mem_util",
             "host.rss",
         ]
     )

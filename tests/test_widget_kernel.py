@@ -186,11 +186,11 @@ def test_on_a_gpu_the_stream_carries_the_device_and_the_allocators_bytes(kernel)
         m["content"]["data"]["state"]["running"] for m in during
         if m["msg_type"] == "comm_msg" and "running" in m["content"]["data"].get("state", {})
     ]  # fmt: skip
-    assert running[0]["baseline"]["gpu0.allocated"] == 2**30, running
-    assert running[0]["baseline"]["gpu0.mem_used"] >= 2**30, running
-    columns = state["columns"]
-    allocated = columns.index("gpu0.allocated")
-    used = columns.index("gpu0.mem_used")
+    assert running[0]["baseline"]["gpu0.torch.allocated"] == 2**30, running
+    assert running[0]["baseline"]["gpu0.nvml.mem_used"] >= 2**30, running
+    columns = [c["name"] for c in state["columns"]]  # each with its registry metadata
+    allocated = columns.index("gpu0.torch.allocated")
+    used = columns.index("gpu0.nvml.mem_used")
     last = _samples(during)[-1]
     header = last["content"]["data"]["content"]
     values = np.frombuffer(last["buffers"][1], dtype="<f4").reshape(header["rows"], header["width"])

@@ -36,8 +36,8 @@ export function cellAt(cells, t, now) {
   return found;
 }
 
-const ALLOCATED = /^gpu\d+\.allocated$/;
-const GPU_USED = /^gpu\d+\.mem_used$/;
+const ALLOCATED = /^gpu\d+\.[a-z0-9_]+\.allocated$/; // any allocator's (gpu0.torch.allocated)
+const GPU_USED = /^gpu\d+\.nvml\.mem_used$/; // the device's view
 
 /**
  * Sum over the columns of `baseline` that match `pattern` of (newest value - value at the

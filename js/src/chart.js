@@ -12,23 +12,33 @@ import { timeAxis } from "./time-axis.js";
 
 export const PANEL_HEIGHT = 160; // CSS px, axes included
 
+// Colours by metric (its registry name); a metric without one takes the palette's next.
 const COLOR = {
-  used: "#3b82f6",
+  mem_used: "#3b82f6",
   reserved: "#f59e0b",
   allocated: "#10b981",
-  gpuUtil: "#8b5cf6",
-  memUtil: "#06b6d4",
+  gpu_util: "#8b5cf6",
+  mem_util: "#06b6d4",
   power: "#ef4444",
   temperature: "#ec4899",
   rss: "#64748b",
 };
+const PALETTE = ["#3b82f6", "#f59e0b", "#10b981", "#8b5cf6", "#06b6d4", "#ef4444", "#ec4899"];
 
 const UNIT = {
   bytes: { value: (v) => formatBytes(v), axis: formatBytesAxis },
+  "bytes/s": { value: (v) => `${formatBytes(v)}/s`, axis: (v) => `${formatBytesAxis(v)}/s` },
   percent: { value: (v) => formatPercent(v), axis: (v) => `${v}%` },
   watts: { value: (v) => `${v.toFixed(0)} W`, axis: (v) => `${v} W` },
   celsius: { value: (v) => `${v.toFixed(0)} \u00b0C`, axis: (v) => `${v}\u00b0` },
 };
+const PLAIN = (suffix) => ({ value: (v) => `${v.toFixed(0)}${suffix}`, axis: (v) => `${v}${suffix}` });
+const unitOf = (name) => UNIT[name] ?? PLAIN(name ? ` ${name}` : "");
+
+// Panel titles; a panel the registry adds later is titled by its name.
+const TITLE = { memory: "memory", util: "utilization", power: "power", temperature: "temperature" };
+// Panels shown only when their toggle is on (the host's, only when there is a GPU).
+export const OPTIONAL_PANELS = ["power", "temperature", "rss"];
 
 // Binary steps for byte axes, so ticks land on 16 GiB, 32 GiB rather than 17.2 GB.
 const BYTE_INCRS = (() => {
@@ -40,52 +50,51 @@ const BYTE_INCRS = (() => {
 })();
 
 /**
- * The panels to show.
- * @param {{devices: object[], columns: string[], gpu: "all"|number, toggles: {power, temperature, rss}}} s
+ * The panels to show, built from the columns' registry metadata (the widget's `columns`): per
+ * device, one panel per registry panel holding its charted series, both in registry order
+ * (`order`); a `limit` metric (total memory) is the panel's ceiling. Then the host's.
+ * @param {{devices: object[], columns: object[], gpu: "all"|number, toggles: {power, temperature, rss}}} s
+ *   columns: [{name, device, source, metric, unit, panel, label, chart, order}]
  * @returns {{id, title, unit, series: {label, column, color}[], totalColumn?, totalFallback?}[]}
  */
 export function panelSpecs({ devices, columns, gpu, toggles }) {
-  const has = new Set(columns);
-  const panels = [];
-  const add = (id, title, unit, series, extra = {}) => {
-    const present = series.filter((s) => has.has(s.column));
-    if (present.length) panels.push({ id, title, unit, series: present, ...extra });
+  const rank = (c) => (Number.isFinite(c.order) ? c.order : Infinity); // the registry's order
+  const charted = columns
+    .filter((c) => c && typeof c === "object" && c.chart && typeof c.panel === "string")
+    .sort((a, b) => rank(a) - rank(b));
+  const wanted = (panel, hasGpu) =>
+    !OPTIONAL_PANELS.includes(panel) || (panel === "rss" ? toggles.rss || !hasGpu : toggles[panel]);
+  const build = (device, prefix, name, fallback) => {
+    const groups = new Map();
+    for (const c of charted.filter((m) => m.device === device)) {
+      if (!wanted(c.panel, devices.length > 0)) continue;
+      if (!groups.has(c.panel)) groups.set(c.panel, { series: [], total: null, unit: c.unit });
+      const g = groups.get(c.panel);
+      if (c.chart === "limit") g.total = c.name;
+      else g.series.push(c);
+    }
+    const out = [];
+    for (const [panel, g] of groups) {
+      if (!g.series.length) continue;
+      out.push({
+        id: `${prefix}-${panel}`,
+        title: device === null ? "host memory" : `${name} ${TITLE[panel] ?? panel}`,
+        unit: g.series[0].unit,
+        series: g.series.map((c, k) => ({
+          label: String(c.label ?? c.name),
+          column: c.name,
+          color: COLOR[c.metric] ?? PALETTE[k % PALETTE.length],
+        })),
+        ...(g.total ? { totalColumn: g.total, totalFallback: fallback } : {}),
+      });
+    }
+    return out;
   };
-  const shown = devices.filter((d) => gpu === "all" || d.index === gpu);
-  for (const d of shown) {
-    const p = `gpu${d.index}`;
-    const name = devices.length > 1 ? `GPU ${d.index}` : "GPU";
-    add(
-      `${p}-memory`,
-      `${name} memory`,
-      "bytes",
-      [
-        { label: "used (NVML)", column: `${p}.mem_used`, color: COLOR.used },
-        { label: "reserved", column: `${p}.reserved`, color: COLOR.reserved },
-        { label: "allocated", column: `${p}.allocated`, color: COLOR.allocated },
-      ],
-      { totalColumn: `${p}.mem_total`, totalFallback: d.memory_total },
-    );
-    add(`${p}-util`, `${name} utilization`, "percent", [
-      { label: "GPU", column: `${p}.gpu_util`, color: COLOR.gpuUtil },
-      { label: "memory", column: `${p}.mem_util`, color: COLOR.memUtil },
-    ]);
-    if (toggles.power) {
-      add(`${p}-power`, `${name} power`, "watts", [
-        { label: "power", column: `${p}.power`, color: COLOR.power },
-      ]);
-    }
-    if (toggles.temperature) {
-      add(`${p}-temperature`, `${name} temperature`, "celsius", [
-        { label: "temperature", column: `${p}.temperature`, color: COLOR.temperature },
-      ]);
-    }
+  const panels = [];
+  for (const d of devices.filter((d) => gpu === "all" || d.index === gpu)) {
+    panels.push(...build(d.index, `gpu${d.index}`, devices.length > 1 ? `GPU ${d.index}` : "GPU", d.memory_total));
   }
-  if (toggles.rss || devices.length === 0) {
-    add("host-rss", "host memory", "bytes", [
-      { label: "RSS", column: "host.rss", color: COLOR.rss },
-    ]);
-  }
+  panels.push(...build(null, "host", "host"));
   return panels;
 }
 
@@ -112,9 +121,16 @@ function clock(seconds) {
   return new Date(seconds * 1000).toLocaleTimeString();
 }
 
-/** A band's tip: its ledger line (or the running cell's so far), who holds what it kept, its source. */
+/**
+ * A band's tip: the kernel's summary line of the cell (who holds what it kept included), or the
+ * running cell's so far; then its source. A row without a summary (an older kernel's) gets one
+ * made here, with the holders on a line of their own.
+ */
 function tipText(cell) {
   const label = typeof cell.label === "string" ? cell.label : "";
+  if (!cell.running && typeof cell.summary === "string" && cell.summary) {
+    return [cell.summary, label].filter(Boolean).join("\n");
+  }
   const held = typeof cell.held_by === "string" && cell.held_by ? `held by ${cell.held_by}` : "";
   const line = cell.running ? runningLine(cell) : ledgerLine(cell);
   return [line, held, label].filter(Boolean).join("\n");
@@ -256,7 +272,7 @@ export class Chart {
     // Visible until the observer says otherwise, so the first frame draws everything.
     const panel = { spec, el, tip, range: [0, 1], total: null, hovered: null, u: null, visible: true, stale: false };
     if (this.observer) this.observer.observe(el);
-    const unit = UNIT[spec.unit];
+    const unit = unitOf(spec.unit);
     const fg = this.colors.axis;
     const grid = "rgba(128,128,128,0.18)";
     const axis = (extra) => ({

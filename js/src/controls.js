@@ -9,10 +9,11 @@ export const WINDOWS = [
   { label: "all", seconds: null },
 ];
 
+// One toggle per optional panel (chart.js OPTIONAL_PANELS), shown when a column is drawn there.
 const TOGGLES = [
-  { key: "power", label: "power", suffix: ".power" },
-  { key: "temperature", label: "temperature", suffix: ".temperature" },
-  { key: "rss", label: "host RSS", column: "host.rss" },
+  { key: "power", label: "power" },
+  { key: "temperature", label: "temperature" },
+  { key: "rss", label: "host RSS" },
 ];
 
 export class Controls {
@@ -72,7 +73,7 @@ export class Controls {
     this.listeners.push([target, type, fn]);
   }
 
-  /** Reflect devices, columns and the view state; `shown`: the note next to the window. */
+  /** Reflect devices, columns (their metadata) and the view state; `shown`: the note next to the window. */
   update({ devices, columns, state, shown = "" }) {
     if (this.shown.textContent !== shown) this.shown.textContent = shown;
     this.shown.hidden = !shown;
@@ -103,12 +104,12 @@ export class Controls {
     this.gpuSelect.hidden = devices.length <= 1;
     this.gpuSelect.value = String(state.gpu);
 
-    const names = new Set(columns);
-    const gpuColumns = columns.filter((c) => c.startsWith("gpu"));
+    const drawn = (panel, host) =>
+      columns.some((c) => c && c.chart === "series" && c.panel === panel && (c.device === null) === host);
     for (const t of this.toggles) {
-      const available = t.column
-        ? names.has(t.column) && devices.length > 0 // without a GPU, RSS is always shown
-        : gpuColumns.some((c) => c.endsWith(t.suffix));
+      const available = t.key === "rss"
+        ? drawn("rss", true) && devices.length > 0 // without a GPU, RSS is always shown
+        : drawn(t.key, false);
       t.label.hidden = !available;
       t.box.checked = Boolean(state.toggles[t.key]);
     }

@@ -21,7 +21,8 @@ export class Store {
   /** @param {{capacity?: number}} options capacity: most live rows held (oldest dropped) */
   constructor({ capacity = DEFAULT_CAPACITY } = {}) {
     this.capacity = capacity;
-    this.columns = [];
+    this.columns = []; // names, in the order of each row's values
+    this.columnInfo = []; // the same columns with their metadata
     this.ring = new Ring(0, capacity);
     this.history = null; // decoded `history`: { rows, width, times, mean, low, high }
     this.cursor = null; // timeline cursor just past the last row received
@@ -43,11 +44,21 @@ export class Store {
     for (const fn of [...this.listeners]) fn(this.revision);
   }
 
-  /** Timeline column names; rows held so far are kept column by column (matched by name). */
-  setColumns(names) {
-    const next = Array.isArray(names) ? names.map(String) : [];
+  /**
+   * The timeline's columns: each the registry's metadata of one column ({name, unit, panel,
+   * label, ...}), or just its name. Rows held so far are kept column by column (matched by name).
+   */
+  setColumns(value) {
+    const info = Array.isArray(value) ? value.map(columnInfo) : [];
+    const next = info.map((c) => c.name);
     const old = this.columns;
-    if (next.length === old.length && next.every((n, i) => n === old[i])) return false;
+    const same = next.length === old.length && next.every((n, i) => n === old[i]);
+    if (same && JSON.stringify(info) === JSON.stringify(this.columnInfo)) return false;
+    this.columnInfo = info;
+    if (same) {
+      this._changed(); // only the metadata changed: redraw, the rows stay as they are
+      return true;
+    }
     this.ring = this.ring.length
       ? this.ring.remap(old, next)
       : new Ring(next.length, this.capacity);
@@ -234,4 +245,10 @@ export function connectModel(model, options) {
   };
   store.disconnect = disconnect;
   return disconnect;
+}
+
+/** One entry of the `columns` trait as metadata with a string `name` (a bare name: no more). */
+function columnInfo(entry) {
+  if (entry && typeof entry === "object") return { ...entry, name: String(entry.name) };
+  return { name: String(entry) };
 }

@@ -130,9 +130,10 @@ export function createView({ model, el }, deps) {
 
     let gpu = state.gpu ?? (devices.length ? devices[0].index : "all");
     if (gpu !== "all" && !devices.some((d) => d.index === gpu)) gpu = devices.length ? devices[0].index : "all";
-    controls.update({ devices, columns: store.columns, state: { ...state, gpu }, shown: shownNote(store, state.window) });
+    const columns = store.columnInfo;
+    controls.update({ devices, columns, state: { ...state, gpu }, shown: shownNote(store, state.window) });
 
-    const specs = panelSpecs({ devices, columns: store.columns, gpu, toggles: state.toggles });
+    const specs = panelSpecs({ devices, columns, gpu, toggles: state.toggles });
     width = root.clientWidth || el.clientWidth || width || DEFAULT_WIDTH;
     chart.update({
       store,

@@ -5,7 +5,7 @@ const GiB = 2 ** 30;
 const MiB = 2 ** 20;
 const RUNNING = {
   name: "[5]", count: 5, kind: "cell", label: "train()", start: 100,
-  baseline: { "gpu0.allocated": GiB, "gpu1.allocated": 0, "gpu0.mem_used": 3 * GiB, "host.rss": 2 * GiB },
+  baseline: { "gpu0.torch.allocated": GiB, "gpu1.torch.allocated": 0, "gpu0.nvml.mem_used": 3 * GiB, "host.rss": 2 * GiB },
 };
 
 function latestOf(values) {
@@ -26,7 +26,7 @@ describe("the running cell", () => {
   });
 
   test("what it allocated so far is the newest reading less the one at its start", () => {
-    const latest = latestOf({ "gpu0.allocated": 3 * GiB, "gpu1.allocated": 512 * MiB, "gpu0.mem_used": 6 * GiB, "host.rss": 2 * GiB + 12 * MiB });
+    const latest = latestOf({ "gpu0.torch.allocated": 3 * GiB, "gpu1.torch.allocated": 512 * MiB, "gpu0.nvml.mem_used": 6 * GiB, "host.rss": 2 * GiB + 12 * MiB });
     const c = runningCell(RUNNING, [], 110, latest);
     expect(c.allocated_so_far).toBe(2 * GiB + 512 * MiB); // over both GPUs
     expect(c.gpu_used_so_far).toBe(3 * GiB);
@@ -34,7 +34,7 @@ describe("the running cell", () => {
   });
 
   test("without readings (no torch, no samples yet) the amounts are missing, not zero", () => {
-    const c = runningCell({ ...RUNNING, baseline: { "gpu0.allocated": 0 } }, [], NaN, latestOf({ "gpu0.allocated": NaN }));
+    const c = runningCell({ ...RUNNING, baseline: { "gpu0.torch.allocated": 0 } }, [], NaN, latestOf({ "gpu0.torch.allocated": NaN }));
     expect(c.duration).toBeNull();
     expect(c.allocated_so_far).toBeNull();
     expect(c.host_delta).toBeNull();

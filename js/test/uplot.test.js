@@ -1,6 +1,7 @@
 // @vitest-environment jsdom
 // The production path: the default export, with the real uPlot, on a canvas-less DOM.
 import { expect, test } from "vitest";
+import { columns as describe } from "./columns.js";
 import { canvasTexts } from "./dom-shims.js";
 import widget from "../src/widget.js";
 import { FakeModel } from "./fake-model.js";
@@ -11,7 +12,7 @@ const GiB = 2 ** 30;
 const nextFrame = () => new Promise((resolve) => setTimeout(resolve, 50));
 
 test("the real uPlot builds, draws bands and totals, updates and is torn down", async () => {
-  const columns = ["gpu0.mem_used", "gpu0.mem_total", "gpu0.gpu_util", "gpu0.mem_util", "gpu0.allocated", "gpu0.reserved", "host.rss"];
+  const columns = describe("gpu0.nvml.mem_used", "gpu0.nvml.mem_total", "gpu0.nvml.gpu_util", "gpu0.nvml.mem_util", "gpu0.torch.allocated", "gpu0.torch.reserved", "host.rss");
   const row = (t) => [t * GiB, 80 * GiB, 40, 10, t * GiB, t * GiB, GiB];
   const model = new FakeModel({
     columns,
@@ -46,7 +47,7 @@ test("the real uPlot builds, draws bands and totals, updates and is torn down", 
 });
 
 test("with 8 s of data in the 10 min window, the time axis reads as whole clock seconds", async () => {
-  const columns = ["host.rss"];
+  const columns = describe("host.rss");
   const times = Array.from({ length: 81 }, (_, i) => 1_796_000_000 + i / 10); // 8 s at 10 Hz
   const model = new FakeModel({ columns, devices: [], status: "sampling" });
   const el = document.createElement("div");
@@ -71,7 +72,7 @@ test("with 8 s of data in the 10 min window, the time axis reads as whole clock 
 
 test("4 s of data on a wide chart: whole-second ticks, not half seconds", async () => {
   const times = Array.from({ length: 41 }, (_, i) => 1_796_000_000 + i / 10);
-  const model = new FakeModel({ columns: ["host.rss"], devices: [], status: "sampling" });
+  const model = new FakeModel({ columns: describe("host.rss"), devices: [], status: "sampling" });
   const el = document.createElement("div");
   Object.defineProperty(el, "clientWidth", { value: 1200 }); // room for a label every 0.5 s
   document.body.append(el);

@@ -6,12 +6,13 @@ import { storeFor } from "../src/store.js";
 import { FakeIntersectionObserver, FakeModel, manualFrames } from "./fake-model.js";
 import { packHistory, samples } from "./protocol.js";
 import { StubUPlot } from "./stub-uplot.js";
+import { columns } from "./columns.js";
 
 const GiB = 2 ** 30;
-const COLUMNS = [
-  "gpu0.mem_used", "gpu0.mem_total", "gpu0.gpu_util", "gpu0.mem_util", "gpu0.power",
-  "gpu0.temperature", "gpu0.allocated", "gpu0.reserved", "host.rss",
-];
+const COLUMNS = columns(
+  "gpu0.nvml.mem_used", "gpu0.nvml.mem_total", "gpu0.nvml.gpu_util", "gpu0.nvml.mem_util", "gpu0.nvml.power",
+  "gpu0.nvml.temperature", "gpu0.torch.allocated", "gpu0.torch.reserved", "host.rss",
+);
 const DEVICE = { index: 0, name: "NVIDIA H200", memory_total: 141 * GiB, cuda_index: 0 };
 const XSS = "<img src=x onerror=alert(1)>";
 
@@ -218,7 +219,7 @@ describe("a view", () => {
   });
 
   test("the running cell is an open band [N] and a first row whose time grows, until it ends", () => {
-    const running = { name: "[3]", count: 3, kind: "cell", label: "train()", start: 100.5, baseline: { "gpu0.allocated": 0.5 * GiB, "host.rss": 2 * GiB } };
+    const running = { name: "[3]", count: 3, kind: "cell", label: "train()", start: 100.5, baseline: { "gpu0.torch.allocated": 0.5 * GiB, "host.rss": 2 * GiB } };
     const model = gpuModel({ cells: [cell(1, 100, 100.4)], running });
     widget.initialize({ model });
     widget.render({ model, el });
@@ -337,7 +338,7 @@ describe("a view", () => {
 
   test("controls: window, toggles and GPU selection change the panels without the kernel", () => {
     const model = gpuModel({ devices: [DEVICE, { ...DEVICE, index: 1 }] });
-    model.set({ columns: [...COLUMNS, "gpu1.mem_used", "gpu1.gpu_util"] });
+    model.set({ columns: [...COLUMNS, ...columns("gpu1.nvml.mem_used", "gpu1.nvml.gpu_util")] });
     widget.initialize({ model });
     widget.render({ model, el });
     const panels = () => [...el.querySelectorAll("[data-panel]")].map((p) => p.dataset.panel);
@@ -387,7 +388,7 @@ describe("a view", () => {
   });
 
   test("without a GPU only the host RSS panel is shown", () => {
-    const model = new FakeModel({ columns: ["host.rss", "host.sys_used"], devices: [] });
+    const model = new FakeModel({ columns: columns("host.rss", "host.sys_used"), devices: [] });
     widget.initialize({ model });
     widget.render({ model, el });
     model.custom(...samples(0, [1, 2], [[GiB, 0], [2 * GiB, 0]]));

@@ -16,52 +16,65 @@ GAUGE = "gauge"  # a level: memory in use, utilization
 COUNTER = "counter"  # only grows; a view shows its rate
 
 
+SERIES = "series"  # drawn as a line in its panel
+LIMIT = "limit"  # drawn as the panel's ceiling (a device's total memory)
+
+
 @dataclass(frozen=True, slots=True)
 class Metric:
     source: str  # the source that reads it: "nvml", "torch", "host"
-    name: str  # unique within the scope: "mem_used"
+    name: str  # the metric's name within its source: "mem_used"
     unit: str  # "bytes", "percent", "celsius", "watts", "MHz", "bytes/s"
-    panel: str  # "memory", "utilization", "power", "temperature", "clock", "pcie", "host"
+    panel: str  # which chart panel: "memory", "util", "power", "temperature", "rss", ...
     label: str  # what a legend says: "used (NVML)"
+    chart: str = ""  # SERIES, LIMIT, or "" (recorded and listed, not drawn)
     kind: str = GAUGE
     scope: str = "gpu"  # "gpu": one column per device; "host": one column
 
     def column(self, device: int | None = None) -> str:
-        """The timeline column: ``gpu{device}.{name}``, or ``host.{name}``."""
-        return f"host.{self.name}" if self.scope == "host" else f"gpu{device}.{self.name}"
+        """The timeline column: ``gpu{device}.{source}.{name}``, or ``host.{name}``."""
+        if self.scope == "host":
+            return f"host.{self.name}"
+        return f"gpu{device}.{self.source}.{self.name}"
 
-    def describe(self) -> dict[str, str]:
-        """The metadata a view needs, as plain data (the widget sends it to the browser)."""
-        return asdict(self)
+    def describe(self, device: int | None = None) -> dict[str, object]:
+        """This metric's column for ``device`` with its metadata, as plain data (what the
+        widget's ``columns`` sends the browser, which builds its panels from it)."""
+        fields = asdict(self)
+        return {
+            **fields, "name": self.column(device), "metric": fields["name"], "device": device,
+            "order": _ORDER.get(self, len(_ORDER)),
+        }  # fmt: skip
 
 
-def _gpu(source: str, name: str, unit: str, panel: str, label: str) -> Metric:
-    return Metric(source, name, unit, panel, label)
+def _gpu(source: str, name: str, unit: str, panel: str, label: str, chart: str = "") -> Metric:
+    return Metric(source, name, unit, panel, label, chart)
 
 
-# Order matters only for display: a source's columns come in the order of its entries.
+# The order is the display order: a panel's lines, and a source's columns, follow it.
 REGISTRY: tuple[Metric, ...] = (
-    _gpu("nvml", "mem_used", "bytes", "memory", "used (NVML)"),
+    _gpu("nvml", "mem_used", "bytes", "memory", "used (NVML)", SERIES),
     _gpu("nvml", "mem_reserved", "bytes", "memory", "reserved by the driver"),
-    _gpu("nvml", "mem_total", "bytes", "memory", "total"),
-    _gpu("nvml", "gpu_util", "percent", "utilization", "GPU busy"),
-    _gpu("nvml", "mem_util", "percent", "utilization", "memory busy"),
-    _gpu("nvml", "temperature", "celsius", "temperature", "temperature"),
-    _gpu("nvml", "power", "watts", "power", "power"),
+    _gpu("nvml", "mem_total", "bytes", "memory", "total", LIMIT),
+    _gpu("nvml", "gpu_util", "percent", "util", "GPU", SERIES),
+    _gpu("nvml", "mem_util", "percent", "util", "memory", SERIES),
+    _gpu("nvml", "power", "watts", "power", "power", SERIES),
     _gpu("nvml", "power_limit", "watts", "power", "power limit"),
+    _gpu("nvml", "temperature", "celsius", "temperature", "temperature", SERIES),
     _gpu("nvml", "sm_clock", "MHz", "clock", "SM clock"),
     _gpu("nvml", "pcie_tx", "bytes/s", "pcie", "PCIe sent"),
     _gpu("nvml", "pcie_rx", "bytes/s", "pcie", "PCIe received"),
-    _gpu("torch", "allocated", "bytes", "memory", "allocated (torch)"),
-    _gpu("torch", "reserved", "bytes", "memory", "reserved (torch)"),
+    _gpu("torch", "reserved", "bytes", "memory", "reserved", SERIES),
+    _gpu("torch", "allocated", "bytes", "memory", "allocated", SERIES),
     _gpu("torch", "active", "bytes", "memory", "active (torch)"),
     _gpu("torch", "inactive_split", "bytes", "memory", "fragmented (torch)"),
-    Metric("host", "rss", "bytes", "host", "this kernel (RSS)", scope="host"),
-    Metric("host", "sys_used", "bytes", "host", "system used", scope="host"),
-    Metric("host", "sys_available", "bytes", "host", "system available", scope="host"),
+    Metric("host", "rss", "bytes", "rss", "RSS", SERIES, scope="host"),
+    Metric("host", "sys_used", "bytes", "system", "system used", scope="host"),
+    Metric("host", "sys_available", "bytes", "system", "system available", scope="host"),
 )
 
-_BY_KEY = {(m.scope, m.name): m for m in REGISTRY}
+_BY_KEY = {(m.source, m.name): m for m in REGISTRY}
+_ORDER = {m: i for i, m in enumerate(REGISTRY)}  # display order: a panel's lines follow it
 
 
 def metrics_of(source: str) -> tuple[Metric, ...]:
@@ -70,9 +83,20 @@ def metrics_of(source: str) -> tuple[Metric, ...]:
 
 
 def metric_of(column: str) -> Metric | None:
-    """The metric a timeline column holds (``gpu0.mem_used``, ``host.rss``); None if unknown."""
-    device, _, name = column.partition(".")
-    return _BY_KEY.get(("host" if device == "host" else "gpu", name))
+    """The metric a timeline column holds (``gpu0.nvml.mem_used``, ``host.rss``); None for a
+    column the registry does not know."""
+    parts = column.split(".")
+    if len(parts) == 2 and parts[0] == "host":
+        return _BY_KEY.get(("host", parts[1]))
+    if len(parts) == 3 and parts[0].startswith("gpu"):
+        return _BY_KEY.get((parts[1], parts[2]))
+    return None
+
+
+def device_of(column: str) -> int | None:
+    """The NVML index of a ``gpu{i}.…`` column; None for a host column."""
+    head = column.split(".", 1)[0]
+    return int(head[3:]) if head.startswith("gpu") and head[3:].isdigit() else None
 
 
 def columns_for(metrics: Iterable[Metric], devices: Iterable[int]) -> list[str]:
@@ -84,7 +108,20 @@ def columns_for(metrics: Iterable[Metric], devices: Iterable[int]) -> list[str]:
 
 def metric(source: str, name: str) -> Metric:
     """The registry entry of ``source``'s metric ``name``; a KeyError names a missing one."""
-    for m in REGISTRY:
-        if m.source == source and m.name == name:
-            return m
-    raise KeyError(f"no metric {name!r} of source {source!r} in the registry")
+    found = _BY_KEY.get((source, name))
+    if found is None:
+        raise KeyError(f"no metric {name!r} of source {source!r} in the registry")
+    return found
+
+
+def describe_columns(columns: Iterable[str]) -> list[dict[str, object]]:
+    """Each column with its registry metadata (a column the registry lacks: its name alone,
+    unit "" and no panel, so a view lists it and draws nothing)."""
+    out: list[dict[str, object]] = []
+    for column in columns:
+        m = metric_of(column)
+        if m is None:
+            out.append({"name": column, "device": device_of(column), "unit": "", "panel": ""})
+        else:
+            out.append(m.describe(device_of(column)))
+    return out

@@ -54,3 +54,18 @@ def format_utc(t: float, fmt: str = "%Y-%m-%d %H:%M:%S UTC") -> str:
 def format_local(t: float, fmt: str = "%H:%M:%S") -> str:
     """Unix time ``t`` on this machine's clock: what a live view shows."""
     return time.strftime(fmt, time.localtime(t))
+
+
+def format_value(value: float | None, unit: str) -> str:
+    """A sample in its registry unit: "3.0 GiB", "87%", "412 W", "61 °C", "1980 MHz",
+    "1.2 GiB/s"; "—" when missing."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "—"
+    if unit == "bytes":
+        return format_bytes(value)
+    if unit == "bytes/s":
+        return f"{format_bytes(value)}/s"
+    if unit == "percent":
+        return format_percent(value)
+    suffix = {"watts": " W", "celsius": " °C", "MHz": " MHz"}.get(unit, f" {unit}" if unit else "")
+    return f"{value:.0f}{suffix}"

@@ -19,7 +19,7 @@ from .._foundation.errors import RecordingError
 from .._ledger.records import CellRecord, record_from_dict
 from .file_check import check_recording, connect_readonly, os_reason
 from .salvage import lost_parts, rows_until_damage, whole_pages
-from .writer import device_columns
+from .schema import device_columns, today_column
 
 if TYPE_CHECKING:
     pass
@@ -36,7 +36,7 @@ class RecordedSession:
     gpus: list[dict[str, Any]]
     driver: str
     versions: dict[str, str]
-    columns: list[str]  # timeline columns, "gpu0.mem_used" ...
+    columns: list[str]  # timeline columns, "gpu0.nvml.mem_used" ... (schema 1's renamed)
     times: np.ndarray  # float64 unix seconds
     values: np.ndarray  # float64 (samples, columns); NaN where missing
     records: list[CellRecord]
@@ -86,8 +86,11 @@ def _reading(path: Path) -> Iterator[tuple[sqlite3.Connection, str]]:
 def _read_session(
     db: sqlite3.Connection, path: Path, session: int | None, cut_short: str
 ) -> RecordedSession:
+    schema = (
+        "schema" if "schema" in {r[1] for r in db.execute("PRAGMA table_info(session)")} else "1"
+    )
     row = db.execute(
-        "SELECT id, started, host, gpus, driver, versions, columns FROM session "
+        f"SELECT id, started, host, gpus, driver, versions, columns, {schema} FROM session "
         + ("WHERE id = ?" if session is not None else "ORDER BY id DESC LIMIT 1"),
         (session,) if session is not None else (),
     ).fetchone()
@@ -96,13 +99,16 @@ def _read_session(
     if row is None:
         have = ", ".join(str(i) for (i,) in db.execute("SELECT id FROM session ORDER BY id"))
         raise RecordingError(f"{path} holds no session {session}; it has {have}")
-    sid, started, host, gpus, driver, versions, columns_json = row
+    sid, started, host, gpus, driver, versions, columns_json, version = row
     try:
         started, columns = float(started), json.loads(columns_json)
+        version = int(version or 1)  # NULL: a session written by schema 1
         gpus, versions = json.loads(gpus or "[]"), json.loads(versions or "{}")
     except (TypeError, ValueError):
         raise RecordingError(f"{path} is damaged: session {sid}'s row can't be read") from None
-    times, values, samples_error = _read_samples(db, sid, columns, salvage=bool(cut_short))
+    times, values, samples_error = _read_samples(db, sid, columns, version, salvage=bool(cut_short))
+    if version < 2:
+        columns = [today_column(c) for c in columns]  # one naming for every view
     cell_rows, cells_error = rows_until_damage(
         db, "SELECT idx, record FROM cells WHERE session = ?", (sid,)
     )
@@ -160,7 +166,7 @@ def _records(rows: list[tuple]) -> tuple[list[CellRecord], int]:
 
 
 def _read_samples(
-    db: sqlite3.Connection, sid: int, columns: list[str], salvage: bool
+    db: sqlite3.Connection, sid: int, columns: list[str], version: int, salvage: bool
 ) -> tuple[np.ndarray, np.ndarray, str]:
     """Samples rows (one per device per time) back into the timeline's wide layout, and the
     error that stopped the read ("" when all were read)."""
@@ -168,7 +174,7 @@ def _read_samples(
     # In a file cut short the index and the table end at different places: read both ways.
     ways = ("", " NOT INDEXED") if salvage else ("",)
     blocks, error = [], ""
-    for device, (names, index) in device_columns(columns).items():
+    for device, (names, index) in device_columns(columns, version).items():
         picked = [(i, m) for m, i in zip(names, index, strict=True) if m in have]
         select = "SELECT time" + "".join(f', "{m}"' for _, m in picked) + " FROM samples"
         rows = []

@@ -1,6 +1,12 @@
 """The recording's tables, their version and the marker that says a file is a recording.
 
 docs/recording.md documents every table and column; a test holds the two together.
+
+Schema 2 names a sample column after its registry metric, ``{source}_{metric}``
+(``nvml_mem_used``, ``torch_allocated``, ``host_rss``), describes each in the ``metrics`` table,
+and says in ``session.schema`` which naming a session used. Schema 1 (nbgpumon 0.1.0 and the
+first recordings) named them by metric alone (``mem_used``, ``allocated``, ``rss``); its
+sessions still load, their columns renamed to today's (``V1_SOURCES``).
 """
 
 from __future__ import annotations
@@ -8,7 +14,9 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Sequence
 
-SCHEMA_VERSION = 1
+from .._foundation.metrics import metric_of
+
+SCHEMA_VERSION = 2
 # SQLite's header field for "which program's file is this" (PRAGMA application_id): "nbgm".
 APPLICATION_ID = int.from_bytes(b"nbgm", "big")
 FORMAT_KEY, FORMAT_VALUE = "format", "nbgpumon"  # the same, in the meta table, for any client
@@ -30,9 +38,52 @@ UNMARKED_LAYOUT: dict[str, tuple[str, ...]] = {
 }
 
 
-def create_schema(db: sqlite3.Connection, metrics: Sequence[str]) -> None:
-    """Create the tables (idempotent) and set the marker; a sample metric the table lacks is
-    added as a column. Only for a file that is new or already a recording."""
+# Schema 1's metric names, by the source that read them: frozen, as schema 1 files are.
+V1_SOURCES = {
+    **dict.fromkeys(
+        ("mem_used", "mem_reserved", "mem_total", "gpu_util", "mem_util", "temperature", "power",
+         "power_limit", "sm_clock", "pcie_tx", "pcie_rx"),
+        "nvml",
+    ),
+    **dict.fromkeys(("allocated", "reserved", "active", "inactive_split"), "torch"),
+}  # fmt: skip
+
+
+def sample_column(column: str, version: int = SCHEMA_VERSION) -> tuple[str, str]:
+    """(device, samples-table column) that holds a timeline column in schema ``version``:
+    ``gpu0.nvml.mem_used`` is ``("gpu0", "nvml_mem_used")`` (in schema 1, ``gpu0.mem_used``
+    was ``("gpu0", "mem_used")``); ``host.rss`` is ``("host", "host_rss")``."""
+    device, _, rest = column.partition(".")
+    if version < 2:
+        return device, rest
+    return device, f"{device}_{rest}" if device == "host" else rest.replace(".", "_", 1)
+
+
+def today_column(v1_column: str) -> str:
+    """A schema 1 timeline column under today's name: ``gpu0.mem_used`` -> ``gpu0.nvml.mem_used``;
+    host columns and names schema 1 never had stay as they are."""
+    device, _, name = v1_column.partition(".")
+    source = V1_SOURCES.get(name)
+    return f"{device}.{source}.{name}" if device.startswith("gpu") and source else v1_column
+
+
+def device_columns(
+    columns: Sequence[str], version: int = SCHEMA_VERSION
+) -> dict[str, tuple[list[str], list[int]]]:
+    """{device: (samples-table columns, timeline column indices)}: one samples row a device."""
+    out: dict[str, tuple[list[str], list[int]]] = {}
+    for i, column in enumerate(columns):
+        device, name = sample_column(column, version)
+        names, index = out.setdefault(device, ([], []))
+        names.append(name)
+        index.append(i)
+    return out
+
+
+def create_schema(db: sqlite3.Connection, columns: Sequence[str]) -> None:
+    """Create the tables (idempotent), set the marker and the version, and make room for the
+    timeline ``columns``: a sample column the table lacks is added, and described in
+    ``metrics``. Only for a file that is new or already a recording."""
     db.executescript(
         f"""
         PRAGMA application_id = {APPLICATION_ID};
@@ -49,12 +100,24 @@ def create_schema(db: sqlite3.Connection, metrics: Sequence[str]) -> None:
             util_max REAL, rss_before INTEGER, rss_after INTEGER, rss_peak INTEGER,
             held_by TEXT, traced TEXT, record TEXT);
         CREATE TABLE IF NOT EXISTS marks (session INTEGER, time REAL, label TEXT);
+        CREATE TABLE IF NOT EXISTS metrics (
+            name TEXT PRIMARY KEY, source TEXT, metric TEXT, unit TEXT, kind TEXT, panel TEXT,
+            label TEXT);
         """
     )
+    if "schema" not in {r[1] for r in db.execute("PRAGMA table_info(session)")}:
+        db.execute("ALTER TABLE session ADD COLUMN schema INTEGER")  # a schema 1 file: NULL
     have = {r[1] for r in db.execute("PRAGMA table_info(samples)")}
-    for metric in metrics:
-        if metric not in have:
-            db.execute(f'ALTER TABLE samples ADD COLUMN "{metric}" REAL')
+    described = []
+    for column in columns:
+        _, name = sample_column(column)
+        if name not in have:
+            db.execute(f'ALTER TABLE samples ADD COLUMN "{name}" REAL')
+            have.add(name)
+        m = metric_of(column)
+        if m is not None:
+            described.append((name, m.source, m.name, m.unit, m.kind, m.panel, m.label))
+    db.executemany("INSERT OR REPLACE INTO metrics VALUES (?, ?, ?, ?, ?, ?, ?)", described)
     db.executemany(
         "INSERT OR REPLACE INTO meta VALUES (?, ?)",
         [("schema_version", str(SCHEMA_VERSION)), (FORMAT_KEY, FORMAT_VALUE)],

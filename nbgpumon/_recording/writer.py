@@ -28,18 +28,13 @@ from .._foundation.errors import RecordingError
 from .._ledger.rows import record_row
 from .._sampling.timeline import Timeline
 from .file_check import WRITABLE_HINT, check_record_target, os_reason
-from .schema import CELL_COLUMNS, create_schema
+from .schema import CELL_COLUMNS, SCHEMA_VERSION, create_schema, device_columns
 
 if TYPE_CHECKING:
     from .._ledger.records import CellRecord
 
 FLUSH_INTERVAL = 0.5  # seconds between commits: a kill loses at most this much, plus one write
 BATCH_ROWS = 20_000  # timeline rows per transaction at most (a backlog is written in pieces)
-
-
-def metric_names(columns: Sequence[str]) -> list[str]:
-    """The metrics of ``gpu<N>.<metric>`` / ``host.<metric>`` timeline columns, in order."""
-    return list(dict.fromkeys(c.split(".", 1)[1] for c in columns))
 
 
 def open_database(path: Path) -> sqlite3.Connection:
@@ -73,7 +68,6 @@ class RecordingWriter:
         self.status = ""
         self._timeline, self._info = timeline, info
         self._columns = list(timeline.columns)
-        self._metrics = metric_names(self._columns)
         self._by_device = device_columns(self._columns)  # the samples table's row layout
         self._queue: queue.SimpleQueue[tuple[str, Any]] = queue.SimpleQueue()
         self._stop = threading.Event()
@@ -112,11 +106,11 @@ class RecordingWriter:
         return session_id
 
     def _create_session(self, db: sqlite3.Connection) -> int:
-        create_schema(db, self._metrics)
+        create_schema(db, self._columns)
         info = self._info
         cur = db.execute(
-            "INSERT INTO session (started, host, pid, gpus, driver, versions, columns) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO session (started, host, pid, gpus, driver, versions, columns, schema) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 wall_clock(),
                 info["host"],
@@ -125,6 +119,7 @@ class RecordingWriter:
                 info["driver"],
                 json.dumps(info["versions"]),
                 json.dumps(self._columns),
+                SCHEMA_VERSION,
             ),
         )
         return int(cur.lastrowid or 0)
@@ -240,17 +235,6 @@ def _missing_folders(folder: Path) -> list[Path]:
         missing.append(folder)
         folder = folder.parent
     return missing[::-1]
-
-
-def device_columns(columns: Sequence[str]) -> dict[str, tuple[list[str], list[int]]]:
-    """{device: (metric names, timeline column indices)} for ``gpu0.mem_used``-style columns."""
-    out: dict[str, tuple[list[str], list[int]]] = {}
-    for i, name in enumerate(columns):
-        device, metric = name.split(".", 1)
-        names, index = out.setdefault(device, ([], []))
-        names.append(metric)
-        index.append(i)
-    return out
 
 
 def _plain(value: Any) -> Any:

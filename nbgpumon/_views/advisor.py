@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from .._foundation.metrics import metric
 from .._foundation.units import format_bytes, format_percent, format_seconds
 from .._ledger.records import CellRecord
 
@@ -59,8 +60,8 @@ class Evidence:
 def fragmentation(ev: Evidence) -> list[Hint]:
     hints = []
     for index, name in ev.gpus:
-        reserved = ev.column(f"gpu{index}.reserved")
-        allocated = ev.column(f"gpu{index}.allocated")
+        reserved = ev.column(metric("torch", "reserved").column(index))
+        allocated = ev.column(metric("torch", "allocated").column(index))
         if reserved is None or allocated is None:
             continue
         gap = reserved - allocated
@@ -85,7 +86,7 @@ def fragmentation(ev: Evidence) -> list[Hint]:
                 f"({format_bytes(gap[worst])}, {share:.0%} of it idle)"
                 f"{_during(ev, float(ev.times[worst]))}"
             )
-        split = ev.column(f"gpu{index}.inactive_split")
+        split = ev.column(metric("torch", "inactive_split").column(index))
         if split is not None and not np.isnan(split).all() and np.nanmax(split) >= FRAGMENTED_BYTES:
             facts.append(f"up to {format_bytes(np.nanmax(split))} in split blocks")
         if retries:
@@ -133,7 +134,10 @@ def input_pipeline(ev: Evidence) -> list[Hint]:
 def memory_limit(ev: Evidence) -> list[Hint]:
     hints = []
     for index, name in ev.gpus:
-        used, total = ev.column(f"gpu{index}.mem_used"), ev.column(f"gpu{index}.mem_total")
+        used, total = (
+            ev.column(metric("nvml", "mem_used").column(index)),
+            ev.column(metric("nvml", "mem_total").column(index)),
+        )
         if used is None or total is None:
             continue
         share = used / total

@@ -30,6 +30,7 @@ from bqplot.interacts import BrushIntervalSelector, PanZoom
 from .._foundation.units import format_bytes, format_local, format_seconds
 from .._ledger.records import CellRecord
 from .._sampling.timeline import Window
+from .panels import Series, chart_panels
 
 MAX_POINTS = 2000  # per line: enough for a full-width figure, cheap for the browser
 MAX_BARS = 400  # newest cells shown as bars; thousands of <rect>s make the page crawl
@@ -45,12 +46,10 @@ TIME_STEPS = (
 )  # fmt: skip
 
 _GPU_COLUMN = re.compile(r"^gpu(\d+)\.")
-_MEMORY_METRICS = (  # (column metric, legend text, colour)
-    ("mem_used", "used (NVML)", "#4c78a8"),
-    ("reserved", "reserved (torch)", "#f58518"),
-    ("allocated", "allocated (torch)", "#54a24b"),
-)
-_UTIL_METRICS = (("gpu_util", "GPU util", "#e45756"), ("mem_util", "memory util", "#72b7b2"))
+_COLORS = {"mem_used": "#4c78a8", "reserved": "#f58518", "allocated": "#54a24b",
+           "gpu_util": "#e45756", "mem_util": "#72b7b2"}  # fmt: skip
+_PALETTE = ("#4c78a8", "#f58518", "#54a24b", "#e45756", "#72b7b2", "#b279a2")
+_PANELS = ("memory", "util", "rss")  # what the report draws
 _LINE_STYLES = ("solid", "dashed", "dotted", "dash_dotted")  # one per GPU
 _BAND_COLORS = ("#c6dbef", "#dadaeb")  # alternate, so back-to-back cells stay distinct
 _MARK_COLOR = "#b279a2"
@@ -144,10 +143,22 @@ def _gpu_indices(columns: Sequence[str]) -> list[int]:
 
 
 def _wanted_columns(columns: Sequence[str]) -> list[str]:
-    metrics = [m for m, _, _ in _MEMORY_METRICS] + [m for m, _, _ in _UTIL_METRICS]
-    wanted = [f"gpu{i}.{m}" for i in _gpu_indices(columns) for m in metrics]
-    wanted.append("host.rss")
-    return [c for c in wanted if c in columns]
+    return [s.column for p in chart_panels(columns, _PANELS) for s in p.series]
+
+
+def _legend(series: Series) -> str:
+    """A line's name in the report's one legend for all sources: "allocated (torch)",
+    "GPU util", "host RSS"."""
+    m = series.metric
+    if m.scope == "host":
+        return f"host {m.label}"
+    if m.panel == "util":
+        return f"{m.label} util"
+    return m.label if m.source == "nvml" else f"{m.label} ({m.source})"
+
+
+def _color(series: Series, k: int) -> str:
+    return _COLORS.get(series.metric.name, _PALETTE[k % len(_PALETTE)])
 
 
 # -- the widget -------------------------------------------------------------------------------
@@ -347,16 +358,22 @@ class Report(widgets.VBox):
         """Per GPU: NVML used, torch reserved and allocated; host RSS without GPU columns.
         Memory lines plot each downsampled row's maximum, so a short peak stays visible."""
         series: list[tuple[np.ndarray, str, str, str]] = []
+        panels = chart_panels(data.columns, ("memory",))
         for k, (index, _, _) in enumerate(data.gpus):
-            for metric, text, color in _MEMORY_METRICS:
-                y = data.series(f"gpu{index}.{metric}", peak=True)
-                if y is not None:
-                    name = f"gpu{index} {text}" if len(data.gpus) > 1 else text
-                    series.append((y, name, color, _LINE_STYLES[k % len(_LINE_STYLES)]))
+            for panel in (p for p in panels if p.device == index):
+                for n, line in enumerate(panel.series):
+                    y = data.series(line.column, peak=True)
+                    if y is not None:
+                        text = _legend(line)
+                        name = f"gpu{index} {text}" if len(data.gpus) > 1 else text
+                        style = _LINE_STYLES[k % len(_LINE_STYLES)]
+                        series.append((y, name, _color(line, n), style))
         if not data.gpus:
-            rss = data.series("host.rss", peak=True)
-            if rss is not None:
-                series.append((rss, "host RSS", _PEAK_COLOR, "solid"))
+            for panel in chart_panels(data.columns, ("rss",)):
+                for line in panel.series:
+                    y = data.series(line.column, peak=True)
+                    if y is not None:
+                        series.append((y, _legend(line), _PEAK_COLOR, "solid"))
         top = max((float(np.nanmax(y)) for y, *_ in series), default=0.0)
         scale, unit = (2**30, "GiB") if top >= 2**30 else (2**20, "MiB")
         self.memory_scale.max = top / scale * 1.1 if top > 0 else 1.0  # headroom over the top
@@ -368,13 +385,17 @@ class Report(widgets.VBox):
 
     def _util_lines(self, data: _ReportData, times: np.ndarray) -> list[bq.Lines]:
         lines = []
+        panels = chart_panels(data.columns, ("util",))
         for k, (index, _, _) in enumerate(data.gpus):
-            for metric, text, color in _UTIL_METRICS:
-                y = data.series(f"gpu{index}.{metric}")
-                if y is not None:
-                    name = f"gpu{index} {text}" if len(data.gpus) > 1 else text
-                    style = _LINE_STYLES[k % len(_LINE_STYLES)]
-                    lines.append(self._line(times, y, name, color, style, self.util_scale))
+            for panel in (p for p in panels if p.device == index):
+                for n, line in enumerate(panel.series):
+                    y = data.series(line.column)
+                    if y is not None:
+                        text = _legend(line)
+                        name = f"gpu{index} {text}" if len(data.gpus) > 1 else text
+                        style = _LINE_STYLES[k % len(_LINE_STYLES)]
+                        color = _color(line, n)
+                        lines.append(self._line(times, y, name, color, style, self.util_scale))
         return [line for line in lines if line is not None]
 
     def _line(

@@ -13,8 +13,15 @@ from xml.sax.saxutils import escape
 import numpy as np
 
 from .._sampling.timeline import Window
+from .panels import Panel, chart_panels
 
 _GIB = 2**30
+_TITLES = {
+    "memory": "memory (GiB)",
+    "util": "utilization (%)",
+    "rss": "this kernel's resident memory (GiB)",
+}
+_PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b")
 _COLORS = {
     "mem_used": "#1f77b4",
     "reserved": "#ff7f0e",
@@ -38,29 +45,14 @@ def timeline_svg(
     ``devices`` are (nvml_index, name); ``cells`` are (start, end, "[N]") bands, unix seconds.
     """
     index = {name: i for i, name in enumerate(columns)}
+    charted = chart_panels(columns, ("memory", "util", "rss"))
     panels: list[tuple[str, list[tuple[str, str]], float | None, str]] = []
     for nvml_index, name in devices:
-        p = f"gpu{nvml_index}."
-        panels.append(
-            (
-                f"gpu{nvml_index} {name}: memory (GiB)",
-                [(p + m, m) for m in ("mem_used", "reserved", "allocated")],
-                None,
-                "bytes",
-            )
-        )
-        panels.append(
-            (
-                f"gpu{nvml_index}: utilization (%)",
-                [(p + m, m) for m in ("gpu_util", "mem_util")],
-                100.0,
-                "percent",
-            )
-        )
+        for panel in (p for p in charted if p.device == nvml_index):
+            title = f"gpu{nvml_index} {name}: " if panel.name == "memory" else f"gpu{nvml_index}: "
+            panels.append(_panel(title, panel))
     if not devices:
-        panels.append(
-            ("host: this kernel's resident memory (GiB)", [("host.rss", "rss")], None, "bytes")
-        )
+        panels += [_panel("host: ", p) for p in charted if p.device is None]
     times = window.times
     t0, t1 = (float(times[0]), float(times[-1])) if len(times) else (0.0, 1.0)
     span = max(t1 - t0, 1e-9)
@@ -100,7 +92,7 @@ def timeline_svg(
             f"{top_value / scale:.3g}</text>"
         )
         parts.append(f'<text x="{left - 4}" y="{bottom}" text-anchor="end" fill="#666">0</text>')
-        for column, metric in series:
+        for k, (column, metric) in enumerate(series):
             if column not in index:
                 continue
             ys = window.mean[:, index[column]]
@@ -112,8 +104,19 @@ def timeline_svg(
             ]
             if points:
                 parts.append(
-                    f'<polyline fill="none" stroke="{_COLORS[metric]}" '
+                    f'<polyline fill="none" stroke="{_color(metric, k)}" '
                     f'stroke-width="1.2" points="{" ".join(points)}"/>'
                 )
     parts.append("</svg>")
     return "".join(parts)
+
+
+def _panel(title: str, panel: Panel) -> tuple[str, list[tuple[str, str]], float | None, str]:
+    """(title, [(column, metric name)], fixed maximum, unit) for one registry panel."""
+    unit_note = _TITLES.get(panel.name, f"{panel.name} ({panel.unit})")
+    fixed = 100.0 if panel.unit == "percent" else None
+    return title + unit_note, [(s.column, s.metric.name) for s in panel.series], fixed, panel.unit
+
+
+def _color(metric: str, k: int) -> str:
+    return _COLORS.get(metric, _PALETTE[k % len(_PALETTE)])

@@ -13,8 +13,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from .._foundation.units import format_bytes, format_percent, format_seconds
+from .._foundation.metrics import device_of, metric, metric_of
+from .._foundation.units import format_bytes, format_percent, format_seconds, format_value
 from .._ledger.records import CellRecord, Retention
+
+RSS = metric("host", "rss")
 
 if TYPE_CHECKING:
     from .._forensics.holder_scan import HolderScan
@@ -196,9 +199,9 @@ def status_lines(mon: Monitor) -> list[str]:
         lines.append(
             f"  gpu{d.nvml_index}: {d.name}, {d.uuid}, {cuda}, {format_bytes(d.memory_total)}{lost}"
         )
-        for (dev, metric), why in sorted(disabled.items()):
+        for (dev, name), why in sorted(disabled.items()):
             if dev == d.nvml_index:
-                lines.append(f"    {metric}: unavailable ({why})")
+                lines.append(f"    {name}: unavailable ({why})")
     if mon.nvml.mapping_note:
         lines.append(f"  note: {mon.nvml.mapping_note}")
     for note in mon.nvml.notes():
@@ -241,32 +244,35 @@ def snapshot_view(mon: Monitor, last_cells: int = 5) -> TextView:
     lines.append(f"nbgpumon snapshot{age}")
     if not mon.has_gpu:
         lines.append(f"no GPU: {mon.nvml.status}")
+    by_device = _latest_by_device(latest, mon.timeline.columns)
     for d in mon.nvml.devices:
-        p = f"gpu{d.nvml_index}."
-
-        def get(metric: str, p: str = p) -> float | None:
-            v = latest.get(p + metric)
-            return None if v is None or math.isnan(v) else v
-
-        power = get("power")
-        lines.append(
-            f"gpu{d.nvml_index} {d.name}: mem {format_bytes(get('mem_used'))} / "
-            f"{format_bytes(get('mem_total'))}, util {format_percent(get('gpu_util'))}, "
-            f"mem-bw {format_percent(get('mem_util'))}, "
-            f"{'—' if power is None else f'{power:.0f} W'}, "
-            f"torch alloc {format_bytes(get('allocated'))} / "
-            f"reserved {format_bytes(get('reserved'))}"
-        )
+        lines.append(f"gpu{d.nvml_index} {d.name}:")
+        for panel, values in by_device.get(d.nvml_index, {}).items():
+            lines.append(f"  {panel}: " + " · ".join(values))
     for proc in mon.nvml.processes:
         who = "this kernel" if proc.is_this_kernel else proc.name
         pid = "PID unknown" if proc.pid is None else f"PID {proc.pid}"
         lines.append(f"  gpu{proc.nvml_index}: {pid} {who}: {format_bytes(proc.used_memory)}")
-    rss = latest.get("host.rss")
+    rss = latest.get(RSS.column())
     if rss is not None and not math.isnan(rss):
         lines.append(f"host: this kernel {format_bytes(rss)} resident")
     text = "\n".join(lines)
     table = cells_table(mon.cells()[-last_cells:])
     return TextView(text + "\n\n" + table.text, f"<pre>{html.escape(text)}</pre>{table.html}")
+
+
+def _latest_by_device(
+    latest: dict[str, float], columns: Sequence[str]
+) -> dict[int | None, dict[str, list[str]]]:
+    """{device: {panel: ["label value", ...]}} for every registry column with a value now."""
+    out: dict[int | None, dict[str, list[str]]] = {}
+    for column in columns:
+        m, value = metric_of(column), latest.get(column)
+        if m is None or value is None or math.isnan(value):
+            continue
+        panel = out.setdefault(device_of(column), {}).setdefault(m.panel, [])
+        panel.append(f"{m.label} {format_value(value, m.unit)}")
+    return out
 
 
 # -- holders ------------------------------------------------------------------------------

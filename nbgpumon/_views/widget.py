@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 import anywidget
 from traitlets import Bytes, Dict, Float, List, Unicode
 
+from .._foundation.metrics import describe_columns, metric
 from .._foundation.units import format_bytes
 from .._ledger.records import CellRecord
 from .._sampling.timeline import Window
@@ -39,6 +40,9 @@ HISTORY_ROWS = 4000
 CELLS_KEPT = 500
 
 
+MEM_USED = metric("nvml", "mem_used")
+RSS = metric("host", "rss")
+
 _MISSING_BUNDLE = (  # a development checkout whose JS was never built says so, in the page
     "export default { render({ el }) { el.textContent = "
     "'nbgpumon: the widget bundle is not built; run npm install && npm run build in js/'; } };"
@@ -51,7 +55,7 @@ class GPUMonWidget(anywidget.AnyWidget):
     # The bundle's text, not its path: for a path anywidget connects a file-watch callback
     # that holds every instance for good, and each %reload_ext would leak a widget.
     _esm = BUNDLE.read_text(encoding="utf-8") if BUNDLE.exists() else _MISSING_BUNDLE
-    columns = List(Unicode()).tag(sync=True)
+    columns = List(Dict()).tag(sync=True)  # each: name, unit, panel, label, ... (registry)
     devices = List(Dict()).tag(sync=True)
     history = Bytes(b"").tag(sync=True)
     cells = List(Dict()).tag(sync=True)
@@ -93,7 +97,7 @@ class Publisher:
         self.bytes_sent = 0  # payload bytes of samples messages, for the benchmark
         self.messages_sent = 0
         with self._lock:
-            widget.columns = list(monitor.timeline.columns)
+            widget.columns = describe_columns(monitor.timeline.columns)
             widget.devices = [
                 {
                     "index": d.nvml_index,
@@ -208,16 +212,17 @@ def running_row(monitor: Monitor) -> dict[str, Any]:
     if opened is None:
         return {}
     baseline: dict[str, int] = {}
+    allocated = metric(monitor.ledger.allocator.name, "allocated")
     for d in monitor.nvml.devices:
         used = opened.nvml_used[d.nvml_index] if d.nvml_index < len(opened.nvml_used) else None
         if used is not None:
-            baseline[f"gpu{d.nvml_index}.mem_used"] = used
+            baseline[MEM_USED.column(d.nvml_index)] = used
         if d.cuda_index is not None:
             stats = opened.allocator.get(d.cuda_index)
             # no stats at the start: the allocator held nothing (as the ledger counts it)
-            baseline[f"gpu{d.nvml_index}.allocated"] = stats.allocated if stats else 0
+            baseline[allocated.column(d.nvml_index)] = stats.allocated if stats else 0
     if opened.rss is not None:
-        baseline["host.rss"] = opened.rss
+        baseline[RSS.column()] = opened.rss
     count = opened.execution_count
     return {
         "name": f"[{'?' if count is None else count}]", "count": count, "kind": opened.kind,
@@ -275,7 +280,7 @@ def plain_summary(monitor: Monitor) -> str:
     latest = monitor.timeline.latest() or {}
     lines = [f"nbgpumon live chart ({status_line(monitor)})"]
     for d in monitor.nvml.devices:
-        used = latest.get(f"gpu{d.nvml_index}.mem_used")
+        used = latest.get(MEM_USED.column(d.nvml_index))
         lines.append(
             f"gpu{d.nvml_index} {d.name}: {format_bytes(used)} used of "
             f"{format_bytes(d.memory_total)}"

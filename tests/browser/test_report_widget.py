@@ -113,8 +113,8 @@ from nbgpumon._api.recorded import Recorded
 GIB = 2**30
 t = 1.7e9 + np.arange(200) * 0.1
 grow = np.arange(200) * 2**22
-columns = ["gpu0.mem_used", "gpu0.mem_total", "gpu0.gpu_util", "gpu0.mem_util",
-           "gpu0.allocated", "gpu0.reserved"]
+columns = ["gpu0.nvml.mem_used", "gpu0.nvml.mem_total", "gpu0.nvml.gpu_util", "gpu0.nvml.mem_util",
+           "gpu0.torch.allocated", "gpu0.torch.reserved"]
 values = np.column_stack([3 * GIB + grow, np.full(200, 141 * GIB), np.full(200, 42.0),
                           np.full(200, 17.0), grow, grow + GIB // 2])
 

@@ -1,0 +1,62 @@
+"""Which chart panels a set of columns makes, from the metric registry: the static SVG and the
+bqplot report draw these, and ``js/src/chart.js`` builds the same from the widget's ``columns``
+metadata. A metric the registry marks as charted appears without a change here."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from .._foundation.metrics import LIMIT, REGISTRY, SERIES, Metric, device_of, metric_of
+
+_RANK = {m: i for i, m in enumerate(REGISTRY)}  # registry order is display order
+
+
+@dataclass(frozen=True)
+class Series:
+    column: str
+    metric: Metric
+
+    @property
+    def label(self) -> str:
+        return self.metric.label
+
+
+@dataclass(frozen=True)
+class Panel:
+    device: int | None  # NVML index; None for the host
+    name: str  # the registry's panel: "memory", "util", "power", ...
+    unit: str  # of its series
+    series: tuple[Series, ...]
+    limit: str | None = None  # the column drawn as its ceiling (total memory)
+
+
+def chart_panels(columns: Sequence[str], names: Iterable[str] | None = None) -> list[Panel]:
+    """The panels of ``columns``' charted metrics: GPUs in index order, then the host; within
+    a device, panels and their lines in registry order. Only the panels ``names`` lists
+    (default all)."""
+    wanted = None if names is None else set(names)
+    series: dict[tuple[int | None, str], list[Series]] = {}
+    limits: dict[tuple[int | None, str], str] = {}
+    first: dict[tuple[int | None, str], int] = {}
+    for column in columns:
+        m = metric_of(column)
+        if m is None or not m.chart or (wanted is not None and m.panel not in wanted):
+            continue
+        key = (device_of(column), m.panel)
+        first[key] = min(first.get(key, _RANK[m]), _RANK[m])
+        if m.chart == LIMIT:
+            limits[key] = column
+        elif m.chart == SERIES:
+            series.setdefault(key, []).append(Series(column, m))
+    keys = sorted(series, key=lambda k: (k[0] is None, k[0] or 0, first[k]))
+    return [
+        Panel(
+            device=k[0],
+            name=k[1],
+            unit=series[k][0].metric.unit,
+            series=tuple(sorted(series[k], key=lambda s: _RANK[s.metric])),
+            limit=limits.get(k),
+        )
+        for k in keys
+    ]
