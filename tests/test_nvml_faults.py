@@ -9,8 +9,8 @@ import time
 import pytest
 
 from nbgpumon import Monitor
+from nbgpumon._session.status import status_lines
 from nbgpumon._sources.nvml import FAST_METRICS, NvmlSource
-from nbgpumon._views.text import status_lines
 
 from notebook_runner import fake_nvml_env, fake_pynvml, run_cells
 

@@ -6,10 +6,12 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import struct
 from pathlib import Path
 
 import pytest
 
+import nbgpumon
 from nbgpumon import Monitor
 from nbgpumon._foundation.metrics import REGISTRY, metric, metric_of, metrics_of
 
@@ -74,12 +76,31 @@ def test_the_widget_sends_each_column_with_its_metadata(monitor):
     assert rss["device"] is None and rss["panel"] == "rss"
 
 
-def test_the_front_end_s_test_fixture_is_this_registry():
-    # js/test/registry.json lets the vitest fixtures send what the kernel sends. After a
-    # registry change, write it again: json.dumps(registry_json(), indent=1) plus a newline.
+def test_the_front_end_s_test_fixture_agrees_with_the_registry():
+    # js/test/registry.json gives the vitest fixtures the metadata the kernel sends, for the
+    # metrics they use: each entry must be the registry's, in the registry's order (a metric
+    # added to the registry needs no change there).
     path = Path(__file__).resolve().parents[1] / "js" / "test" / "registry.json"
-    assert json.loads(path.read_text()) == registry_json()
+    fixture = json.loads(path.read_text())
+    ours = {(m.source, m.name): (i, dataclasses.asdict(m)) for i, m in enumerate(REGISTRY)}
+    for entry in fixture:
+        _, expected = ours[(entry["source"], entry["name"])]
+        assert {k: v for k, v in entry.items() if k != "order"} == expected
+    positions = [ours[(e["source"], e["name"])][0] for e in fixture]
+    assert positions == sorted(positions)
+    assert [e["order"] for e in fixture] == sorted(e["order"] for e in fixture)
 
 
-def registry_json() -> list[dict]:
-    return [{**dataclasses.asdict(m), "order": i} for i, m in enumerate(REGISTRY)]
+def test_a_recording_opens_in_the_live_chart():
+    session = nbgpumon.load(Path(__file__).parent / "data" / "recorded-v1-h200.sqlite")
+    widget = session.widget()
+    assert [c["name"] for c in widget.columns] == session.columns
+    assert widget.devices == [
+        {"index": 0, "name": "NVIDIA H200", "memory_total": 150754820096, "cuda_index": 0}
+    ]
+    rows, width = struct.unpack_from("<II", widget.history)
+    assert (rows, width) == (308, len(session.columns))  # every sample, in the snapshot
+    assert [c["name"] for c in widget.cells] == [r.name for r in session.records]
+    assert [m["label"] for m in widget.marks] == ["training done"]
+    assert widget.running == {}
+    assert widget.status.startswith("recorded: ") and "308 samples" in widget.status

@@ -78,7 +78,7 @@ export function panelSpecs({ devices, columns, gpu, toggles }) {
       if (!g.series.length) continue;
       out.push({
         id: `${prefix}-${panel}`,
-        title: device === null ? "host memory" : `${name} ${TITLE[panel] ?? panel}`,
+        title: device !== null ? `${name} ${TITLE[panel] ?? panel}` : panel === "rss" ? "host memory" : `host ${TITLE[panel] ?? panel}`,
         unit: g.series[0].unit,
         series: g.series.map((c, k) => ({
           label: String(c.label ?? c.name),

@@ -8,9 +8,10 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
+from .._forensics.modules import fp32_cuda_modules
 from .._session.config import GPUMon
 from .._session.session import Session
-from .._views.advisor import advise, hints_text, live_evidence
+from .._views.advisor import advise, evidence, hints_text
 from .._views.frames import cells_frame, samples_frame
 from .._views.widget import GPUMonWidget, Publisher, StaticView
 
@@ -89,4 +90,12 @@ class Monitor(Session):
 
     def advise(self) -> str:
         """Hints from what this session measured, each with the numbers behind it."""
-        return hints_text(advise(live_evidence(self, self._shell())))
+        stats = self.ledger.read_allocator()
+        retries = {
+            d.nvml_index: stats[d.cuda_index].alloc_retries
+            for d in self.nvml.devices
+            if d.cuda_index in stats
+        }
+        shell = self._shell()
+        fp32 = fp32_cuda_modules(shell) if shell is not None else None
+        return hints_text(advise(evidence(self, retries, fp32)))

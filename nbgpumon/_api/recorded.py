@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import dataclasses
+import math
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -12,9 +14,11 @@ import numpy as np
 from .._ledger.records import CellRecord
 from .._recording.reader import RecordedSession
 from .._recording.reader import load as read_session
-from .._sampling.timeline import Window
+from .._sampling.timeline import Chunk, Window
+from .._session.data import Device, RunningCell, Status
 from .._views.advisor import advise, hints_text, recorded_evidence
 from .._views.frames import cells_frame, samples_frame, write_frames
+from .._views.widget import GPUMonWidget, Publisher
 
 if TYPE_CHECKING:
     import pandas
@@ -39,9 +43,71 @@ class Recorded(RecordedSession):
     def cells(self) -> list[CellRecord]:
         return list(self.records)
 
-    def window(self) -> Window:
-        v = self.values.astype(np.float32)
-        return Window(self.times, v, v, v)
+    # -- SessionData: what views read (the live chart too) ------------------------------
+    @property
+    def source(self) -> str:
+        return f"{self.path} (session {self.session_id})"
+
+    @property
+    def devices(self) -> tuple[Device, ...]:
+        return tuple(
+            Device(
+                index=int(g.get("index", i)),
+                name=str(g.get("name", "")),
+                memory_total=g.get("memory_total"),
+                cuda_index=g.get("cuda_index"),
+                uuid=str(g.get("uuid", "")),
+            )
+            for i, g in enumerate(self.gpus)
+        )
+
+    @property
+    def cursor(self) -> int:
+        return len(self.times)
+
+    def window(
+        self, t0: float = -math.inf, t1: float = math.inf, columns: Sequence[str] | None = None
+    ) -> Window:
+        """The recorded samples in ``[t0, t1]``, of ``columns`` (all by default)."""
+        rows = (self.times >= t0) & (self.times <= t1)
+        picked = [self.columns.index(c) for c in columns] if columns is not None else slice(None)
+        v = self.values[rows][:, picked]  # float64, as read: the advisor's numbers stay exact
+        return Window(self.times[rows], v, v, v)
+
+    def since(self, cursor: int, limit: int | None = None) -> Chunk:
+        """The recorded samples from ``cursor`` on: a recording's only news is what it holds."""
+        start = max(0, min(cursor, len(self.times)))
+        end = len(self.times) if limit is None else min(len(self.times), start + limit)
+        values = self.values[start:end].astype(np.float32)
+        return Chunk(start, end, self.times[start:end], values, gap=False)
+
+    def latest(self) -> dict[str, float] | None:
+        if not len(self.times):
+            return None
+        out = dict(zip(self.columns, self.values[-1].tolist(), strict=True))
+        out["time"] = float(self.times[-1])
+        return out
+
+    def running(self) -> RunningCell | None:
+        return None  # a recording holds finished cells only
+
+    def status(self) -> Status:
+        span = float(self.times[-1] - self.times[0]) if len(self.times) > 1 else 0.0
+        interval = span / (len(self.times) - 1) if len(self.times) > 1 else 0.0
+        line = f"recorded: {self.source}, {len(self.times):,} samples"
+        if self.damage:
+            line += f" · {self.damage}"
+        lines = [line, f"host: {self.host or '?'}; driver {self.driver or '?'}"]
+        lines += [f"  gpu{d.index}: {d.name}" for d in self.devices]
+        return Status("recorded", round(interval, 3), line, tuple(lines))
+
+    def subscribe(self, callback: Callable[[int], None]) -> Callable[[], None]:
+        return lambda: None  # nothing more arrives
+
+    def widget(self) -> GPUMonWidget:
+        """The live chart, showing this recording: its timeline, cell bands, marks and table.
+        Nothing more arrives, so nothing keeps it updating."""
+        return Publisher(self, GPUMonWidget(self)).widget
 
     def report(self) -> Any:
         """The interactive bqplot report of this session (an ipywidget)."""

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import atexit
 import dataclasses
+import math
 import os
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from types import ModuleType
 from typing import Any
 
@@ -22,19 +23,22 @@ from .._forensics.postmortem import report as post_mortem_report
 from .._forensics.release import MemoryNow, freed_line, release
 from .._forensics.tracing import AllocationTracer, format_traced
 from .._foundation.errors import RecordingError, UsageError
+from .._foundation.metrics import metric
 from .._ledger.ledger import MAX_LABEL, Ledger
 from .._ledger.records import CellRecord
 from .._recording.writer import RecordingWriter
 from .._sampling.sampler import Sampler, timeline_columns
-from .._sampling.timeline import Timeline
+from .._sampling.timeline import Chunk, Timeline, Window
 from .._sources.allocator_columns import AllocatorColumns
 from .._sources.base import ALLOCATOR, DETAIL, SLOW
 from .._sources.host import HostSource
 from .._sources.nvml import GpuProcess, NvmlSource
 from .._sources.torch_allocator import TorchAllocatorSource
 from .config import GPUMon
+from .data import Device, RunningCell, Status
 from .info import session_info
 from .region import Region
+from .status import live_status
 
 TRACE_MIN_BYTES = 2**20  # traced lines smaller than this are not shown
 TRACE_LINES = 5  # traced lines printed under a cell (the record keeps them all)
@@ -42,6 +46,10 @@ _LIVE_SETTINGS = [
     "interval", "allocator_interval", "detail_interval", "slow_interval", "peak_mode",
     "record_path",
 ]  # fmt: skip
+
+
+MEM_USED = metric("nvml", "mem_used")
+RSS = metric("host", "rss")
 
 
 def _no_shell() -> Any:
@@ -155,6 +163,72 @@ class Session:
 
     def cell_opened(self) -> None:
         """A cell's measurement has begun (main thread)."""
+
+    # -- SessionData: what views read ------------------------------------------------------
+    source = "live session"
+
+    @property
+    def devices(self) -> tuple[Device, ...]:
+        return tuple(
+            Device(d.nvml_index, d.name, d.memory_total, d.cuda_index, d.uuid)
+            for d in self.nvml.devices
+        )
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        return self.timeline.columns
+
+    @property
+    def records(self) -> list[CellRecord]:
+        return self.ledger.records()
+
+    @property
+    def marks(self) -> list[tuple[float, str]]:
+        return list(self.ledger.marks)
+
+    @property
+    def cursor(self) -> int:
+        return self.timeline.cursor
+
+    def window(
+        self, t0: float = -math.inf, t1: float = math.inf, columns: Sequence[str] | None = None
+    ) -> Window:
+        return self.timeline.window(t0, t1, columns)
+
+    def since(self, cursor: int, limit: int | None = None) -> Chunk:
+        return self.timeline.since(cursor, limit)
+
+    def latest(self) -> dict[str, float] | None:
+        return self.timeline.latest()
+
+    def running(self) -> RunningCell | None:
+        """The cell being measured now, with its start readings by timeline column: the
+        allocator's allocated bytes (0 when it was not up yet), NVML's used bytes, RSS."""
+        opened = self.ledger.open_cell()
+        if opened is None:
+            return None
+        baseline: dict[str, int] = {}
+        allocated = metric(self.torch.name, "allocated")
+        for d in self.nvml.devices:
+            at = d.nvml_index
+            used = opened.nvml_used[at] if at < len(opened.nvml_used) else None
+            if used is not None:
+                baseline[MEM_USED.column(at)] = used
+            if d.cuda_index is not None:
+                stats = opened.allocator.get(d.cuda_index)
+                # no stats at the start: the allocator held nothing (as the ledger counts it)
+                baseline[allocated.column(at)] = stats.allocated if stats else 0
+        if opened.rss is not None:
+            baseline[RSS.column()] = opened.rss
+        count = opened.execution_count
+        name = f"[{'?' if count is None else count}]"
+        return RunningCell(name, count, opened.kind, opened.label, opened.start, baseline)
+
+    def status(self) -> Status:
+        return live_status(self)
+
+    def subscribe(self, callback: Callable[[int], None]) -> Callable[[], None]:
+        return self.sampler.subscribe(callback)
 
     # -- the public API -------------------------------------------------------------------
     @property

@@ -7,16 +7,15 @@ one :class:`Evidence` shape.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 
 from .._foundation.metrics import metric
 from .._foundation.units import format_bytes, format_percent, format_seconds
 from .._ledger.records import CellRecord
+from .._session.data import SessionData
 
 GIB = 2**30
 FRAGMENTED_BYTES = GIB  # reserved - allocated at least this much ...
@@ -206,50 +205,27 @@ def advise(ev: Evidence) -> list[Hint]:
 
 
 # -- evidence from the live monitor or a recording ------------------------------------------
-def live_evidence(mon: Any, shell: Any = None) -> Evidence:
-    window = mon.timeline.window()
-    stats = mon.ledger.read_allocator()
-    retries = {
-        d.nvml_index: stats[d.cuda_index].alloc_retries
-        for d in mon.nvml.devices
-        if d.cuda_index in stats
-    }
+def evidence(
+    data: SessionData,
+    alloc_retries: dict[int, int] | None = None,
+    fp32_modules: list[str] | None = None,
+) -> Evidence:
+    """What the rules read from a session, live or recorded; the live-only facts (allocator
+    retries, modules in float32) come from the caller, which can ask the kernel."""
+    window = data.window()
     return Evidence(
-        columns=list(mon.timeline.columns),
+        columns=list(data.columns),
         times=window.times,
         values=window.high.astype(np.float64),  # bucket maxima: a peak must not average away
-        records=mon.cells(),
-        gpus=[(d.nvml_index, d.name) for d in mon.nvml.devices],
-        alloc_retries=retries,
-        fp32_modules=_fp32_modules(shell) if shell is not None else None,
+        records=list(data.records),
+        gpus=[(d.index, d.name) for d in data.devices],
+        alloc_retries=dict(alloc_retries or {}),
+        fp32_modules=fp32_modules,
     )
 
 
-def recorded_evidence(session: Any) -> Evidence:
-    return Evidence(
-        columns=list(session.columns),
-        times=session.times,
-        values=session.values,
-        records=list(session.records),
-        gpus=[(int(g.get("index", i)), str(g.get("name", ""))) for i, g in enumerate(session.gpus)],
-    )
-
-
-def _fp32_modules(shell: Any) -> list[str]:
-    torch = sys.modules.get("torch")
-    module = getattr(getattr(torch, "nn", None), "Module", None)
-    if module is None:
-        return []
-    names = []
-    for name, value in list((getattr(shell, "user_ns", None) or {}).items()):
-        if isinstance(value, module) and not name.startswith("_"):
-            try:
-                first = next(value.parameters(), None)
-            except Exception:
-                continue
-            if first is not None and first.dtype == torch.float32 and first.is_cuda:
-                names.append(name)
-    return names
+def recorded_evidence(session: SessionData) -> Evidence:
+    return evidence(session)
 
 
 def _kept(r: CellRecord) -> int | None:

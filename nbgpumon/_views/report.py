@@ -29,7 +29,7 @@ from bqplot.interacts import BrushIntervalSelector, PanZoom
 
 from .._foundation.units import format_bytes, format_local, format_seconds
 from .._ledger.records import CellRecord
-from .._sampling.timeline import Window
+from .._session.data import SessionData
 from .panels import Series, chart_panels
 
 MAX_POINTS = 2000  # per line: enough for a full-width figure, cheap for the browser
@@ -90,34 +90,21 @@ class _ReportData:
 
 
 def _session_data(source: Any, max_points: int = MAX_POINTS) -> _ReportData:
-    """``source`` (a live ``Monitor`` or a ``Recorded``) as ``_ReportData``, with at most
-    ``max_points`` rows per line."""
-    if hasattr(source, "timeline") and hasattr(source, "ledger"):  # the live Monitor
-        all_columns = list(source.timeline.columns)
-        wanted = _wanted_columns(all_columns)
-        window = source.timeline.window(columns=wanted)
-        records = source.cells()
-        marks = list(source.ledger.marks)
-        gpus = [(d.nvml_index, d.name, d.memory_total) for d in source.nvml.devices]
-        label = "live session"
-    elif hasattr(source, "records") and hasattr(source, "values"):  # a Recorded
-        all_columns = list(source.columns)
-        wanted = _wanted_columns(all_columns)
-        # only the drawn columns: a day at 10 Hz is 864k rows of every column
-        picked = np.asarray(source.values)[:, [all_columns.index(c) for c in wanted]]
-        window = Window(np.asarray(source.times, dtype=np.float64), picked, picked, picked)
-        records = source.records
-        marks = source.marks
-        gpus = [
-            (int(g.get("index", i)), str(g.get("name", "")), g.get("memory_total"))
-            for i, g in enumerate(source.gpus)
-        ]
-        label = f"{source.path} (session {source.session_id})"
-    else:
+    """``source`` (any SessionData: a live ``Monitor`` or a ``Recorded``) as ``_ReportData``,
+    with at most ``max_points`` rows per line."""
+    if not isinstance(source, SessionData):
         raise TypeError(
             "report_widget takes nbgpumon.monitor() or nbgpumon.load(PATH), "
             f"not {type(source).__name__}"
         )
+    all_columns = list(source.columns)
+    wanted = _wanted_columns(all_columns)
+    # only the drawn columns: a day at 10 Hz is 864k rows of every column
+    window = source.window(columns=wanted)
+    records = list(source.records)
+    marks = list(source.marks)
+    gpus = [(d.index, d.name, d.memory_total) for d in source.devices]
+    label = source.source
     samples = len(window.times)
     small = window.downsample(max_points)
     # columns name the GPUs even when NVML's device list is gone (a recording from elsewhere)

@@ -21,7 +21,7 @@ RSS = metric("host", "rss")
 
 if TYPE_CHECKING:
     from .._forensics.holder_scan import HolderScan
-    from .._session.session import Session as Monitor
+    from .._session.data import SessionData
 
 
 @dataclass(frozen=True)
@@ -173,91 +173,32 @@ def cells_table(records: Sequence[CellRecord]) -> TextView:
 
 
 # -- status -------------------------------------------------------------------------------
-def status_lines(mon: Monitor) -> list[str]:
-    """What is running, what is measured, and what is unavailable and why."""
-    s, lib, cfg = mon.sampler, mon.nvml.library, mon.config
-    state = "running" if s.running else ("closed" if mon.closed else "stopped")
-    lines = [
-        f"sampler: {state}, memory and utilization every {cfg.interval:g} s (allocator "
-        f"every {cfg.allocator_interval:g} s, power/temperature/clock/PCIe every "
-        f"{cfg.detail_interval:g} s, processes every {cfg.slow_interval:g} s), "
-        f"{s.ticks} ticks, last tick {s.last_tick_seconds * 1e6:.0f} µs",
-    ]
-    if s.error:
-        lines.append(f"sampler error: {s.error}")
-    if lib.available:
-        lines.append(
-            f"NVML: driver {lib.driver_version or '?'}, binding "
-            f"{lib.binding_version or '?'}, {len(mon.nvml.devices)} GPU(s)"
-        )
-    else:
-        lines.append(f"NVML: unavailable: {mon.nvml.status}")
-    disabled = lib.disabled_metrics()
-    for d in mon.nvml.devices:
-        cuda = "hidden by CUDA_VISIBLE_DEVICES" if d.cuda_index is None else f"cuda:{d.cuda_index}"
-        lost = " (LOST)" if d.nvml_index in lib.lost_devices else ""
-        lines.append(
-            f"  gpu{d.nvml_index}: {d.name}, {d.uuid}, {cuda}, {format_bytes(d.memory_total)}{lost}"
-        )
-        for (dev, name), why in sorted(disabled.items()):
-            if dev == d.nvml_index:
-                lines.append(f"    {name}: unavailable ({why})")
-    if mon.nvml.mapping_note:
-        lines.append(f"  note: {mon.nvml.mapping_note}")
-    for note in mon.nvml.notes():
-        lines.append(f"  note: {note}")
-    lines.append(f"torch allocator: {mon.torch.status}; allocation tracing {mon.tracing}")
-    lines.append(
-        f"host: {mon.host.status}; per-cell host peak "
-        f"{'exact (VmHWM)' if mon.host.can_reset_peak else 'sampled'}"
-    )
-    if cfg.peak_mode == "reset":
-        lines.append(
-            "peaks: reset per cell (exact); torch.cuda.max_memory_allocated() counts "
-            "from the current cell's start; %config GPUMon.peak_mode = 'preserve' "
-            "keeps it global"
-        )
-    else:
-        lines.append(
-            "peaks: preserve (torch's counters untouched; a cell's peak is exact "
-            "only when it sets a new high)"
-        )
-    lines.append(f"recording: {mon.recording or 'off (%gpumon record PATH starts one)'}")
-    lines.append(
-        f"summary after each cell: {'on' if cfg.summary else 'off'}; "
-        f"{len(mon.ledger.records())} records in the ledger"
-    )
-    return lines
-
-
-def status_view(mon: Monitor) -> TextView:
-    text = "\n".join(status_lines(mon))
+def status_view(data: SessionData) -> TextView:
+    text = "\n".join(data.status().lines)
     return TextView(text, f"<pre>{html.escape(text)}</pre>")
 
 
 # -- the snapshot (plain %gpumon) ---------------------------------------------------------
-def snapshot_view(mon: Monitor, last_cells: int = 5) -> TextView:
+def snapshot_view(data: SessionData, last_cells: int = 5) -> TextView:
     """Current device state plus the newest ledger entries."""
-    latest = mon.timeline.latest() or {}
+    latest = data.latest() or {}
+    status = data.status()
     lines = []
     age = f" ({time.time() - latest['time']:.1f} s ago)" if "time" in latest else ""
     lines.append(f"nbgpumon snapshot{age}")
-    if not mon.has_gpu:
-        lines.append(f"no GPU: {mon.nvml.status}")
-    by_device = _latest_by_device(latest, mon.timeline.columns)
-    for d in mon.nvml.devices:
-        lines.append(f"gpu{d.nvml_index} {d.name}:")
-        for panel, values in by_device.get(d.nvml_index, {}).items():
+    if not data.devices:
+        lines.append(status.line)
+    by_device = _latest_by_device(latest, data.columns)
+    for d in data.devices:
+        lines.append(f"gpu{d.index} {d.name}:")
+        for panel, values in by_device.get(d.index, {}).items():
             lines.append(f"  {panel}: " + " · ".join(values))
-    for proc in mon.nvml.processes:
-        who = "this kernel" if proc.is_this_kernel else proc.name
-        pid = "PID unknown" if proc.pid is None else f"PID {proc.pid}"
-        lines.append(f"  gpu{proc.nvml_index}: {pid} {who}: {format_bytes(proc.used_memory)}")
+    lines += [f"  {p}" for p in status.processes]
     rss = latest.get(RSS.column())
     if rss is not None and not math.isnan(rss):
         lines.append(f"host: this kernel {format_bytes(rss)} resident")
     text = "\n".join(lines)
-    table = cells_table(mon.cells()[-last_cells:])
+    table = cells_table(list(data.records)[-last_cells:])
     return TextView(text + "\n\n" + table.text, f"<pre>{html.escape(text)}</pre>{table.html}")
 
 

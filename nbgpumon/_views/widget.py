@@ -1,4 +1,4 @@
-"""The live chart: one anywidget per monitor, fed by a publisher on the sampler's ticks.
+"""The live chart: one anywidget per session, fed by a publisher (on the sampler's ticks, live).
 
 The protocol (traits, the ``samples`` message, the packed history) is in
 docs/widget-protocol.md. The kernel sends only what is new, at most twice a second; every view
@@ -30,7 +30,7 @@ from .svg import timeline_svg
 from .text import retention_text, summary_line
 
 if TYPE_CHECKING:
-    from .._session.session import Session as Monitor
+    from .._session.data import SessionData
 
 BUNDLE = Path(__file__).parent.parent / "static" / "widget.js"  # nbgpumon/static
 SEND_EVERY = 0.5  # seconds between samples messages: <= 2 messages/s, <= 1 s latency
@@ -41,7 +41,6 @@ CELLS_KEPT = 500
 
 
 MEM_USED = metric("nvml", "mem_used")
-RSS = metric("host", "rss")
 
 _MISSING_BUNDLE = (  # a development checkout whose JS was never built says so, in the page
     "export default { render({ el }) { el.textContent = "
@@ -67,50 +66,51 @@ class GPUMonWidget(anywidget.AnyWidget):
     # end finds the one store they share by this id
     _uid = Unicode().tag(sync=True)
 
-    def __init__(self, monitor: Monitor, **kwargs: Any) -> None:
+    def __init__(self, data: SessionData, **kwargs: Any) -> None:
         super().__init__(_uid=uuid.uuid4().hex, **kwargs)
-        self._monitor: Monitor | None = monitor
+        self._data: SessionData | None = data
 
     def detach(self) -> None:
-        """Close the widget and let go of its monitor (a closed one must not stay alive)."""
-        self._monitor = None
+        """Close the widget and let go of its session (a closed one must not stay alive)."""
+        self._data = None
         self.close()
 
     def _repr_mimebundle_(self, **kwargs: Any) -> Any:
         # Front ends without widget support (nbconvert, GitHub, a terminal) show these.
         bundle = super()._repr_mimebundle_(**kwargs)
         data = bundle[0] if isinstance(bundle, tuple) else bundle
-        if isinstance(data, dict) and self._monitor is not None:
-            data["text/plain"] = plain_summary(self._monitor)
-            data["image/svg+xml"] = static_svg(self._monitor)
+        if isinstance(data, dict) and self._data is not None:
+            data["text/plain"] = plain_summary(self._data)
+            data["image/svg+xml"] = static_svg(self._data)
         return bundle
 
 
 class Publisher:
-    """Keeps one widget current. Called by the sampler after each tick, on its thread."""
+    """Keeps one widget current with a session: a live one calls it after each tick, on the
+    sampler's thread; a recording's is complete at once (its history is everything)."""
 
-    def __init__(self, monitor: Monitor, widget: GPUMonWidget) -> None:
-        self._monitor, self.widget = monitor, widget
+    def __init__(self, data: SessionData, widget: GPUMonWidget) -> None:
+        self._data, self.widget = data, widget
         self._lock = threading.Lock()
-        self._cursor = monitor.timeline.cursor
+        self._cursor = data.cursor
         self._next_send = self._next_history = self._next_status = 0.0
         self.bytes_sent = 0  # payload bytes of samples messages, for the benchmark
         self.messages_sent = 0
         with self._lock:
-            widget.columns = describe_columns(monitor.timeline.columns)
+            widget.columns = describe_columns(data.columns)
             widget.devices = [
                 {
-                    "index": d.nvml_index,
+                    "index": d.index,
                     "name": d.name,
                     "memory_total": d.memory_total,
                     "cuda_index": d.cuda_index,
                 }
-                for d in monitor.nvml.devices
+                for d in data.devices
             ]
         self._publish_ledger()
         self._publish_status()
         self.refresh_history(force=True)
-        self._unsubscribe = monitor.sampler.subscribe(self)
+        self._unsubscribe = data.subscribe(self)
 
     def __call__(self, cursor: int) -> None:
         now = time.monotonic()
@@ -124,7 +124,7 @@ class Publisher:
 
     def send_new(self) -> None:
         """Send every sample appended since the last call (one message, or none)."""
-        chunk = self._monitor.timeline.since(self._cursor)
+        chunk = self._data.since(self._cursor)
         if chunk.end <= chunk.start:
             return
         times = chunk.times.astype("<f8").tobytes()
@@ -144,7 +144,7 @@ class Publisher:
 
     def running_changed(self) -> None:
         """A cell began (main thread): show it as running, growing, until the ledger has it."""
-        running = running_row(self._monitor)
+        running = running_row(self._data)
         with self._lock:
             self.widget.running = running
 
@@ -158,9 +158,9 @@ class Publisher:
         self.refresh_history()
 
     def _publish_ledger(self) -> None:
-        rows = [cell_row(r) for r in self._monitor.cells()[-CELLS_KEPT:]]
-        marks = [{"time": t, "label": label} for t, label in self._monitor.ledger.marks]
-        running = running_row(self._monitor)
+        rows = [cell_row(r) for r in list(self._data.records)[-CELLS_KEPT:]]
+        marks = [{"time": t, "label": label} for t, label in self._data.marks]
+        running = running_row(self._data)
         # one update message: a cell that ended leaves `running` as its row joins `cells`
         with self._lock, self.widget.hold_sync():
             self.widget.cells = rows
@@ -168,10 +168,10 @@ class Publisher:
             self.widget.running = running
 
     def _publish_status(self) -> None:
-        status = status_line(self._monitor)
+        status = self._data.status()
         with self._lock:
-            self.widget.status = status
-            self.widget.interval = self._monitor.config.interval
+            self.widget.status = status.line
+            self.widget.interval = status.interval
 
     def refresh_history(self, force: bool = False) -> None:
         """Replace the history snapshot (main thread), unless one was sent very recently."""
@@ -179,7 +179,7 @@ class Publisher:
         if not force and now < self._next_history:
             return
         self._next_history = now + HISTORY_EVERY
-        history = pack_history(self._monitor.timeline.window().downsample(HISTORY_ROWS))
+        history = pack_history(self._data.window().downsample(HISTORY_ROWS))
         with self._lock:
             self.widget.history = history
 
@@ -201,32 +201,19 @@ def cell_row(r: CellRecord) -> dict[str, Any]:
     }  # fmt: skip
 
 
-def running_row(monitor: Monitor) -> dict[str, Any]:
+def running_row(data: SessionData) -> dict[str, Any]:
     """The cell being measured now as the ``running`` trait holds it, {} between cells.
 
     ``baseline`` holds the readings at its start by timeline column (allocator bytes, NVML
     used bytes, host RSS), so the front end shows what it changed so far from the samples it
     streams, without asking the kernel while the cell keeps it busy.
     """
-    opened = monitor.ledger.open_cell()
-    if opened is None:
+    cell = data.running()
+    if cell is None:
         return {}
-    baseline: dict[str, int] = {}
-    allocated = metric(monitor.ledger.allocator.name, "allocated")
-    for d in monitor.nvml.devices:
-        used = opened.nvml_used[d.nvml_index] if d.nvml_index < len(opened.nvml_used) else None
-        if used is not None:
-            baseline[MEM_USED.column(d.nvml_index)] = used
-        if d.cuda_index is not None:
-            stats = opened.allocator.get(d.cuda_index)
-            # no stats at the start: the allocator held nothing (as the ledger counts it)
-            baseline[allocated.column(d.nvml_index)] = stats.allocated if stats else 0
-    if opened.rss is not None:
-        baseline[RSS.column()] = opened.rss
-    count = opened.execution_count
     return {
-        "name": f"[{'?' if count is None else count}]", "count": count, "kind": opened.kind,
-        "label": opened.label, "start": opened.start, "baseline": baseline,
+        "name": cell.name, "count": cell.count, "kind": cell.kind, "label": cell.label,
+        "start": cell.start, "baseline": dict(cell.baseline),
     }  # fmt: skip
 
 
@@ -244,48 +231,30 @@ def pack_history(window: Window) -> bytes:
     ])  # fmt: skip
 
 
-def status_line(monitor: Monitor) -> str:
-    """One line for the widget: sampler state, interval, and what is missing."""
-    state = "sampling" if monitor.sampler.running else "stopped"
-    parts = [f"{state} every {monitor.config.interval:g} s"]
-    if not monitor.has_gpu:
-        parts.append(f"no GPU: {monitor.nvml.status}")
-    elif monitor.nvml.status != "ok":
-        parts.append(monitor.nvml.status)
-    disabled = monitor.nvml.library.disabled_metrics()
-    if disabled:
-        parts.append("unavailable: " + ", ".join(f"gpu{d} {m}" for d, m in sorted(disabled)))
-    parts.append(f"torch: {monitor.torch.status}")
-    if monitor.sampler.error:
-        parts.append(f"error: {monitor.sampler.error}")
-    return " · ".join(parts)
-
-
-def static_svg(monitor: Monitor, seconds: float = 600.0) -> str:
+def static_svg(data: SessionData, seconds: float = 600.0) -> str:
     """The last ``seconds`` of the timeline with the cells in it, as an SVG picture."""
-    latest = monitor.timeline.latest()
+    latest = data.latest()
     end = latest["time"] if latest else time.time()
-    window = monitor.timeline.window(end - seconds, end).downsample(600)
+    window = data.window(end - seconds, end).downsample(600)
     bands = [
         (r.start, r.start + r.duration, r.name)
-        for r in monitor.cells()
+        for r in data.records
         if r.kind == "cell" and r.start + r.duration >= end - seconds
     ]
-    devices = [(d.nvml_index, d.name) for d in monitor.nvml.devices]
-    return timeline_svg(window, monitor.timeline.columns, devices, bands)
+    devices = [(d.index, d.name) for d in data.devices]
+    return timeline_svg(window, data.columns, devices, bands)
 
 
-def plain_summary(monitor: Monitor) -> str:
+def plain_summary(data: SessionData) -> str:
     """What a terminal shows for the widget: the devices now and the newest cells."""
-    latest = monitor.timeline.latest() or {}
-    lines = [f"nbgpumon live chart ({status_line(monitor)})"]
-    for d in monitor.nvml.devices:
-        used = latest.get(MEM_USED.column(d.nvml_index))
+    latest = data.latest() or {}
+    lines = [f"nbgpumon live chart ({data.status().line})"]
+    for d in data.devices:
+        used = latest.get(MEM_USED.column(d.index))
         lines.append(
-            f"gpu{d.nvml_index} {d.name}: {format_bytes(used)} used of "
-            f"{format_bytes(d.memory_total)}"
+            f"gpu{d.index} {d.name}: {format_bytes(used)} used of {format_bytes(d.memory_total)}"
         )
-    lines += [summary_line(r) for r in monitor.cells()[-5:]]
+    lines += [summary_line(r) for r in list(data.records)[-5:]]
     return "\n".join(lines)
 
 
@@ -296,18 +265,18 @@ class StaticView:
     update goes through a display id, so it replaces the picture instead of adding output.
     """
 
-    def __init__(self, monitor: Monitor, display: Callable[..., Any], every: float = 1.0) -> None:
-        self._monitor, self._every = monitor, every
+    def __init__(self, data: SessionData, display: Callable[..., Any], every: float = 1.0) -> None:
+        self._data, self._every = data, every
         self._next = 0.0
         self._handle = display(self._bundle(), raw=True, display_id=True)
-        self._unsubscribe = monitor.sampler.subscribe(self)
+        self._unsubscribe = data.subscribe(self)
 
     def _bundle(self) -> dict[str, str]:
-        svg = static_svg(self._monitor)
+        svg = static_svg(self._data)
         return {
             "image/svg+xml": svg,
-            "text/plain": plain_summary(self._monitor),
-            "text/html": f"<div>{svg}<pre>{html.escape(status_line(self._monitor))}</pre></div>",
+            "text/plain": plain_summary(self._data),
+            "text/html": f"<div>{svg}<pre>{html.escape(self._data.status().line)}</pre></div>",
         }
 
     def __call__(self, cursor: int) -> None:

@@ -1,0 +1,105 @@
+"""A live session's :class:`~.data.Status`: read from its sampler and sources at one instant,
+so that views say what is running and what is unavailable without reaching into them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .._foundation.units import format_bytes
+from .data import Status
+
+Session = Any  # the live Session (session.py imports this module: no import back)
+
+
+def live_status(mon: Session) -> Status:
+    """The status of ``mon`` now."""
+    state = "sampling" if mon.sampler.running else ("closed" if mon.closed else "stopped")
+    return Status(
+        state=state,
+        interval=mon.config.interval,
+        line=_line(mon, state),
+        lines=tuple(status_lines(mon)),
+        processes=tuple(_processes(mon)),
+    )
+
+
+def _line(mon: Session, state: str) -> str:
+    """One line for the widget: sampler state, interval, and what is missing."""
+    parts = [f"{'sampling' if state == 'sampling' else 'stopped'} every {mon.config.interval:g} s"]
+    if not mon.has_gpu:
+        parts.append(f"no GPU: {mon.nvml.status}")
+    elif mon.nvml.status != "ok":
+        parts.append(mon.nvml.status)
+    disabled = mon.nvml.library.disabled_metrics()
+    if disabled:
+        parts.append("unavailable: " + ", ".join(f"gpu{d} {m}" for d, m in sorted(disabled)))
+    parts.append(f"torch: {mon.torch.status}")
+    if mon.sampler.error:
+        parts.append(f"error: {mon.sampler.error}")
+    return " · ".join(parts)
+
+
+def _processes(mon: Session) -> list[str]:
+    lines = []
+    for proc in mon.nvml.processes:
+        who = "this kernel" if proc.is_this_kernel else proc.name
+        pid = "PID unknown" if proc.pid is None else f"PID {proc.pid}"
+        lines.append(f"gpu{proc.nvml_index}: {pid} {who}: {format_bytes(proc.used_memory)}")
+    return lines
+
+
+def status_lines(mon: Session) -> list[str]:
+    """What is running, what is measured, and what is unavailable and why."""
+    s, lib, cfg = mon.sampler, mon.nvml.library, mon.config
+    state = "running" if s.running else ("closed" if mon.closed else "stopped")
+    lines = [
+        f"sampler: {state}, memory and utilization every {cfg.interval:g} s (allocator "
+        f"every {cfg.allocator_interval:g} s, power/temperature/clock/PCIe every "
+        f"{cfg.detail_interval:g} s, processes every {cfg.slow_interval:g} s), "
+        f"{s.ticks} ticks, last tick {s.last_tick_seconds * 1e6:.0f} µs",
+    ]
+    if s.error:
+        lines.append(f"sampler error: {s.error}")
+    if lib.available:
+        lines.append(
+            f"NVML: driver {lib.driver_version or '?'}, binding "
+            f"{lib.binding_version or '?'}, {len(mon.nvml.devices)} GPU(s)"
+        )
+    else:
+        lines.append(f"NVML: unavailable: {mon.nvml.status}")
+    disabled = lib.disabled_metrics()
+    for d in mon.nvml.devices:
+        cuda = "hidden by CUDA_VISIBLE_DEVICES" if d.cuda_index is None else f"cuda:{d.cuda_index}"
+        lost = " (LOST)" if d.nvml_index in lib.lost_devices else ""
+        lines.append(
+            f"  gpu{d.nvml_index}: {d.name}, {d.uuid}, {cuda}, {format_bytes(d.memory_total)}{lost}"
+        )
+        for (dev, name), why in sorted(disabled.items()):
+            if dev == d.nvml_index:
+                lines.append(f"    {name}: unavailable ({why})")
+    if mon.nvml.mapping_note:
+        lines.append(f"  note: {mon.nvml.mapping_note}")
+    for note in mon.nvml.notes():
+        lines.append(f"  note: {note}")
+    lines.append(f"torch allocator: {mon.torch.status}; allocation tracing {mon.tracing}")
+    lines.append(
+        f"host: {mon.host.status}; per-cell host peak "
+        f"{'exact (VmHWM)' if mon.host.can_reset_peak else 'sampled'}"
+    )
+    if cfg.peak_mode == "reset":
+        lines.append(
+            "peaks: reset per cell (exact); torch.cuda.max_memory_allocated() counts "
+            "from the current cell's start; %config GPUMon.peak_mode = 'preserve' "
+            "keeps it global"
+        )
+    else:
+        lines.append(
+            "peaks: preserve (torch's counters untouched; a cell's peak is exact "
+            "only when it sets a new high)"
+        )
+    lines.append(f"recording: {mon.recording or 'off (%gpumon record PATH starts one)'}")
+    lines.append(
+        f"summary after each cell: {'on' if cfg.summary else 'off'}; "
+        f"{len(mon.ledger.records())} records in the ledger"
+    )
+    return lines

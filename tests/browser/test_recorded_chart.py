@@ -1,0 +1,50 @@
+"""A recording opens in the live chart, in a real JupyterLab 4 and Notebook 7: the H200
+training run of tests/data draws its GPU memory and utilization panels, its cell bands and its
+table, as the live session would have. The Lab screenshot is the README's picture."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from notebook_page import ARTIFACTS
+
+pytestmark = pytest.mark.browser
+
+RECORDING = Path(__file__).resolve().parents[1] / "data" / "recorded-v1-h200.sqlite"
+WIDE = {"width": 1280, "height": 1100}
+
+
+def test_a_recorded_training_run_opens_in_the_live_chart(page, open_notebook):
+    from playwright.sync_api import expect  # lazily: without Playwright, conftest skips
+
+    page.set_viewport_size(WIDE)
+    nb = open_notebook(
+        [
+            f"import nbgpumon\nsession = nbgpumon.load({str(RECORDING)!r})\nsession.widget()",
+        ]
+    )
+    nb.run_cell(0)
+    widget = nb.in_output(0, ".nbgpumon-widget").first
+    widget.wait_for(state="visible", timeout=30_000)
+    panels = widget.locator("[data-panel]")
+    expect(panels).to_have_count(2, timeout=30_000)
+    assert [p.get_attribute("data-panel") for p in panels.all()] == ["gpu0-memory", "gpu0-util"]
+    expect(widget.locator(".nbgpumon-status")).to_contain_text(
+        re.compile(r"^recorded: .*recorded-v1-h200\.sqlite \(session 1\), 308 samples")
+    )
+    nb.wait_until(lambda: int(widget.get_attribute("data-points") or 0) == 308, what="308 rows")
+    # the whole run is in view, with its 13 records in the table (the three epochs too)
+    widget.locator("button[data-window='all']").click()
+    rows = widget.locator(".nbgpumon-table tbody tr")
+    expect(rows).to_have_count(13, timeout=15_000)
+    expect(widget.locator(".nbgpumon-table")).to_contain_text("[6] epoch 2")
+    expect(widget.locator(".nbgpumon-table")).to_contain_text("oom")
+    legend = widget.locator("[data-panel='gpu0-memory']")
+    expect(legend).to_contain_text("used (NVML)")
+    expect(legend).to_contain_text("allocated")
+    widget.scroll_into_view_if_needed()
+    nb.screenshot(f"recorded_chart_{nb.server.kind}")
+    widget.screenshot(path=str(ARTIFACTS / f"recorded_chart_widget_{nb.server.kind}.png"))
