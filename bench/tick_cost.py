@@ -48,6 +48,7 @@ def time_ticks(sampler: Sampler, n: int, mode: str) -> tuple[list[float], list[f
         # The sampler decides what a tick reads from these deadlines (monotonic seconds).
         for cadence in sampler._next:  # only ``mode`` is due (``fast`` alone: none is)
             sampler._next[cadence] = 0.0 if cadence == mode else math.inf
+        sampler._soonest = min(sampler._next.values())
         c0, w0 = cpu_clock(), clock()
         sampler.tick()
         w1, c1 = clock(), cpu_clock()
@@ -96,6 +97,7 @@ def gil_rounds(mon: nbgpumon.Monitor, rounds: int, seconds: float) -> list[dict[
     sampler = mon.sampler
     sampler.set_interval(GIL_INTERVAL)
     sampler._next = dict.fromkeys(sampler._next, 0.0)  # natural cadence from here
+    sampler._soonest = 0.0
     count_for(min(seconds, 0.5))  # warm the loop up
     out = []
     for r in range(rounds):

@@ -17,6 +17,7 @@ from .._sources.base import ALLOCATOR, DETAIL, FAST, SLOW, Source
 from .timeline import Timeline, wall_clock
 
 Subscriber = Callable[[int], None]
+_FAST_ONLY = frozenset({FAST})
 
 MIN_INTERVAL = 0.01  # seconds; faster than 100 Hz costs more than it shows
 MAX_INTERVAL = 60.0
@@ -51,6 +52,7 @@ class Sampler:
         self._wake = threading.Event()
         self._lock = threading.Lock()  # held for the duration of a tick
         self._next = dict.fromkeys(self.intervals, 0.0)  # monotonic time each cadence is due
+        self._soonest = 0.0  # the earliest of those
         self._due_cache: dict[tuple[str, ...], frozenset[str]] = {}
         _live_samplers.add(self)
 
@@ -134,11 +136,14 @@ class Sampler:
 
     def _due(self, mono: float) -> frozenset[str]:
         """The cadences due at ``mono`` (FAST always); each due one is scheduled again."""
+        if mono < self._soonest:
+            return _FAST_ONLY  # most ticks: nothing slower is due
         names = [FAST]
         for cadence, at in self._next.items():
             if mono >= at:
                 self._next[cadence] = mono + self.intervals[cadence]
                 names.append(cadence)
+        self._soonest = min(self._next.values())
         key = tuple(names)
         due = self._due_cache.get(key)
         if due is None:

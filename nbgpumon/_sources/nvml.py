@@ -26,6 +26,8 @@ _SUCCESS = 0
 METRICS = metrics_of("nvml")
 FAST_METRICS = tuple(m.name for m in METRICS)  # one device's values in a row, in this order
 EVERY = frozenset(CADENCES)
+_AT = {name: i for i, name in enumerate(FAST_METRICS)}  # a metric's place in a device's values
+_DETAILS = ("temperature", "power", "sm_clock", "pcie_tx", "pcie_rx")  # the detail cadence's
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,9 +65,9 @@ class _DeviceState:
     handle: object
     pcie: dict[int, _Counter] = field(default_factory=dict)
     last_sample_us: int = 0
-    power_limit: float | None = None
-    # temperature, power, SM clock, PCIe rates: read at the detail cadence, carried
-    details: dict[str, float | None] = field(default_factory=dict)
+    # this device's values as the last read left them: each tick copies them and fills in
+    # what it reads, so what slower cadences read is carried
+    values: list[float | None] = field(default_factory=lambda: [None] * len(FAST_METRICS))
 
 
 class NvmlSource:
@@ -161,20 +163,20 @@ class NvmlSource:
         for i, state in enumerate(self._state):
             if details:
                 self._read_details(i, state)
-            values = self._read_device(i, state)
-            row.extend([values.get(name) for name in FAST_METRICS])
+            row.extend(self._read_device(i, state))
         return row
 
-    def _read_device(self, i: int, state: _DeviceState) -> dict[str, float | None]:
+    def _read_device(self, i: int, state: _DeviceState) -> list[float | None]:
+        """The fast metrics read now; the slower ones as their last reads left them."""
         used, reserved, total = self._memory(i, state)
         util = self.library.query(
             "nvmlDeviceGetUtilizationRates", state.handle, device=i, metric="utilization"
         )
-        return {
-            "mem_used": used, "mem_reserved": reserved, "mem_total": total,
-            "gpu_util": _attr(util, "gpu"), "mem_util": _attr(util, "memory"),
-            "power_limit": state.power_limit, **state.details,
-        }  # fmt: skip
+        values = state.values
+        values[_AT["mem_used"]], values[_AT["mem_reserved"]] = used, reserved
+        values[_AT["mem_total"]] = total
+        values[_AT["gpu_util"]], values[_AT["mem_util"]] = _attr(util, "gpu"), _attr(util, "memory")
+        return values
 
     def _memory(self, i: int, state: _DeviceState) -> tuple[int | None, int | None, int | None]:
         """(used, reserved, total) bytes: v2 (as nvidia-smi counts "used"), else v1."""
@@ -197,13 +199,15 @@ class NvmlSource:
         power_mw = lib.query("nvmlDeviceGetPowerUsage", h, device=i, metric="power")
         clock = lib.query("nvmlDeviceGetClockInfo", h, _CLOCK_SM, device=i, metric="sm_clock")
         tx, rx = self._pcie_rates(i, state)
-        state.details = {
-            "temperature": None if temp is NA else temp,
-            "power": None if power_mw is NA else power_mw / 1000.0,
-            "sm_clock": None if clock is NA else clock,
-            "pcie_tx": tx,
-            "pcie_rx": rx,
-        }
+        read = (
+            None if temp is NA else temp,
+            None if power_mw is NA else power_mw / 1000.0,
+            None if clock is NA else clock,
+            tx,
+            rx,
+        )
+        for name, value in zip(_DETAILS, read, strict=True):
+            state.values[_AT[name]] = value
 
     def _pcie_rates(self, i: int, state: _DeviceState) -> tuple[float | None, float | None]:
         # Counter fields, differenced: nvmlDeviceGetPcieThroughput blocks for 20 ms.
@@ -235,7 +239,7 @@ class NvmlSource:
             limit = self.library.query(
                 "nvmlDeviceGetEnforcedPowerLimit", state.handle, device=i, metric="power_limit"
             )
-            state.power_limit = None if limit is NA else limit / 1000.0
+            state.values[_AT["power_limit"]] = None if limit is NA else limit / 1000.0
 
     def read_processes(self) -> list[GpuProcess]:
         """Compute processes on every device, this kernel's marked."""
