@@ -14,6 +14,7 @@ import pytest
 import nbgpumon
 from nbgpumon import Monitor
 from nbgpumon._foundation.metrics import REGISTRY, metric, metric_of, metrics_of
+from nbgpumon._views.text import snapshot_view
 
 from notebook_runner import fake_pynvml
 
@@ -104,3 +105,12 @@ def test_a_recording_opens_in_the_live_chart():
     assert [m["label"] for m in widget.marks] == ["training done"]
     assert widget.running == {}
     assert widget.status.startswith("recorded: ") and "308 samples" in widget.status
+
+
+def test_the_snapshot_lists_every_metric_with_a_value_under_its_panel(monitor):
+    monitor.stop()
+    monitor.sampler.tick()
+    text = snapshot_view(monitor).text
+    assert "  memory: used (NVML) 3.0 GiB · " in text and "total 141 GiB" in text
+    assert "  util: GPU 42% · memory " in text
+    assert "  system: system used " in text  # a host metric, under the host's panels

@@ -32,7 +32,8 @@ const UNIT = {
   watts: { value: (v) => `${v.toFixed(0)} W`, axis: (v) => `${v} W` },
   celsius: { value: (v) => `${v.toFixed(0)} \u00b0C`, axis: (v) => `${v}\u00b0` },
 };
-const PLAIN = (suffix) => ({ value: (v) => `${v.toFixed(0)}${suffix}`, axis: (v) => `${v}${suffix}` });
+// A unit the registry added later: three significant digits and its name.
+const PLAIN = (suffix) => ({ value: (v) => `${Number(v.toPrecision(3))}${suffix}`, axis: (v) => `${v}${suffix}` });
 const unitOf = (name) => UNIT[name] ?? PLAIN(name ? ` ${name}` : "");
 
 // Panel titles; a panel the registry adds later is titled by its name.

@@ -74,6 +74,8 @@ REGISTRY: tuple[Metric, ...] = (
 )
 
 _BY_KEY = {(m.source, m.name): m for m in REGISTRY}
+# host.{name} columns don't name their source: a host metric's name is unique among them all
+_HOST = {m.name: m for m in REGISTRY if m.scope == "host"}
 _ORDER = {m: i for i, m in enumerate(REGISTRY)}  # display order: a panel's lines follow it
 
 
@@ -87,7 +89,7 @@ def metric_of(column: str) -> Metric | None:
     column the registry does not know."""
     parts = column.split(".")
     if len(parts) == 2 and parts[0] == "host":
-        return _BY_KEY.get(("host", parts[1]))
+        return _HOST.get(parts[1])
     if len(parts) == 3 and parts[0].startswith("gpu"):
         return _BY_KEY.get((parts[1], parts[2]))
     return None

@@ -67,5 +67,7 @@ def format_value(value: float | None, unit: str) -> str:
         return f"{format_bytes(value)}/s"
     if unit == "percent":
         return format_percent(value)
-    suffix = {"watts": " W", "celsius": " °C", "MHz": " MHz"}.get(unit, f" {unit}" if unit else "")
-    return f"{value:.0f}{suffix}"
+    known = {"watts": " W", "celsius": " °C", "MHz": " MHz"}
+    if unit in known:
+        return f"{value:.0f}{known[unit]}"
+    return f"{value:.3g} {unit}".rstrip()  # a unit the registry added later: 3 digits

@@ -28,7 +28,7 @@ class GPUMon(Configurable):
         "(memory and utilization are read every interval).",
     ).tag(config=True)
     slow_interval = Float(
-        2.0, help="Seconds between reads of process lists, driver samples, system memory."
+        2.0, help="Seconds between reads of process lists, power limit, system memory."
     ).tag(config=True)
     peak_mode = Enum(
         PEAK_MODES,

@@ -197,6 +197,8 @@ def snapshot_view(data: SessionData, last_cells: int = 5) -> TextView:
     rss = latest.get(RSS.column())
     if rss is not None and not math.isnan(rss):
         lines.append(f"host: this kernel {format_bytes(rss)} resident")
+    for panel, values in by_device.get(None, {}).items():
+        lines.append(f"  {panel}: " + " · ".join(values))
     text = "\n".join(lines)
     table = cells_table(list(data.records)[-last_cells:])
     return TextView(text + "\n\n" + table.text, f"<pre>{html.escape(text)}</pre>{table.html}")
