@@ -45,10 +45,13 @@ def test_every_metric_is_declared_once_with_its_unit_panel_and_label():
 
 def test_the_timeline_columns_are_the_registry_s_for_each_device(monitor):
     columns = list(monitor.timeline.columns)
-    expected = [m.column(d) for d in (0, 1) for m in metrics_of("nvml")]
-    expected += [m.column(d) for d in (0, 1) for m in metrics_of("torch")]
-    expected += [m.column() for m in metrics_of("host")]
+    expected = []
+    for source in [s.name for s in monitor.sampler.sources]:  # nvml, torch, host, ...
+        found = metrics_of(source)
+        expected += [m.column(d) for d in (0, 1) for m in found if m.scope == "gpu"]
+        expected += [m.column() for m in found if m.scope == "host"]
     assert columns == expected
+    assert {"gpu1.nvml.mem_used", "gpu1.torch.allocated", "host.rss"} <= set(columns)
     assert all(metric_of(c) is not None for c in columns)
     assert [metric_of(c).source for c in columns].count("host") == len(metrics_of("host"))
 
