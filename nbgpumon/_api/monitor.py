@@ -13,7 +13,8 @@ from .._session.config import GPUMon
 from .._session.session import Session
 from .._views.advisor import advise, evidence, hints_text
 from .._views.frames import cells_frame, samples_frame
-from .._views.widget import GPUMonWidget, Publisher, StaticView
+from .._views.static_view import StaticView
+from .._views.widget import GPUMonWidget, Publisher
 
 if TYPE_CHECKING:
     import pandas

@@ -248,7 +248,7 @@ class AllocationTracer:
             return f"allocation tracing off, but {self.error}"
         return "allocation tracing off"
 
-    def cell_started(self, execution_count: int | None, cell_filename: str | None = None) -> None:
+    def cell_started(self, execution_count: int | None) -> None:
         """pre_run_cell: start recording if armed and CUDA is now up; note what is alive."""
         self._alive_at_start = None
         after, self._alive_after = self._alive_after, None
@@ -270,9 +270,7 @@ class AllocationTracer:
             self._alive_at_start = None
             self.error = _one_line("allocation tracing failed at cell start", exc)
 
-    def cell_finished(
-        self, execution_count: int | None, cell_filename: str | None = None
-    ) -> list[TracedAllocation]:
+    def cell_finished(self, execution_count: int | None) -> list[TracedAllocation]:
         """post_run_cell: this cell's surviving blocks by cell line, biggest first."""
         alive, self._alive_at_start = self._alive_at_start, None
         try:
@@ -297,7 +295,6 @@ class AllocationTracer:
                 alive,
                 filename_map,
                 execution_count,
-                cell_filename,
                 live_keys=live,
             )
             if counts is not None:

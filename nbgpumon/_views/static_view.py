@@ -1,0 +1,45 @@
+"""``%gpumon --static``: the chart as an SVG picture that one display updates in place."""
+
+from __future__ import annotations
+
+import html
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from .widget import plain_summary, static_svg
+
+if TYPE_CHECKING:
+    from .._session.data import SessionData
+
+
+class StaticView:
+    """``%gpumon --static``: an SVG picture updated in place at most once a second.
+
+    For front ends where widget messages from a background thread don't show (Colab). The
+    update goes through a display id, so it replaces the picture instead of adding output.
+    """
+
+    def __init__(self, data: SessionData, display: Callable[..., Any], every: float = 1.0) -> None:
+        self._data, self._every = data, every
+        self._next = 0.0
+        self._handle = display(self._bundle(), raw=True, display_id=True)
+        self._unsubscribe = data.subscribe(self)
+
+    def _bundle(self) -> dict[str, str]:
+        svg = static_svg(self._data)
+        return {
+            "image/svg+xml": svg,
+            "text/plain": plain_summary(self._data),
+            "text/html": f"<div>{svg}<pre>{html.escape(self._data.status().line)}</pre></div>",
+        }
+
+    def __call__(self, cursor: int) -> None:
+        now = time.monotonic()
+        if now < self._next or self._handle is None:
+            return
+        self._next = now + self._every
+        self._handle.update(self._bundle(), raw=True)
+
+    def close(self) -> None:
+        self._unsubscribe()
