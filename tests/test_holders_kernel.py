@@ -102,7 +102,8 @@ def test_host_memory_that_no_variable_holds_gets_no_verdict():
         ]
     )
     line = runs[2].stdout.strip()
-    assert re.match(r"^\[3\] host \+1\d\d MiB · ", line), line  # over the threshold, unnamed
+    # over the threshold and unnamed (no ": holder"); a transient peak above it may show too
+    assert re.match(r"^\[3\] host \+1\d\d MiB(?: \(peak \+1\d\d MiB\))? · ", line), line
 
 
 def test_an_out_of_memory_error_prints_a_post_mortem_that_keeps_no_frame_alive():
