@@ -26,7 +26,11 @@ def test_quickstart_runs_without_errors_and_shows_the_ledger(tmp_path):
     # it decides if the verdict ": kept 64.0 MiB" follows; tests/test_holders_kernel.py checks it)
     # Read as a number: RSS moves by more than a page now and then (a fresh clone's CI saw the
     # line fail the old "+64.x MiB" text match once).
-    kept = re.search(r"^\[4\] host \+([0-9.]+) MiB(: kept 64\.0 MiB)? · ", text, re.MULTILINE)
+    kept = re.search(
+        r"^\[4\] host \+([0-9.]+) MiB(?: \(peak \S+ MiB\))?(: kept 64\.0 MiB)? · ",
+        text,
+        re.MULTILINE,
+    )  # a transient peak above what it kept may show too: "(peak +66.0 MiB)"
     fourth = [line for line in text.splitlines() if line.startswith("[4]")]
     assert kept and 60 <= float(kept[1]) <= 70, fourth
     transient = re.search(r"^\[5\] host \S+ \S+ \(peak \+([0-9.]+) MiB\) · ", text, re.MULTILINE)
