@@ -38,6 +38,12 @@ const unitOf = (name) => UNIT[name] ?? PLAIN(name ? ` ${name}` : "");
 
 // Panel titles; a panel the registry adds later is titled by its name.
 const TITLE = { memory: "memory", util: "utilization", power: "power", temperature: "temperature" };
+/** "GPU memory", "GPU 1 utilization"; the host's RSS panel is "host memory". */
+function panelTitle(device, name, panel) {
+  if (device === null && panel === "rss") return "host memory";
+  return `${device === null ? "host" : name} ${TITLE[panel] ?? panel}`;
+}
+
 // Panels shown only when their toggle is on (the host's, only when there is a GPU).
 export const OPTIONAL_PANELS = ["power", "temperature", "rss"];
 
@@ -79,7 +85,7 @@ export function panelSpecs({ devices, columns, gpu, toggles }) {
       if (!g.series.length) continue;
       out.push({
         id: `${prefix}-${panel}`,
-        title: device !== null ? `${name} ${TITLE[panel] ?? panel}` : panel === "rss" ? "host memory" : `host ${TITLE[panel] ?? panel}`,
+        title: panelTitle(device, name, panel),
         unit: g.series[0].unit,
         series: g.series.map((c, k) => ({
           label: String(c.label ?? c.name),

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._forensics.modules import fp32_cuda_modules
 from .._session.config import GPUMon
-from .._session.session import Session
+from .._session.session import Session, no_shell
 from .._views.advisor import advise, evidence, hints_text
 from .._views.frames import cells_frame, samples_frame
 from .._views.static_view import StaticView
@@ -18,10 +18,6 @@ from .._views.widget import GPUMonWidget, Publisher
 
 if TYPE_CHECKING:
     import pandas
-
-
-def _no_shell() -> Any:
-    return None
 
 
 class Monitor(Session):
@@ -32,7 +28,7 @@ class Monitor(Session):
         self,
         config: GPUMon | None = None,
         nvml_module: ModuleType | None = None,
-        shell: Callable[[], Any] = _no_shell,
+        shell: Callable[[], Any] = no_shell,
     ) -> None:
         super().__init__(config, nvml_module, shell)
         self._publisher: Publisher | None = None

@@ -43,7 +43,7 @@ class Metric:
         fields = asdict(self)
         return {
             **fields, "name": self.column(device), "metric": fields["name"], "device": device,
-            "order": _ORDER.get(self, len(_ORDER)),
+            "order": display_order(self),
         }  # fmt: skip
 
 
@@ -77,6 +77,11 @@ _BY_KEY = {(m.source, m.name): m for m in REGISTRY}
 # host.{name} columns don't name their source: a host metric's name is unique among them all
 _HOST = {m.name: m for m in REGISTRY if m.scope == "host"}
 _ORDER = {m: i for i, m in enumerate(REGISTRY)}  # display order: a panel's lines follow it
+
+
+def display_order(m: Metric) -> int:
+    """Where ``m`` stands in the registry: panels and their lines are shown in this order."""
+    return _ORDER.get(m, len(_ORDER))
 
 
 def metrics_of(source: str) -> tuple[Metric, ...]:

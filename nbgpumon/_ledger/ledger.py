@@ -19,8 +19,10 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from .._foundation.clock import wall_clock
 from .._foundation.metrics import metric
-from .._sampling.timeline import Timeline, wall_clock
+from .._sampling.timeline import Timeline
+from .._sources.allocator_columns import read_by_cuda_index
 from .._sources.base import AllocatorSource, AllocatorStats
 from .._sources.host import HostSource
 from .._sources.nvml import NvmlSource
@@ -203,13 +205,7 @@ class Ledger:
         """The allocator's counters by CUDA index; {} until its framework is up."""
         if not self.allocator.active():
             return {}
-        out = {}
-        for device in self.nvml.devices:
-            if device.cuda_index is not None:
-                stats = self.allocator.read(device.cuda_index)
-                if stats is not None:
-                    out[device.cuda_index] = stats
-        return out
+        return read_by_cuda_index(self.allocator, self.nvml.devices)
 
     def _device_usage(
         self,

@@ -13,8 +13,9 @@ import time
 import weakref
 from collections.abc import Callable, Sequence
 
+from .._foundation.clock import wall_clock
 from .._sources.base import ALLOCATOR, DETAIL, FAST, SLOW, Source
-from .timeline import Timeline, wall_clock
+from .timeline import Timeline
 
 Subscriber = Callable[[int], None]
 _FAST_ONLY = frozenset({FAST})
@@ -53,7 +54,6 @@ class Sampler:
         self._lock = threading.Lock()  # held for the duration of a tick
         self._next = dict.fromkeys(self.intervals, 0.0)  # monotonic time each cadence is due
         self._soonest = 0.0  # the earliest of those
-        self._due_cache: dict[tuple[str, ...], frozenset[str]] = {}
         _live_samplers.add(self)
 
     # -- control --------------------------------------------------------------------------
@@ -144,11 +144,7 @@ class Sampler:
                 self._next[cadence] = mono + self.intervals[cadence]
                 names.append(cadence)
         self._soonest = min(self._next.values())
-        key = tuple(names)
-        due = self._due_cache.get(key)
-        if due is None:
-            due = self._due_cache[key] = frozenset(names)
-        return due
+        return frozenset(names)
 
     # -- fork safety ----------------------------------------------------------------------
     def _before_fork(self) -> None:

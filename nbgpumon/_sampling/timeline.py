@@ -16,10 +16,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._foundation.clock import wall_clock
-
-__all__ = ["Chunk", "Timeline", "Window", "wall_clock"]
-
 DEFAULT_LEVELS = ((1.0, 7200), (10.0, 8640), (60.0, 10080))  # (bucket seconds, buckets kept)
 
 

@@ -52,7 +52,8 @@ MEM_USED = metric("nvml", "mem_used")
 RSS = metric("host", "rss")
 
 
-def _no_shell() -> Any:
+def no_shell() -> Any:
+    """The shell of a process without IPython: none."""
     return None
 
 
@@ -63,7 +64,7 @@ class Session:
         self,
         config: GPUMon | None = None,
         nvml_module: ModuleType | None = None,
-        shell: Callable[[], Any] = _no_shell,
+        shell: Callable[[], Any] = no_shell,
     ) -> None:
         self.config = config if config is not None else GPUMon()
         self._shell = shell  # the running shell (namespace, Out, tracebacks), or None

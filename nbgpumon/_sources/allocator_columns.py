@@ -2,9 +2,25 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from .._foundation.metrics import columns_for
-from .base import ALLOCATOR, AllocatorSource
-from .nvml import NvmlSource
+from .base import ALLOCATOR, AllocatorSource, AllocatorStats
+from .nvml import GpuDevice, NvmlSource
+
+
+def read_by_cuda_index(
+    allocator: AllocatorSource, devices: Iterable[GpuDevice]
+) -> dict[int, AllocatorStats]:
+    """The allocator's counters for each device CUDA can see, by CUDA index. Only for an
+    allocator that is ``active()``: reading one that is not would initialise its framework."""
+    out = {}
+    for device in devices:
+        if device.cuda_index is not None:
+            stats = allocator.read(device.cuda_index)
+            if stats is not None:
+                out[device.cuda_index] = stats
+    return out
 
 
 class AllocatorColumns:
@@ -34,11 +50,10 @@ class AllocatorColumns:
             if not self._mapped:
                 self.nvml.remap_cuda(self.allocator.device_uuids())
                 self._mapped = True
+            stats = read_by_cuda_index(self.allocator, self.nvml.devices)
             for device in self.nvml.devices:
-                if device.cuda_index is None:
-                    continue
-                stats = self.allocator.read(device.cuda_index)
-                if stats is not None:
+                if device.cuda_index in stats:
                     at = device.nvml_index * self._width
-                    self._row[at : at + self._width] = self.allocator.timeline_values(stats)
+                    values = self.allocator.timeline_values(stats[device.cuda_index])
+                    self._row[at : at + self._width] = values
         return self._row  # the sampler copies it into the tick's row

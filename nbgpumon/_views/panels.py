@@ -7,9 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from .._foundation.metrics import LIMIT, REGISTRY, SERIES, Metric, device_of, metric_of
-
-_RANK = {m: i for i, m in enumerate(REGISTRY)}  # registry order is display order
+from .._foundation.metrics import LIMIT, SERIES, Metric, device_of, display_order, metric_of
 
 
 @dataclass(frozen=True)
@@ -44,7 +42,7 @@ def chart_panels(columns: Sequence[str], names: Iterable[str] | None = None) -> 
         if m is None or not m.chart or (wanted is not None and m.panel not in wanted):
             continue
         key = (device_of(column), m.panel)
-        first[key] = min(first.get(key, _RANK[m]), _RANK[m])
+        first[key] = min(first.get(key, display_order(m)), display_order(m))
         if m.chart == LIMIT:
             limits[key] = column
         elif m.chart == SERIES:
@@ -55,7 +53,7 @@ def chart_panels(columns: Sequence[str], names: Iterable[str] | None = None) -> 
             device=k[0],
             name=k[1],
             unit=series[k][0].metric.unit,
-            series=tuple(sorted(series[k], key=lambda s: _RANK[s.metric])),
+            series=tuple(sorted(series[k], key=lambda s: display_order(s.metric))),
             limit=limits.get(k),
         )
         for k in keys

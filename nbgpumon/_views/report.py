@@ -17,7 +17,6 @@ from __future__ import annotations
 import datetime as dt
 import html
 import math
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -27,6 +26,7 @@ import ipywidgets as widgets
 import numpy as np
 from bqplot.interacts import BrushIntervalSelector, PanZoom
 
+from .._foundation.metrics import device_of
 from .._foundation.units import format_bytes, format_local, format_seconds
 from .._ledger.records import CellRecord
 from .._session.data import SessionData
@@ -45,7 +45,6 @@ TIME_STEPS = (
     86400, 2 * 86400, 7 * 86400,
 )  # fmt: skip
 
-_GPU_COLUMN = re.compile(r"^gpu(\d+)\.")
 _COLORS = {"mem_used": "#4c78a8", "reserved": "#f58518", "allocated": "#54a24b",
            "gpu_util": "#e45756", "mem_util": "#72b7b2"}  # fmt: skip
 _PALETTE = ("#4c78a8", "#f58518", "#54a24b", "#e45756", "#72b7b2", "#b279a2")
@@ -126,7 +125,7 @@ def _session_data(source: Any, max_points: int = MAX_POINTS) -> _ReportData:
 
 
 def _gpu_indices(columns: Sequence[str]) -> list[int]:
-    return sorted({int(m.group(1)) for c in columns if (m := _GPU_COLUMN.match(c))})
+    return sorted({d for c in columns if (d := device_of(c)) is not None})
 
 
 def _wanted_columns(columns: Sequence[str]) -> list[str]:
