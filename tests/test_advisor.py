@@ -17,7 +17,10 @@ from nbgpumon._views.advisor import advise, recorded_evidence
 from notebook_runner import run_cells
 
 GIB = 2**30
-GPU_COLUMNS = ["mem_used", "mem_total", "gpu_util", "allocated", "reserved", "inactive_split"]
+GPU_COLUMNS = [
+    "mem_used", "mem_total", "gpu_util", "allocated", "reserved", "inactive_split",
+    "jax.allocated", "jax.reserved", "cupy.allocated", "cupy.reserved",
+]  # fmt: skip
 
 
 def device(alloc_total: int | None = GIB, retained_after: int = 0) -> DeviceUsage:
@@ -101,7 +104,8 @@ def test_input_pipeline_fires_on_a_long_cell_with_an_idle_gpu_only():
     assert hint.evidence.endswith("[3] ran 2 min 0 s at 31% GPU")  # the short [4] is not cited
     assert "num_workers" in hint.advice and "pin_memory" in hint.advice
     cpu_only = [cell(3, 1.7e9, 120.0, util=0.0)]
-    object.__setattr__(cpu_only[0].devices[0], "allocated_total", 0)  # no GPU work in it
+    for no_gpu_work in ("allocated_total", "peak_allocated"):
+        object.__setattr__(cpu_only[0].devices[0], no_gpu_work, 0)
     assert topics(session(quiet_samples(), cpu_only)) == []
 
 
@@ -125,6 +129,30 @@ def test_rerun_growth_fires_when_every_run_of_a_cell_keeps_more():
     assert "1.0 GiB, 1.0 GiB, 1.0 GiB (3.0 GiB in all); held by cache 3.0 GiB" in hint.evidence
     once_kept = [cell(2, 1.7e9, 1.0, label, kept=GIB), cell(5, 1.7e9 + 5, 1.0, label, kept=0)]
     assert topics(session(quiet_samples(), once_kept)) == []
+
+
+def test_jax_preallocation_fires_on_a_pool_far_above_its_arrays_only():
+    samples = quiet_samples()
+    samples["jax.reserved"], samples["jax.allocated"] = flat(105 * GIB), flat(GIB)
+    (hint,) = advise(recorded_evidence(session(samples, [cell(3, 1.7e9, 50.0)])))
+    assert hint.topic == "JAX preallocation"
+    assert "JAX's pool held 105 GiB while its arrays used 1.0 GiB during [3]" in hint.evidence
+    assert "XLA_PYTHON_CLIENT_PREALLOCATE=false" in hint.advice
+    assert "XLA_PYTHON_CLIENT_MEM_FRACTION" in hint.advice
+    samples["jax.reserved"], samples["jax.allocated"] = flat(12 * GIB), flat(10 * GIB)
+    assert topics(session(samples, [])) == []  # a pool that grew as needed
+
+
+def test_cupy_pool_cache_fires_on_freed_blocks_kept_in_the_pool_only():
+    samples = quiet_samples()
+    samples["cupy.reserved"] = flat(8 * GIB)
+    samples["cupy.allocated"] = np.where(np.arange(100) > 50, 0.5 * GIB, 8 * GIB)
+    (hint,) = advise(recorded_evidence(session(samples, [])))
+    assert hint.topic == "CuPy pool cache"
+    assert "CuPy's pool cached 7.5 GiB of freed blocks (live arrays: 512 MiB)" in hint.evidence
+    assert "not a leak" in hint.evidence and "free_all_blocks()" in hint.advice
+    samples["cupy.allocated"] = flat(7.5 * GIB)
+    assert topics(session(samples, [])) == []
 
 
 @pytest.mark.parametrize("runs", [1, 3])

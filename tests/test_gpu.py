@@ -113,7 +113,7 @@ def test_summary_line_on_a_gpu(gpu_run):
 def test_status_lists_the_device(gpu_run):
     status = gpu_run[12].text
     assert "gpu0: NVIDIA" in status and "cuda:0" in status
-    assert "torch allocator: ok" in status
+    assert "  torch: active: cuda:0 " in status
 
 
 def test_reset_mode_says_once_that_it_resets_torchs_peak_counters(gpu_run):

@@ -9,8 +9,9 @@ import numpy as np
 import pytest
 
 from nbgpumon._forensics import holder_scan as holders
-from nbgpumon._forensics.postmortem import OomFacts, fixes, parse_message
-from nbgpumon._sources.torch_allocator import AllocatorStats
+from nbgpumon._forensics.postmortem import OomFacts, failing_framework, fixes, parse_message
+from nbgpumon._ledger.outcome import is_out_of_memory
+from nbgpumon._sources.base import AllocatorStats
 
 MIB = 2**20
 
@@ -94,9 +95,13 @@ def test_the_oom_message_gives_the_request_and_the_device():
     assert parse_message("RuntimeError: CUDA error: out of memory") == (None, None)
 
 
-def _facts(holder_list, allocator=None, processes=()) -> OomFacts:
+def _facts(holder_list, allocator=None, processes=(), framework="torch", **more) -> OomFacts:
     scan = holders.HolderScan("cuda:0", tuple(holder_list), 0, 0, 0.0, "")
-    return OomFacts("[5]", "", None, 0, "GPU", None, None, allocator, scan, tuple(processes))
+    allocators = {"torch": allocator} if allocator is not None else {}
+    allocators.update(more)
+    return OomFacts(
+        "[5]", "", None, 0, "GPU", None, None, allocators, scan, tuple(processes), framework
+    )
 
 
 def test_fixes_are_ranked_by_the_memory_they_give_back_with_the_generic_one_last():
@@ -113,6 +118,55 @@ def test_fixes_are_ranked_by_the_memory_they_give_back_with_the_generic_one_last
     assert ranked[1].startswith("%gpumon free: drops outputs (Out, _N) (3.0 GiB)")
     assert ranked[2] == "del y (2.0 GiB) if you no longer need it"
     assert "gradient accumulation" in ranked[-1]
+
+
+def _pool(in_use: int, pool: int) -> AllocatorStats:
+    return AllocatorStats(
+        allocated=in_use, reserved=pool, peak_allocated=None, allocated_total=None
+    )
+
+
+def test_a_torch_oom_names_jax_preallocation_and_cupy_cache_biggest_first():
+    ranked = fixes(
+        _facts([], jax=_pool(2**30, 100 * 2**30), cupy=_pool(0, 6 * 2**30), framework="torch")
+    )
+    assert ranked[0].startswith("JAX's pool holds 99.0 GiB it does not use"), ranked
+    assert "XLA_PYTHON_CLIENT_PREALLOCATE=false" in ranked[0]
+    assert "XLA_PYTHON_CLIENT_MEM_FRACTION" in ranked[0]
+    assert ranked[1].startswith("CuPy's pool caches 6.0 GiB of freed blocks"), ranked
+    assert "free_all_blocks()" in ranked[1]
+    assert "gradient accumulation" in ranked[-1]
+
+
+def test_a_jax_oom_names_torchs_idle_cache_as_another_frameworks():
+    idle_torch = _pool(2**30, 9 * 2**30)
+    ranked = fixes(_facts([], allocator=idle_torch, framework="jax"))
+    assert ranked[0].startswith("8.0 GiB is reserved by torch (another framework's cache)")
+    assert "jnp.bfloat16" in ranked[-1]
+
+
+def test_jax_and_cupy_messages_give_the_requested_bytes():
+    jax_text = "RESOURCE_EXHAUSTED: Out of memory while trying to allocate 4294967296 bytes."
+    cupy_text = "Out of memory allocating 1,073,741,824 bytes (allocated so far: 0 bytes)."
+    assert parse_message(jax_text)[0] == 4 * 2**30
+    assert parse_message(cupy_text)[0] == 2**30
+    jax_011 = (
+        "RESOURCE_EXHAUSTED: Out of memory while trying to allocate 4.00TiB with allocator "
+        "GPU_0_bfc on device 0. [tf-allocator-allocation-error='']"
+    )  # as JAX 0.11 words it on the H200
+    assert parse_message(jax_011) == (4 * 2**40, 0)
+
+
+def test_the_failing_framework_comes_from_the_error():
+    cupy_error = type("OutOfMemoryError", (Exception,), {"__module__": "cupy.cuda.memory"})
+    jax_error = type("XlaRuntimeError", (RuntimeError,), {"__module__": "jaxlib._jax"})
+    assert failing_framework(cupy_error("x")) == "cupy"
+    assert failing_framework(jax_error("RESOURCE_EXHAUSTED: Out of memory")) == "jax"
+    assert failing_framework(RuntimeError("RESOURCE_EXHAUSTED: out of memory")) == "jax"
+    assert failing_framework(RuntimeError("CUDA out of memory")) == "torch"
+    assert is_out_of_memory(jax_error("RESOURCE_EXHAUSTED: Out of memory while trying"))
+    assert is_out_of_memory(cupy_error("Out of memory allocating 1 bytes"))
+    assert not is_out_of_memory(jax_error("INVALID_ARGUMENT: bad shape"))
 
 
 def test_no_evidence_no_specific_fix():

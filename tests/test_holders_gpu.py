@@ -56,9 +56,11 @@ def test_a_real_out_of_memory_error_gets_a_post_mortem_naming_the_holder(runs):
     oom = runs[6]
     assert oom.error == "OutOfMemoryError"
     report = oom.stdout
-    assert "nbgpumon: out of GPU memory in [7]: asked for 16.0 TiB on cuda:0" in report, report
+    assert "nbgpumon: out of GPU memory (torch) in [7]: asked for 16.0 TiB on cuda:0" in report, (
+        report
+    )
     assert "  device: " in report and "free of" in report
-    assert "  this kernel: " in report and "reserved by torch" in report
+    assert "  this kernel, torch: " in report and " reserved (" in report
     assert "traceback frame grab() local 'keep' 1.0 GiB" in report
     assert "y 1.0 GiB" in report
     assert "%gpumon free: drops the stored traceback (1.0 GiB)" in report

@@ -127,7 +127,7 @@ def test_an_out_of_memory_error_prints_a_post_mortem_that_keeps_no_frame_alive()
     )
     report = runs[2].stdout
     assert runs[2].error == "OutOfMemoryError"
-    assert "out of GPU memory in [3]: asked for 2.0 GiB" in report, report
+    assert "out of GPU memory (torch) in [3]: asked for 2.0 GiB" in report, report
     assert "held by: traceback frame step() local 'x' 256 MiB" in report, report
     assert "%gpumon free: drops the stored traceback (256 MiB)" in report, report
     assert report.rstrip().splitlines()[-1].endswith("gradient accumulation")

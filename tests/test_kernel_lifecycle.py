@@ -53,7 +53,8 @@ def test_load_ext_does_not_import_torch():
         ]
     )
     assert runs[3].stdout.split() == ["TORCH", "False"]
-    assert "torch allocator: torch not imported" in runs[1].text
+    assert "  torch: not imported" in runs[1].text
+    assert "  JAX: not imported" in runs[1].text and "  CuPy: not imported" in runs[1].text
 
 
 @pytest.mark.torch
@@ -74,7 +75,7 @@ def test_with_torch_imported_but_no_cuda_nothing_breaks_and_cuda_stays_uninitial
     for run in runs:
         assert run.error is None, run.text
     assert runs[4].stdout.startswith("[5] host +1.0 GiB")
-    assert "torch allocator: CUDA not initialised by this kernel yet" in runs[5].text
+    assert "  torch: CUDA not initialised by this kernel yet" in runs[5].text
     assert runs[7].stdout.split()[:2] == ["CUDA", "False"]
 
 

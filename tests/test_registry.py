@@ -34,8 +34,10 @@ def monitor():
 
 
 def test_every_metric_is_declared_once_with_its_unit_panel_and_label():
-    keys = [(m.scope, m.name) for m in REGISTRY]
-    assert len(keys) == len(set(keys))
+    columns = [m.column(0) for m in REGISTRY]  # gpu0.jax.allocated and gpu0.torch.allocated
+    assert len(columns) == len(set(columns))
+    legends = [(m.panel, m.label) for m in REGISTRY]  # a panel's lines tell themselves apart
+    assert len(legends) == len(set(legends))
     for m in REGISTRY:
         assert m.unit and m.panel and m.label and m.kind in ("gauge", "counter"), m
     assert metric("nvml", "mem_used").unit == "bytes"

@@ -12,7 +12,14 @@ import { timeAxis } from "./time-axis.js";
 
 export const PANEL_HEIGHT = 160; // CSS px, axes included
 
-// Colours by metric (its registry name); a metric without one takes the palette's next.
+// Colours by source and metric, then by metric (its registry name); a metric without one
+// takes the palette's next.
+const SOURCE_COLOR = {
+  "jax.reserved": "#a855f7",
+  "jax.allocated": "#0ea5e9",
+  "cupy.reserved": "#eab308",
+  "cupy.allocated": "#84cc16",
+};
 const COLOR = {
   mem_used: "#3b82f6",
   reserved: "#f59e0b",
@@ -44,6 +51,9 @@ function panelTitle(device, name, panel) {
   return `${device === null ? "host" : name} ${TITLE[panel] ?? panel}`;
 }
 
+// Sources whose lines wait for a first value (a framework the notebook may never use).
+const ALLOCATOR_SOURCES = new Set(["torch", "jax", "cupy"]);
+
 // Panels shown only when their toggle is on (the host's, only when there is a GPU).
 export const OPTIONAL_PANELS = ["power", "temperature", "rss"];
 
@@ -60,11 +70,14 @@ const BYTE_INCRS = (() => {
  * The panels to show, built from the columns' registry metadata (the widget's `columns`): per
  * device, one panel per registry panel holding its charted series, both in registry order
  * (`order`); a `limit` metric (total memory) is the panel's ceiling. Then the host's.
- * @param {{devices: object[], columns: object[], gpu: "all"|number, toggles: {power, temperature, rss}}} s
+ * A framework's allocator lines (torch, JAX, CuPy) join their panel once `seen` says their
+ * column has a value, so a JAX user's legend does not list CuPy's; a panel whose lines are all
+ * unseen keeps them.
+ * @param {{devices: object[], columns: object[], gpu: "all"|number, toggles: {power, temperature, rss}, seen?: (column: string) => boolean}} s
  *   columns: [{name, device, source, metric, unit, panel, label, chart, order}]
  * @returns {{id, title, unit, series: {label, column, color}[], totalColumn?, totalFallback?}[]}
  */
-export function panelSpecs({ devices, columns, gpu, toggles }) {
+export function panelSpecs({ devices, columns, gpu, toggles, seen = () => true }) {
   const rank = (c) => (Number.isFinite(c.order) ? c.order : Infinity); // the registry's order
   const charted = columns
     .filter((c) => c && typeof c === "object" && c.chart && typeof c.panel === "string")
@@ -82,6 +95,8 @@ export function panelSpecs({ devices, columns, gpu, toggles }) {
     }
     const out = [];
     for (const [panel, g] of groups) {
+      const shown = g.series.filter((c) => !ALLOCATOR_SOURCES.has(c.source) || seen(c.name));
+      if (shown.length) g.series = shown;
       if (!g.series.length) continue;
       out.push({
         id: `${prefix}-${panel}`,
@@ -90,7 +105,7 @@ export function panelSpecs({ devices, columns, gpu, toggles }) {
         series: g.series.map((c, k) => ({
           label: String(c.label ?? c.name),
           column: c.name,
-          color: COLOR[c.metric] ?? PALETTE[k % PALETTE.length],
+          color: SOURCE_COLOR[`${c.source}.${c.metric}`] ?? COLOR[c.metric] ?? PALETTE[k % PALETTE.length],
         })),
         ...(g.total ? { totalColumn: g.total, totalFallback: fallback } : {}),
       });

@@ -24,18 +24,30 @@ function present(x) {
   return typeof x === "number" && Number.isFinite(x);
 }
 
+function peakText(peak, exact) {
+  return present(peak) ? `${exact === false ? "\u2265" : ""}${formatBytes(peak)}` : DASH;
+}
+
+/** A cell's frameworks when it measured more than one (torch, JAX, CuPy), else null. */
+function severalFrameworks(cell) {
+  const list = Array.isArray(cell.frameworks) ? cell.frameworks.filter((f) => f && typeof f === "object") : [];
+  return list.length > 1 ? list : null;
+}
+
 /** The texts of one row, in COLUMNS order (all plain strings). */
 export function rowTexts(cell) {
-  const peak = present(cell.peak)
-    ? `${cell.peak_exact === false ? "\u2265" : ""}${formatBytes(cell.peak)}`
-    : DASH;
+  const several = severalFrameworks(cell);
+  // with several frameworks, each one's own figure: their peaks need not coincide
+  const each = (text) => several.map((f) => `${String(f.label ?? "")} ${text(f)}`).join(" \u00b7 ");
+  const peak = several ? each((f) => peakText(f.peak, f.peak_exact)) : peakText(cell.peak, cell.peak_exact);
+  const kept = several ? each((f) => formatBytes(f.kept)) : formatBytes(cell.kept);
   return [
     String(cell.name ?? ""),
     String(cell.status ?? ""),
     formatSeconds(cellDuration(cell)),
     formatBytes(cell.alloc, true),
     peak,
-    formatBytes(cell.kept),
+    kept,
     formatPercent(cell.util_mean),
     formatBytes(cell.host_delta, true),
     typeof cell.held_by === "string" ? cell.held_by : "",

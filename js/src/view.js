@@ -111,6 +111,16 @@ export function createView({ model, el }, deps) {
   root.append(styleElement(), status, controls.el, chartEl, empty, table.el);
   el.append(root);
 
+  // Columns found with a value (allocator lines join their panel then); once seen, kept.
+  const seenColumns = new Set();
+  function seen(name) {
+    if (seenColumns.has(name)) return true;
+    const v = store.latest(name);
+    if (v === null || v === undefined || Number.isNaN(v)) return false;
+    seenColumns.add(name);
+    return true;
+  }
+
   function draw() {
     frame = null;
     if (!dirty && store.revision === drawnRevision) return;
@@ -133,7 +143,7 @@ export function createView({ model, el }, deps) {
     const columns = store.columnInfo;
     controls.update({ devices, columns, state: { ...state, gpu }, shown: shownNote(store, state.window) });
 
-    const specs = panelSpecs({ devices, columns, gpu, toggles: state.toggles });
+    const specs = panelSpecs({ devices, columns, gpu, toggles: state.toggles, seen });
     width = root.clientWidth || el.clientWidth || width || DEFAULT_WIDTH;
     chart.update({
       store,

@@ -406,7 +406,8 @@ describe("a view", () => {
     model.custom(...samples(0, [100, 101], [row(1), row(2)]));
     model.custom(...samples(10, [110, 111], [row(3), row(4)]));
     frames.flush();
-    const memory = StubUPlot.instances[0];
+    // the live panel: torch's lines joined it with their first values
+    const memory = StubUPlot.instances.find((u) => !u.destroyed && u.root.closest("[data-panel=gpu0-memory]"));
     expect(memory.data[0]).toEqual([100, 101, 105.5, 110, 111]);
     expect(memory.data[1]).toEqual([GiB, 2 * GiB, null, 3 * GiB, 4 * GiB]);
   });

@@ -8,7 +8,9 @@ reference to what it visited once it returns (ids only), so it cannot itself kee
 frame alive, and it stops at a time budget with a partial answer rather than stall the cell.
 
 The same walk finds CUDA tensors (``device="cuda"`` or ``"cuda:N"``) and host memory (CPU
-tensors and numpy arrays, ``device="host"``), which is how it is tested without a GPU.
+tensors and numpy arrays, ``device="host"``), which is how it is tested without a GPU. JAX
+arrays count once per addressable shard (CPU shards are host memory) and CuPy arrays once per
+allocation, at its pool chunk's size; like torch, only when the library is already imported.
 """
 
 from __future__ import annotations
@@ -94,6 +96,10 @@ class _Walk:
         self.module = getattr(nn, "Module", None)
         optim = getattr(self.torch, "optim", None)
         self.optimizer = getattr(optim, "Optimizer", None)
+        self.jax_array = _class(sys.modules.get("jax"), "Array")
+        # a CuPy array is always on a GPU
+        cupy = None if device == "host" else sys.modules.get("cupy")
+        self.cupy_array = _class(cupy, "ndarray")
         self.found: dict[str, list[int]] = {}  # holder name -> [bytes, storages]
         self.hidden: set[str] = set()  # holder names that are hidden references
         self.visiting_hidden = False
@@ -134,6 +140,52 @@ class _Walk:
             return None
         return ("host", pointer), int(base.nbytes)
 
+    def _wants(self, kind: str, index: int | None) -> bool:
+        """Whether memory of ``kind`` ("host", "cuda" or other) on ``index`` is walked for."""
+        if self.device == "any":
+            return True
+        if self.device in ("host", "cuda"):
+            return kind == self.device
+        return kind == "cuda" and index == int(self.device.split(":")[1])
+
+    def _jax_storages(self, a: Any) -> list[tuple[tuple[str, int], int]]:
+        found: list[tuple[tuple[str, int], int]] = []
+        try:
+            if a.is_deleted():
+                return []
+            for shard in a.addressable_shards:
+                device = shard.device
+                index = device.local_hardware_id
+                if device.platform == "cpu":
+                    kind = where = "host"
+                elif device.platform in ("gpu", "cuda", "rocm"):
+                    kind, where = "cuda", f"cuda:{index}"
+                else:
+                    kind = where = str(device)  # tpu and others: only a walk for "any" counts it
+                if self._wants(kind, index):
+                    data = shard.data
+                    found.append(((where, data.unsafe_buffer_pointer()), int(data.nbytes)))
+        except Exception:
+            return []  # deleted meanwhile, a tracer, or a backend without buffer pointers
+        return found
+
+    def _cupy_storage(self, a: Any) -> tuple[tuple[str, int], int] | None:
+        # Attribute reads only: anything that calls into CUDA could create a context.
+        try:
+            index = a.device.id
+            if not self._wants("cuda", index):
+                return None
+            # Views share their base's Memory; its size is the pool chunk, what the pool counts.
+            mem = getattr(getattr(a, "data", None), "mem", None)
+            if mem is not None:
+                return (f"cuda:{index}", int(mem.ptr)), int(mem.size)
+            base = a
+            while isinstance(getattr(base, "base", None), self.cupy_array):
+                base = base.base
+            return (f"cuda:{index}", int(base.data.ptr)), int(base.nbytes)
+        except Exception:
+            return None
+
     def credit(self, holder: str, key_size: tuple[tuple[str, int], int] | None) -> None:
         if key_size is None:
             return
@@ -171,8 +223,17 @@ class _Walk:
                 else:
                     self.credit(holder, self._array_storage(obj))
                 continue
+            if self.jax_array is not None and isinstance(obj, self.jax_array):
+                for key_size in self._jax_storages(obj):
+                    self.credit(holder, key_size)
+                continue
+            if self.cupy_array is not None and isinstance(obj, self.cupy_array):
+                self.credit(holder, self._cupy_storage(obj))
+                continue
             if isinstance(obj, _NOT_FOLLOWED) or depth >= MAX_DEPTH or id(obj) in self.entered:
                 continue
+            if _is_ours(obj):
+                continue  # nbgpumon's own state (``mon = nbgpumon.monitor()``) is no holder
             self.entered.add(id(obj))
             if self.module is not None and isinstance(obj, self.module):
                 self._visit_module(holder, obj, stack, depth)
@@ -255,6 +316,18 @@ class _Walk:
             seconds=seconds,
             partial=partial,
         )
+
+
+def _is_ours(obj: Any) -> bool:
+    # its timeline's arrays are nbgpumon's memory, and its shell reference reaches every
+    # variable: followed, it would be credited with the user's tensors
+    return (getattr(type(obj), "__module__", "") or "").startswith("nbgpumon.")
+
+
+def _class(module: Any, name: str) -> type | None:
+    # a half-imported or stand-in module may lack the class: isinstance must never raise
+    cls = getattr(module, name, None)
+    return cls if isinstance(cls, type) else None
 
 
 def _instance_dict(obj: Any) -> dict | None:

@@ -1,9 +1,11 @@
-"""The out-of-memory post-mortem printed under a cell that failed with CUDA out of memory.
+"""The out-of-memory post-mortem printed under a cell that failed with GPU out of memory:
+torch's ``OutOfMemoryError``, JAX's ``RESOURCE_EXHAUSTED`` or CuPy's ``OutOfMemoryError``.
 
-It works from evidence only: what torch's message says was requested, the device's free and
-total memory (NVML), this kernel's allocated and reserved bytes (torch's allocator), the holders
+It works from evidence only: what the message says was requested, the device's free and total
+memory (NVML), each framework's allocated and reserved bytes on the device, the holders
 (variables, outputs, stored tracebacks) and other processes on the device. The fixes are ranked
-by the bytes each would give back; the generic ones come last. Nothing here keeps a reference to
+by the bytes each would give back: a framework's idle cache (torch's reserved-but-unused blocks,
+JAX's preallocated pool, CuPy's pool), then the generic ones. Nothing here keeps a reference to
 the exception or its frames once it returns.
 """
 
@@ -13,20 +15,33 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from .._foundation.metrics import source_label
 from .._foundation.units import format_bytes
 from . import holder_scan
 
 if TYPE_CHECKING:
     from .._ledger.records import CellRecord
+    from .._sources.base import AllocatorStats
     from .._sources.nvml import GpuProcess
-    from .._sources.torch_allocator import AllocatorStats
     from .holder_scan import HolderScan
 
 _UNIT = {"B": 1, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2**40}
 _UNIT.update({"KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12})
-_REQUESTED = re.compile(r"Tried to allocate ([\d.]+) ?([KMGT]i?B|B)")
+_REQUESTED = re.compile(r"Tried to allocate ([\d.]+) ?([KMGT]i?B|B)")  # torch
+# JAX: "…while trying to allocate 4294967296 bytes"; CuPy: "…allocating 4,294,967,296 bytes"
+_REQUESTED_BYTES = re.compile(r"(?:trying to allocate|allocating) ([\d,]+) bytes")
+# JAX 0.11: "…while trying to allocate 4.00TiB with allocator GPU_0_bfc on device 0."
+_REQUESTED_JAX = re.compile(r"trying to allocate ([\d.]+) ?([KMGT]i?B|B)\b")
+_DEVICE_JAX = re.compile(r"on device (\d+)")
 _DEVICE = re.compile(r"GPU (\d+)")
 FRAGMENTED = 2**30  # reserved-but-unused bytes worth a fix of their own
+_GENERIC = {
+    "torch": "a smaller batch, mixed precision (torch.autocast) or gradient accumulation",
+    "jax": "a smaller batch, bfloat16 (jnp.bfloat16), jax.checkpoint on large blocks, or "
+    "gradient accumulation",
+    "cupy": "smaller arrays or chunks, float32 instead of float64, or in-place operations "
+    "(out=...)",
+}
 
 
 @dataclass(frozen=True)
@@ -40,17 +55,24 @@ class OomFacts:
     device_name: str
     device_free: int | None  # NVML
     device_total: int | None
-    allocator: AllocatorStats | None
+    allocators: dict[str, AllocatorStats]  # framework -> its counters on the device
     holders: HolderScan | None
     processes: tuple[GpuProcess, ...]
+    framework: str = "torch"  # the one that ran out: "torch", "jax", "cupy"
 
 
 def parse_message(message: str) -> tuple[int | None, int | None]:
-    """(requested bytes, CUDA device index) from torch's OOM message; None where absent."""
+    """(requested bytes, CUDA device index) from torch's, JAX's or CuPy's out-of-memory message;
+    None where absent."""
     requested = None
     if m := _REQUESTED.search(message):
         requested = int(float(m.group(1)) * _UNIT[m.group(2)])
-    index = int(m.group(1)) if (m := _DEVICE.search(message)) else None
+    elif m := _REQUESTED_BYTES.search(message):
+        requested = int(m.group(1).replace(",", ""))
+    elif m := _REQUESTED_JAX.search(message):
+        requested = int(float(m.group(1)) * _UNIT[m.group(2)])
+    m = _DEVICE.search(message) or _DEVICE_JAX.search(message)
+    index = int(m.group(1)) if m else None
     return requested, index
 
 
@@ -71,26 +93,47 @@ def fixes(facts: OomFacts) -> list[str]:
         size = sum(h.bytes for h in hidden)
         what = ", ".join(dict.fromkeys(_hidden_kind(h.name) for h in hidden))
         ranked.append((size, f"%gpumon free: drops {what} ({format_bytes(size)})"))
-    stats = facts.allocator
-    if stats is not None and stats.reserved - stats.allocated >= FRAGMENTED:
+    for name, stats in facts.allocators.items():
         idle = stats.reserved - stats.allocated
-        ranked.append(
-            (
-                idle,
-                f"{format_bytes(idle)} is reserved by torch but unused (fragmentation): "
-                "torch.cuda.empty_cache(), or restart with "
-                "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True",
-            )
-        )
+        if idle >= FRAGMENTED:
+            ranked.append((idle, _idle_cache_fix(name, idle, name != facts.framework)))
     others = [p for p in facts.processes if not p.is_this_kernel and p.used_memory]
     if others:
         size = sum(p.used_memory or 0 for p in others)
         who = ", ".join(_process_name(p) for p in others[:3])
         ranked.append((size, f"other processes hold {format_bytes(size)} on this GPU: {who}"))
     ranked.sort(key=lambda r: -r[0])
-    return [text for _, text in ranked] + [
-        "a smaller batch, mixed precision (torch.autocast) or gradient accumulation"
-    ]
+    return [text for _, text in ranked] + [_GENERIC.get(facts.framework, _GENERIC["torch"])]
+
+
+def _idle_cache_fix(framework: str, idle: int, other: bool) -> str:
+    """What gives back ``idle`` bytes that ``framework`` holds but does not use."""
+    size = format_bytes(idle)
+    if framework == "jax":
+        return (
+            f"JAX's pool holds {size} it does not use (it preallocates 75% of the GPU): "
+            "restart with XLA_PYTHON_CLIENT_PREALLOCATE=false, or cap it with "
+            "XLA_PYTHON_CLIENT_MEM_FRACTION=.3"
+        )
+    if framework == "cupy":
+        return (
+            f"CuPy's pool caches {size} of freed blocks: "
+            "cupy.get_default_memory_pool().free_all_blocks() (or %gpumon free)"
+        )
+    whose = "torch (another framework's cache)" if other else "torch"
+    return (
+        f"{size} is reserved by {whose} but unused: torch.cuda.empty_cache() (or %gpumon "
+        "free), or restart with PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True"
+    )
+
+
+def failing_framework(error: BaseException) -> str:
+    """Which framework raised ``error``: from its type's module, else from JAX's wording."""
+    module = type(error).__module__ or ""
+    for name in ("cupy", "jax", "torch"):
+        if module == name or module.startswith((f"{name}.", f"{name}lib", f"{name}_")):
+            return name
+    return "jax" if "RESOURCE_EXHAUSTED" in str(error) else "torch"
 
 
 def _hidden_kind(name: str) -> str:
@@ -114,17 +157,17 @@ def report(facts: OomFacts) -> str:
     if facts.device_name:
         where += f" ({facts.device_name})"
     asked = "" if facts.requested is None else f": asked for {format_bytes(facts.requested)}"
-    lines = [f"nbgpumon: out of GPU memory in {facts.cell}{asked}{where}"]
+    who = source_label(facts.framework)
+    lines = [f"nbgpumon: out of GPU memory ({who}) in {facts.cell}{asked}{where}"]
     if facts.device_total:
         lines.append(
             f"  device: {format_bytes(facts.device_free)} free of "
             f"{format_bytes(facts.device_total)} (NVML)"
         )
-    stats = facts.allocator
-    if stats is not None:
+    for name, stats in facts.allocators.items():
         lines.append(
-            f"  this kernel: {format_bytes(stats.allocated)} allocated, "
-            f"{format_bytes(stats.reserved)} reserved by torch "
+            f"  this kernel, {source_label(name)}: {format_bytes(stats.allocated)} in use, "
+            f"{format_bytes(stats.reserved)} reserved "
             f"({format_bytes(stats.reserved - stats.allocated)} reserved but unused)"
         )
     scan = facts.holders
@@ -160,9 +203,13 @@ def gather(mon: Any, shell: Any, record: CellRecord, error: BaseException) -> Oo
         now = used[device.nvml_index] if device.nvml_index < len(used) else None
         total = device.memory_total
         free = None if now is None or not total else total - now
-    allocator = mon.ledger.read_allocator().get(cuda) if cuda is not None else None
+    allocators = {
+        name: by_device[cuda]
+        for name, by_device in mon.ledger.read_allocators().items()
+        if cuda is not None and cuda in by_device
+    }
     where = "cuda" if cuda is None else f"cuda:{cuda}"
-    scan = holder_scan.scan(shell, where if mon.torch.active() else "host")
+    scan = holder_scan.scan(shell, where if mon.gpu_framework_active() else "host")
     return OomFacts(
         cell=record.name,
         message=text.splitlines()[0] if text else type(error).__name__,
@@ -171,7 +218,8 @@ def gather(mon: Any, shell: Any, record: CellRecord, error: BaseException) -> Oo
         device_name=device.name if device is not None else "",
         device_free=free,
         device_total=total,
-        allocator=allocator,
+        allocators=allocators,
         holders=scan,
         processes=tuple(mon.processes_on(where)),
+        framework=failing_framework(error),
     )

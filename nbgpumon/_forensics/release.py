@@ -3,7 +3,8 @@
 Cleared: output-cache entries (``Out[N]`` and ``_N``) and ``_``/``__``/``___`` that reach a
 tensor or array, the last result, and every stored traceback (``sys.last_*``, the shell's own
 ``InteractiveTB.tb``, the last result's exception) after clearing their frames' locals. Then the
-garbage collector runs and, when this kernel already has CUDA up, torch's cache is emptied.
+garbage collector runs and each framework gives its unused cache back where it can (torch's
+``empty_cache()``, CuPy's ``free_all_blocks()``; JAX keeps its pool until the process ends).
 """
 
 from __future__ import annotations
@@ -12,11 +13,12 @@ import contextlib
 import gc
 import re
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from .._foundation.units import format_bytes
-from .._sources.torch_allocator import initialised_cuda
+from .._sources.base import AllocatorSource
 from .holder_scan import holds_memory, stored_tracebacks
 
 _OUTPUT_ALIAS = re.compile(r"^_\d+$")
@@ -101,18 +103,18 @@ def _clear_frames(tb: Any, user_ns: dict) -> int:
     return n
 
 
-def release(shell: Any) -> tuple[list[str], int]:
-    """Clear outputs and tracebacks, collect garbage, empty torch's cache when CUDA is up.
+def release(shell: Any, allocators: Sequence[AllocatorSource] = ()) -> tuple[list[str], int]:
+    """Clear outputs and tracebacks, collect garbage, then let each allocator give its unused
+    cache back (each does so only once its framework is up, never starting it).
 
     Returns (what was cleared, traceback frames whose locals were dropped).
     """
     cleared = clear_outputs(shell)
     frames = clear_tracebacks(shell)
     gc.collect()
-    cuda = initialised_cuda()  # empty_cache must never be the first CUDA call
-    if cuda is not None:
+    for allocator in allocators:
         with contextlib.suppress(Exception):
-            cuda.empty_cache()
+            allocator.release_cache()
     return cleared, frames
 
 
@@ -121,17 +123,20 @@ def freed_line(before: MemoryNow, after: MemoryNow, cleared: list[str], frames: 
     what = list(cleared)
     if frames:
         what.append(f"the stored traceback ({frames} frame{'s' if frames != 1 else ''})")
-    if not what:
-        return (
-            "nbgpumon free: no output, _ or stored traceback held a tensor or array; "
-            "nothing cleared (your variables are never touched)"
-        )
-    parts = []
+    gpu = ""
     if before.reserved is not None and after.reserved is not None:
-        parts.append(
+        gpu = (
             f"GPU: allocated {_change(before.allocated, after.allocated)}, "
             f"reserved {_change(before.reserved, after.reserved)}"
         )
+    if not what:
+        line = (
+            "nbgpumon free: no output, _ or stored traceback held a tensor or array; "
+            "nothing cleared (your variables are never touched)"
+        )
+        gave_back = gpu and after.reserved < before.reserved  # type: ignore[operator]
+        return line + (f"; unused cache given back to the driver: {gpu}" if gave_back else "")
+    parts = [gpu] if gpu else []
     parts.append(f"host: resident {_change(before.rss, after.rss)}")
     return f"nbgpumon free: cleared {', '.join(what)}; {'; '.join(parts)}"
 

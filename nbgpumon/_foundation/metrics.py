@@ -22,7 +22,7 @@ LIMIT = "limit"  # drawn as the panel's ceiling (a device's total memory)
 
 @dataclass(frozen=True, slots=True)
 class Metric:
-    source: str  # the source that reads it: "nvml", "torch", "host"
+    source: str  # the source that reads it: "nvml", "torch", "jax", "cupy", "host"
     name: str  # the metric's name within its source: "mem_used"
     unit: str  # "bytes", "percent", "celsius", "watts", "MHz", "bytes/s"
     panel: str  # which chart panel: "memory", "util", "power", "temperature", "rss", ...
@@ -68,10 +68,27 @@ REGISTRY: tuple[Metric, ...] = (
     _gpu("torch", "allocated", "bytes", "memory", "allocated", SERIES),
     _gpu("torch", "active", "bytes", "memory", "active (torch)"),
     _gpu("torch", "inactive_split", "bytes", "memory", "fragmented (torch)"),
+    # JAX's allocator (XLA's BFC pool): "reserved" is the pool it holds from the driver,
+    # which preallocation makes 75% of the GPU
+    _gpu("jax", "reserved", "bytes", "memory", "pool (JAX)", SERIES),
+    _gpu("jax", "allocated", "bytes", "memory", "in use (JAX)", SERIES),
+    # CuPy's default memory pool: "reserved" is total_bytes(), "allocated" used_bytes()
+    _gpu("cupy", "reserved", "bytes", "memory", "pool (CuPy)", SERIES),
+    _gpu("cupy", "allocated", "bytes", "memory", "in use (CuPy)", SERIES),
     Metric("host", "rss", "bytes", "rss", "RSS", SERIES, scope="host"),
     Metric("host", "sys_used", "bytes", "system", "system used", scope="host"),
     Metric("host", "sys_available", "bytes", "system", "system available", scope="host"),
 )
+
+# How a user writes each source's name (a framework's own spelling).
+_SOURCE_LABELS = {"nvml": "NVML", "torch": "torch", "jax": "JAX", "cupy": "CuPy", "host": "host"}
+ALLOCATOR_SOURCES = ("torch", "jax", "cupy")  # the frameworks whose allocators are read
+
+
+def source_label(source: str) -> str:
+    """``"JAX"`` for ``"jax"``: a source's name as its users spell it."""
+    return _SOURCE_LABELS.get(source, source)
+
 
 _BY_KEY = {(m.source, m.name): m for m in REGISTRY}
 # host.{name} columns don't name their source: a host metric's name is unique among them all

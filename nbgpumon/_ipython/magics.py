@@ -60,10 +60,11 @@ class GPUMonMagics(Magics):
           %gpumon cells [N]       the ledger of the last N cells (default 20), newest first
           %gpumon holders [DEV]   what holds memory now, biggest first: variables, Out[N], _,
                                   stored tracebacks; DEV cuda, cuda:N or host (default: cuda
-                                  once torch has CUDA up, else host)
+                                  once torch, JAX or CuPy has the GPU up, else host)
           %gpumon free            drop what IPython's hidden references hold (outputs with
-                                  tensors, _, stored tracebacks), collect garbage, empty
-                                  torch's cache; your variables are never touched
+                                  arrays, _, stored tracebacks), collect garbage, give back
+                                  torch's cache and CuPy's unused pool blocks; your
+                                  variables are never touched
           %gpumon record PATH     record samples, cells and marks to an SQLite file
                                   (crash-safe; nbgpumon.load(PATH) reads it back): a new
                                   file or an earlier recording, never any other file

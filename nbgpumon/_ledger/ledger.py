@@ -3,12 +3,16 @@
 IPython's ``pre_run_cell`` / ``post_run_cell`` events bracket a cell; ``begin`` and ``end``
 snapshot the counters on either side. Peaks are exact where the counters allow it:
 
-* ``peak_mode="reset"`` restarts torch's peak counter (and Linux's peak-RSS mark) when a cell
-  begins, so the peak read at its end covers that cell alone. A region nested in a cell
-  carries the peak seen so far into the enclosing measurement before resetting, so both stay
-  exact.
-* ``peak_mode="preserve"`` never resets them. A cell's peak is exact when it raised the
-  process-wide high-water mark; otherwise it is the highest value sampled, marked inexact.
+* ``peak_mode="reset"`` restarts each allocator's peak counter that can be restarted (torch's,
+  CuPy's hook) and Linux's peak-RSS mark when a cell begins, so the peak read at its end covers
+  that cell alone. A region nested in a cell carries the peak seen so far into the enclosing
+  measurement before resetting, so both stay exact.
+* ``peak_mode="preserve"`` never resets them, and JAX's can't be reset. A cell's peak is then
+  exact when it raised the process-wide high-water mark; otherwise it is the highest value
+  sampled, marked inexact.
+
+Every framework is measured on its own (torch, JAX and CuPy each have an allocator); a record's
+device figures are their sum, and each one's are kept beside it.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from __future__ import annotations
 import collections
 import dataclasses
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,7 +31,7 @@ from .._sources.allocator_columns import read_by_cuda_index
 from .._sources.base import AllocatorSource, AllocatorStats
 from .._sources.host import HostSource
 from .._sources.nvml import NvmlSource
-from .records import CellRecord, DeviceUsage, Retention
+from .records import AllocatorUsage, CellRecord, DeviceUsage, Retention
 
 GPU_UTIL = metric("nvml", "gpu_util")
 RSS = metric("host", "rss")
@@ -44,13 +49,14 @@ class Measurement:
     cell_id: str | None
     start: float
     started: float  # perf_counter
-    allocator: dict[int, AllocatorStats]  # by CUDA index, at the start
+    allocators: dict[str, dict[int, AllocatorStats]]  # framework -> CUDA index -> at start
     nvml_used: list[int | None]
     rss: int | None
     rss_peak_start: int | None
     rss_reset: bool
-    peak_reset: set[int] = field(default_factory=set)  # CUDA indices whose peak we reset
-    carried_peak: dict[int, int] = field(default_factory=dict)  # peaks before a nested reset
+    # (framework, CUDA index) whose peak counter was reset, and peaks before a nested reset
+    peak_reset: set[tuple[str, int]] = field(default_factory=set)
+    carried_peak: dict[tuple[str, int], int] = field(default_factory=dict)
     carried_rss_peak: int = 0
 
 
@@ -60,20 +66,21 @@ class Ledger:
     def __init__(
         self,
         nvml: NvmlSource,
-        allocator: AllocatorSource,
+        allocators: Sequence[AllocatorSource],
         host: HostSource,
         timeline: Timeline,
         peak_mode: str = "reset",
         capacity: int = 10_000,
     ) -> None:
-        self.nvml, self.allocator, self.host, self.timeline = nvml, allocator, host, timeline
-        self._allocated = metric(allocator.name, "allocated")
+        self.nvml, self.host, self.timeline = nvml, host, timeline
+        self.allocators = tuple(allocators)
+        self._allocated = {a.name: metric(a.name, "allocated") for a in self.allocators}
         self.peak_mode = peak_mode
         self._records: collections.deque[CellRecord] = collections.deque(maxlen=capacity)
         self._count = 0
         self._stack: list[Measurement] = []
         self.marks: collections.deque[tuple[float, str]] = collections.deque(maxlen=capacity)
-        self.reset_notice_due = False  # set once, the first time torch's counters are reset
+        self.reset_notice_due = False  # set once, the first time a framework's peak is reset
         self._reset_notice_given = False
 
     # -- reading --------------------------------------------------------------------------
@@ -85,7 +92,11 @@ class Ledger:
         self, kind: str, label: str, execution_count: int | None = None, cell_id: str | None = None
     ) -> Measurement:
         """Snapshot the counters now; nest freely (a region inside a cell)."""
-        allocator = self.read_allocator()
+        for source in self.allocators:
+            watch = getattr(source, "watch_thread", None)
+            if watch is not None:
+                watch()  # thread-local peak hooks (CuPy's) go on the thread that runs cells
+        allocators = self.read_allocators()
         host = self.host
         opened = Measurement(
             kind=kind,
@@ -94,22 +105,16 @@ class Ledger:
             cell_id=cell_id,
             start=wall_clock(),
             started=time.perf_counter(),
-            allocator=allocator,
+            allocators=allocators,
             nvml_used=self.nvml.read_memory(),
             rss=host.rss(),
             rss_peak_start=None,
             rss_reset=False,
         )
         if self.peak_mode == "reset":
-            for cuda, stats in allocator.items():
-                for outer in self._stack:
-                    outer.carried_peak[cuda] = max(
-                        outer.carried_peak.get(cuda, 0), stats.peak_allocated
-                    )
-                if self.allocator.reset_peak(cuda):
-                    opened.peak_reset.add(cuda)
-                    if not self._reset_notice_given:
-                        self.reset_notice_due = self._reset_notice_given = True
+            for source in self.allocators:
+                for cuda, stats in allocators.get(source.name, {}).items():
+                    self._reset_peak(source, cuda, stats, opened)
             if self._stack:  # keep the enclosing measurement's peak before restarting the mark
                 peak_now = host.peak_rss() or 0
                 for outer in self._stack:
@@ -133,7 +138,7 @@ class Ledger:
             del self._stack[self._stack.index(opened) :]
         end = wall_clock()
         duration = time.perf_counter() - opened.started
-        after = self.read_allocator()
+        after = self.read_allocators()
         used_after = self.nvml.read_memory()
         sampled = self.timeline.column_stats(self._sampled_columns(), opened.start, end)
         devices = tuple(
@@ -193,19 +198,41 @@ class Ledger:
         return opened.execution_count if opened is not None else None
 
     # -- helpers --------------------------------------------------------------------------
+    def _reset_peak(
+        self, source: AllocatorSource, cuda: int, stats: AllocatorStats, opened: Measurement
+    ) -> None:
+        key = (source.name, cuda)
+        if stats.peak_allocated is not None:
+            for outer in self._stack:  # the enclosing measurements keep what they saw so far
+                outer.carried_peak[key] = max(outer.carried_peak.get(key, 0), stats.peak_allocated)
+        if source.reset_peak(cuda):
+            opened.peak_reset.add(key)
+            if source.name == "torch" and not self._reset_notice_given:
+                self.reset_notice_due = self._reset_notice_given = True  # torch's API changes
+
     def _sampled_columns(self) -> list[str]:
-        """What a record takes from the samples: utilization, the allocator's allocated bytes
+        """What a record takes from the samples: utilization, each allocator's allocated bytes
         (a peak's lower bound where the counter can't say) and RSS."""
-        gpus = [
-            m.column(d.nvml_index) for d in self.nvml.devices for m in (GPU_UTIL, self._allocated)
-        ]
+        metrics = (GPU_UTIL, *self._allocated.values())
+        gpus = [m.column(d.nvml_index) for d in self.nvml.devices for m in metrics]
         return [*gpus, RSS.column()]
 
+    def read_allocators(self) -> dict[str, dict[int, AllocatorStats]]:
+        """Each active framework's counters by CUDA index; a framework not up is left out."""
+        return {
+            source.name: read_by_cuda_index(source, self.nvml.devices)
+            for source in self.allocators
+            if source.active()
+        }
+
     def read_allocator(self) -> dict[int, AllocatorStats]:
-        """The allocator's counters by CUDA index; {} until its framework is up."""
-        if not self.allocator.active():
-            return {}
-        return read_by_cuda_index(self.allocator, self.nvml.devices)
+        """All frameworks' counters summed per CUDA index (what a before/after of the whole
+        kernel's allocators needs); {} until one is up."""
+        out: dict[int, AllocatorStats] = {}
+        for stats in self.read_allocators().values():
+            for cuda, s in stats.items():
+                out[cuda] = s if cuda not in out else _sum_stats(out[cuda], s)
+        return out
 
     def _device_usage(
         self,
@@ -213,49 +240,88 @@ class Ledger:
         nvml_index: int,
         cuda: int | None,
         name: str,
-        after: dict[int, AllocatorStats],
+        after: dict[str, dict[int, AllocatorStats]],
         used_after: list[int | None],
         sampled: dict[str, tuple[float, float] | None],
     ) -> DeviceUsage:
         util = sampled.get(GPU_UTIL.column(nvml_index))
-        before_stats = opened.allocator.get(cuda) if cuda is not None else None
-        after_stats = after.get(cuda) if cuda is not None else None
-        # No stats at the start but some at the end: this cell initialised CUDA, and
-        # before it the allocator held nothing.
-        started_cold = before_stats is None and after_stats is not None
-        peak, exact = None, False
-        allocated_total = None
+        frameworks = ()
+        if cuda is not None:
+            frameworks = tuple(
+                usage
+                for source in self.allocators
+                if (
+                    usage := self._framework_usage(opened, source, nvml_index, cuda, after, sampled)
+                )
+            )
+        return DeviceUsage(
+            nvml_index=nvml_index,
+            cuda_index=cuda,
+            name=name,
+            allocated_before=_total(frameworks, "allocated_before"),
+            allocated_after=_total(frameworks, "allocated_after"),
+            reserved_before=_total(frameworks, "reserved_before"),
+            reserved_after=_total(frameworks, "reserved_after"),
+            nvml_used_before=_at(opened.nvml_used, nvml_index),
+            nvml_used_after=_at(used_after, nvml_index),
+            peak_allocated=_total(frameworks, "peak_allocated"),
+            peak_exact=len(frameworks) == 1 and frameworks[0].peak_exact,
+            allocated_total=_total(frameworks, "allocated_total"),
+            util_mean=util[0] if util else None,
+            util_max=util[1] if util else None,
+            frameworks=frameworks,
+        )
+
+    def _framework_usage(
+        self,
+        opened: Measurement,
+        source: AllocatorSource,
+        nvml_index: int,
+        cuda: int,
+        after: dict[str, dict[int, AllocatorStats]],
+        sampled: dict[str, tuple[float, float] | None],
+    ) -> AllocatorUsage | None:
+        """One framework's figures on one device; None when it was not up at either edge."""
+        key = (source.name, cuda)
+        before_stats = opened.allocators.get(source.name, {}).get(cuda)
+        after_stats = after.get(source.name, {}).get(cuda)
+        if before_stats is None and after_stats is None:
+            return None
+        # No stats at the start but some at the end: this cell started the framework on this
+        # device, and before it the allocator held nothing.
+        started_cold = before_stats is None
+        peak, exact, allocated_total = None, False, None
         if after_stats is not None:
-            base = before_stats.allocated_total if before_stats else 0
-            allocated_total = after_stats.allocated_total - base
+            if after_stats.allocated_total is not None:
+                base = before_stats.allocated_total if before_stats else 0
+                allocated_total = after_stats.allocated_total - (base or 0)
             counter = after_stats.peak_allocated
-            if started_cold or cuda in opened.peak_reset:
-                peak, exact = max(counter, opened.carried_peak.get(cuda, 0)), True
-            elif before_stats is not None and counter > before_stats.peak_allocated:
+            if counter is not None and (started_cold or key in opened.peak_reset):
+                peak, exact = max(counter, opened.carried_peak.get(key, 0)), True
+            elif (
+                counter is not None
+                and before_stats is not None
+                and before_stats.peak_allocated is not None
+                and counter > before_stats.peak_allocated
+            ):
                 peak, exact = counter, True  # this cell raised the process-wide mark
             else:
-                seen = sampled.get(self._allocated.column(nvml_index))
+                seen = sampled.get(self._allocated[source.name].column(nvml_index))
                 peak = max(
                     before_stats.allocated if before_stats else 0,
                     after_stats.allocated,
                     int(seen[1]) if seen else 0,
                 )
         zero_if_cold = 0 if started_cold else None
-        return DeviceUsage(
-            nvml_index=nvml_index,
-            cuda_index=cuda,
-            name=name,
+        return AllocatorUsage(
+            framework=source.name,
             allocated_before=before_stats.allocated if before_stats else zero_if_cold,
             allocated_after=after_stats.allocated if after_stats else None,
             reserved_before=before_stats.reserved if before_stats else zero_if_cold,
             reserved_after=after_stats.reserved if after_stats else None,
-            nvml_used_before=_at(opened.nvml_used, nvml_index),
-            nvml_used_after=_at(used_after, nvml_index),
             peak_allocated=peak,
             peak_exact=exact,
             allocated_total=allocated_total,
-            util_mean=util[0] if util else None,
-            util_max=util[1] if util else None,
         )
 
     def _rss_peak(
@@ -268,6 +334,20 @@ class Ledger:
             return max(mark, opened.carried_rss_peak), True
         values = [v for v in (opened.rss, rss_after, sampled and int(sampled[1])) if v]
         return (max(values) if values else None), False
+
+
+def _total(frameworks: tuple[AllocatorUsage, ...], attr: str) -> int | None:
+    values = [v for f in frameworks if (v := getattr(f, attr)) is not None]
+    return sum(values) if values else None
+
+
+def _sum_stats(a: AllocatorStats, b: AllocatorStats) -> AllocatorStats:
+    return AllocatorStats(
+        allocated=a.allocated + b.allocated,
+        reserved=a.reserved + b.reserved,
+        peak_allocated=None,  # peaks of two allocators need not coincide
+        allocated_total=None,
+    )
 
 
 def _at(values: list[Any], index: int) -> Any:

@@ -26,7 +26,18 @@ def classify_exception(exc: BaseException | None) -> tuple[str, str]:
 
 
 def is_out_of_memory(exc: BaseException) -> bool:
-    """torch's OutOfMemoryError, the older RuntimeError form, or a host MemoryError."""
+    """torch's or CuPy's OutOfMemoryError, the older RuntimeError form, JAX's
+    RESOURCE_EXHAUSTED out-of-memory error, or a host MemoryError."""
     if isinstance(exc, MemoryError) or type(exc).__name__ == "OutOfMemoryError":
         return True
-    return isinstance(exc, RuntimeError) and "out of memory" in str(exc).lower()
+    text = str(exc)
+    if "RESOURCE_EXHAUSTED" in text and "memory" in text.lower():
+        return True  # JAX's XlaRuntimeError / JaxRuntimeError
+    return isinstance(exc, RuntimeError) and "out of memory" in text.lower()
+
+
+def is_host_out_of_memory(exc: BaseException) -> bool:
+    """A host ``MemoryError`` (numpy's too): CuPy's OutOfMemoryError is a MemoryError too,
+    but of the GPU."""
+    module = type(exc).__module__ or ""
+    return isinstance(exc, MemoryError) and not module.startswith("cupy")

@@ -10,23 +10,50 @@ def _delta(before: int | None, after: int | None) -> int | None:
 
 
 @dataclass(frozen=True, slots=True)
+class AllocatorUsage:
+    """What one cell did in one framework's allocator on one GPU (bytes; None: not measured)."""
+
+    framework: str  # "torch", "jax", "cupy"
+    allocated_before: int | None  # live tensors / arrays
+    allocated_after: int | None
+    reserved_before: int | None  # held from the driver by its cache or pool
+    reserved_after: int | None
+    peak_allocated: int | None
+    peak_exact: bool  # False: a lower bound (sampled, or a counter that can't be reset)
+    allocated_total: int | None = None  # torch only: bytes handed out during the cell
+
+    @property
+    def allocated_delta(self) -> int | None:
+        return _delta(self.allocated_before, self.allocated_after)
+
+    @property
+    def retained(self) -> int | None:
+        delta = self.allocated_delta
+        return None if delta is None else max(0, delta)
+
+
+@dataclass(frozen=True, slots=True)
 class DeviceUsage:
     """What one cell did on one GPU. Bytes unless named otherwise; None = not measured."""
 
     nvml_index: int
     cuda_index: int | None
     name: str
-    allocated_before: int | None  # torch allocator, live tensors
+    # The allocator figures are over every framework active on the device (``frameworks``
+    # has each one's). With one framework they are its own; with several, the peak is the sum
+    # of their peaks (which need not coincide) and is marked inexact.
+    allocated_before: int | None  # live tensors / arrays
     allocated_after: int | None
-    reserved_before: int | None  # torch allocator, held from the driver
+    reserved_before: int | None  # held from the driver by the allocators
     reserved_after: int | None
     nvml_used_before: int | None  # the driver's view: every process on the device
     nvml_used_after: int | None
     peak_allocated: int | None  # highest allocated while the cell ran
-    peak_exact: bool  # True: from torch's peak counter; False: a lower bound from samples
-    allocated_total: int | None  # bytes handed out during the cell, freed or not
+    peak_exact: bool  # True: from a peak counter; False: a lower bound from samples
+    allocated_total: int | None  # bytes handed out during the cell, freed or not (torch)
     util_mean: float | None  # percent, from the timeline
     util_max: float | None
+    frameworks: tuple[AllocatorUsage, ...] = ()  # one per framework active on the device
 
     @property
     def allocated_delta(self) -> int | None:
@@ -87,6 +114,16 @@ class CellRecord:
         count = "?" if self.execution_count is None else str(self.execution_count)
         return f"[{count}]" if self.kind == "cell" else f"[{count}] {self.label}"
 
+    @property
+    def frameworks(self) -> list[str]:
+        """The frameworks whose allocator this record measured, in first-seen order."""
+        names = (f.framework for d in self.devices for f in d.frameworks)
+        return list(dict.fromkeys(names))
+
+    def framework_usage(self, framework: str) -> list[AllocatorUsage]:
+        """``framework``'s figures on each GPU where it was measured."""
+        return [f for d in self.devices for f in d.frameworks if f.framework == framework]
+
     def _sum(self, attr: str) -> int | None:
         values = [getattr(d, attr) for d in self.devices]
         values = [v for v in values if v is not None]
@@ -130,10 +167,29 @@ class CellRecord:
 def record_from_dict(d: dict) -> CellRecord:
     """The inverse of ``dataclasses.asdict(record)`` (as a recording stores it)."""
     fields = dict(d)
-    fields["devices"] = tuple(DeviceUsage(**device) for device in fields.get("devices", ()))
+    fields["devices"] = tuple(_device_from_dict(device) for device in fields.get("devices", ()))
     retention = fields.get("retention")
     if retention is not None:
         holders = tuple((str(name), int(size)) for name, size in retention.get("holders", ()))
         fields["retention"] = Retention(retention["device"], holders, retention.get("note", ""))
     fields["traced"] = tuple(fields.get("traced", ()))
     return CellRecord(**fields)
+
+
+def _device_from_dict(d: dict) -> DeviceUsage:
+    fields = dict(d)
+    given = fields.pop("frameworks", None)
+    if given is None and fields.get("allocated_after") is not None:
+        # a recording from before per-framework figures: they were torch's
+        given = [{
+            "framework": "torch", **{k: fields.get(k) for k in _FRAMEWORK_FIELDS},
+            "peak_exact": bool(fields.get("peak_exact")),
+        }]  # fmt: skip
+    frameworks = tuple(AllocatorUsage(**f) for f in given or ())
+    return DeviceUsage(**fields, frameworks=frameworks)
+
+
+_FRAMEWORK_FIELDS = (
+    "allocated_before", "allocated_after", "reserved_before", "reserved_after",
+    "peak_allocated", "allocated_total",
+)  # fmt: skip

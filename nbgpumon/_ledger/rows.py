@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import fields
 
-from .records import CellRecord, DeviceUsage
+from .records import AllocatorUsage, CellRecord, DeviceUsage
 
 RECORD_FIELDS = (
     "index",
@@ -30,13 +30,18 @@ TOTALS = (
     "rss_delta",
 )
 _DEVICE_FIELDS = tuple(
-    f.name for f in fields(DeviceUsage) if f.name not in ("nvml_index", "cuda_index", "name")
+    f.name
+    for f in fields(DeviceUsage)
+    if f.name not in ("nvml_index", "cuda_index", "name", "frameworks")
 )
 _DEVICE_DERIVED = ("allocated_delta", "reserved_delta", "nvml_used_delta", "retained")
+_FRAMEWORK_FIELDS = tuple(f.name for f in fields(AllocatorUsage) if f.name != "framework")
+_FRAMEWORK_DERIVED = ("allocated_delta", "retained")
 
 
 def record_row(record: CellRecord) -> dict:
-    """One flat dict per record: totals over GPUs plus ``gpu<N>.<field>`` per device."""
+    """One flat dict per record: totals over GPUs, ``gpu<N>.<field>`` per device (summed over
+    its frameworks) and ``gpu<N>.<framework>.<field>`` per framework on it."""
     row: dict = {name: getattr(record, name) for name in RECORD_FIELDS}
     row["start"] = record.start
     row.update({name: getattr(record, name) for name in TOTALS})
@@ -47,4 +52,7 @@ def record_row(record: CellRecord) -> dict:
         prefix = f"gpu{d.nvml_index}."
         for name in _DEVICE_FIELDS + _DEVICE_DERIVED:
             row[prefix + name] = getattr(d, name)
+        for f in d.frameworks:
+            for name in _FRAMEWORK_FIELDS + _FRAMEWORK_DERIVED:
+                row[f"{prefix}{f.framework}.{name}"] = getattr(f, name)
     return row

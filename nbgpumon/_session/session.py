@@ -25,13 +25,16 @@ from .._forensics.tracing import AllocationTracer, format_traced
 from .._foundation.errors import RecordingError, UsageError
 from .._foundation.metrics import metric
 from .._ledger.ledger import MAX_LABEL, Ledger
+from .._ledger.outcome import is_host_out_of_memory
 from .._ledger.records import CellRecord
 from .._recording.writer import RecordingWriter
 from .._sampling.sampler import Sampler, timeline_columns
 from .._sampling.timeline import Chunk, Timeline, Window
 from .._sources.allocator_columns import AllocatorColumns
 from .._sources.base import ALLOCATOR, DETAIL, SLOW
+from .._sources.cupy_allocator import CupyAllocatorSource
 from .._sources.host import HostSource
+from .._sources.jax_allocator import JaxAllocatorSource
 from .._sources.nvml import GpuProcess, NvmlSource
 from .._sources.torch_allocator import TorchAllocatorSource
 from .config import GPUMon
@@ -44,7 +47,7 @@ TRACE_MIN_BYTES = 2**20  # traced lines smaller than this are not shown
 TRACE_LINES = 5  # traced lines printed under a cell (the record keeps them all)
 _LIVE_SETTINGS = [
     "interval", "allocator_interval", "detail_interval", "slow_interval", "peak_mode",
-    "record_path",
+    "record_path", "cupy_peak_hook",
 ]  # fmt: skip
 
 
@@ -71,9 +74,17 @@ class Session:
         self.nvml = NvmlSource(nvml_module)
         self.nvml.open()
         self.torch = TorchAllocatorSource()
+        self.jax = JaxAllocatorSource()
+        self.cupy = CupyAllocatorSource(max_devices=len(self.nvml.devices))
+        self.cupy.hook_wanted = self.config.cupy_peak_hook
+        self.allocators = (self.torch, self.jax, self.cupy)  # each framework's own view
         self.host = HostSource()
         # The timeline's sources, in column order; a new source is one more entry here.
-        sources = [self.nvml, AllocatorColumns(self.torch, self.nvml), self.host]
+        sources = [
+            self.nvml,
+            *(AllocatorColumns(allocator, self.nvml) for allocator in self.allocators),
+            self.host,
+        ]
         self.timeline = Timeline(timeline_columns(sources))
         cfg = self.config
         self.sampler = Sampler(
@@ -88,7 +99,7 @@ class Session:
         )
         self.ledger = Ledger(
             self.nvml,
-            self.torch,
+            self.allocators,
             self.host,
             self.timeline,
             peak_mode=cfg.peak_mode,
@@ -117,6 +128,10 @@ class Session:
             self.sampler.intervals[SLOW] = value
         elif name == "peak_mode":
             self.ledger.peak_mode = value
+        elif name == "cupy_peak_hook":
+            self.cupy.hook_wanted = value  # armed when the next cell begins
+            if not value:
+                self.cupy.close()
         elif name == "record_path" and not self._syncing_record_path:
             try:
                 line = self.record(value or None)
@@ -154,6 +169,7 @@ class Session:
             self._recorder.stop()  # after the sampler: its last rows are written too
             self._recorder = None
         self.config.unobserve(self._config_changed, names=_LIVE_SETTINGS)
+        self.cupy.close()
         self.nvml.close()
         self.host.close()
         _open_sessions.discard(self)
@@ -203,22 +219,24 @@ class Session:
         return self.timeline.latest()
 
     def running(self) -> RunningCell | None:
-        """The cell being measured now, with its start readings by timeline column: the
+        """The cell being measured now, with its start readings by timeline column: each
         allocator's allocated bytes (0 when it was not up yet), NVML's used bytes, RSS."""
         opened = self.ledger.open_cell()
         if opened is None:
             return None
         baseline: dict[str, int] = {}
-        allocated = metric(self.torch.name, "allocated")
         for d in self.nvml.devices:
             at = d.nvml_index
             used = opened.nvml_used[at] if at < len(opened.nvml_used) else None
             if used is not None:
                 baseline[MEM_USED.column(at)] = used
-            if d.cuda_index is not None:
-                stats = opened.allocator.get(d.cuda_index)
+            if d.cuda_index is None:
+                continue
+            for source in self.allocators:
+                stats = opened.allocators.get(source.name, {}).get(d.cuda_index)
                 # no stats at the start: the allocator held nothing (as the ledger counts it)
-                baseline[allocated.column(at)] = stats.allocated if stats else 0
+                allocated = metric(source.name, "allocated").column(at)
+                baseline[allocated] = stats.allocated if stats else 0
         if opened.rss is not None:
             baseline[RSS.column()] = opened.rss
         count = opened.execution_count
@@ -243,11 +261,12 @@ class Session:
     def holders(self, device: str | None = None, budget: float = 0.05) -> HolderScan:
         """What holds memory now, biggest first: variables, ``Out[N]``, ``_``, tracebacks.
 
-        ``device``: "cuda", "cuda:N" or "host"; by default "cuda" once torch has CUDA up in
-        this kernel, else "host". Stops after ``budget`` seconds with a partial answer.
+        ``device``: "cuda", "cuda:N" or "host"; by default "cuda" once a framework (torch,
+        JAX, CuPy) has the GPU up in this kernel, else "host". Stops after ``budget`` seconds
+        with a partial answer.
         """
         if device is None:
-            device = "cuda" if self.torch.active() else "host"
+            device = "cuda" if self.gpu_framework_active() else "host"
         if not isinstance(device, str) or not holder_scan.DEVICES.match(device):
             raise UsageError(f"device is cuda, cuda:N or host, not {device!r}")
         found = holder_scan.scan(self._shell(), device, budget)
@@ -255,10 +274,11 @@ class Session:
 
     def free(self) -> str:
         """Drop what IPython's hidden references hold (outputs, ``_``, stored tracebacks),
-        collect garbage and empty torch's cache; never a variable of yours. Says what came back.
+        collect garbage and give torch's cache and CuPy's unused pool blocks back; never a
+        variable of yours. Says what came back.
         """
         before = self._memory_now()
-        cleared, frames = release(self._shell())
+        cleared, frames = release(self._shell(), self.allocators)
         after = self._memory_now()
         return freed_line(before, after, cleared, frames)
 
@@ -282,7 +302,7 @@ class Session:
         if retention is not None or traced:
             record = self.ledger.annotate(record, retention=retention, traced=traced)
         # host MemoryError is "oom" in the ledger too, but this post-mortem is about the GPU
-        gpu_oom = error is not None and not isinstance(error, MemoryError)
+        gpu_oom = error is not None and not is_host_out_of_memory(error)
         if record.status == "oom" and gpu_oom and self.config.oom_report:
             out.append(post_mortem_report(gather_oom_facts(self, shell, record, error)))
         if self._recorder is not None:
@@ -363,6 +383,10 @@ class Session:
     def _region_ended(self, record: CellRecord) -> None:
         if self._recorder is not None:
             self._recorder.add_cell(record)
+
+    def gpu_framework_active(self) -> bool:
+        """True once torch, JAX or CuPy has the GPU up in this kernel."""
+        return any(source.active() for source in self.allocators)
 
     # -- helpers for the holder views --------------------------------------------------------
     def _leaks(self, shell: Any) -> LeakWatch:

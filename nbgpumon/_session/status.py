@@ -6,6 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from .._foundation.units import format_bytes
+from .._sources.allocator_columns import read_by_cuda_index
+from .._sources.base import AllocatorSource
 from .data import Status
 
 Session = Any  # the live Session (session.py imports this module: no import back)
@@ -33,7 +35,10 @@ def _line(mon: Session, state: str) -> str:
     disabled = mon.nvml.library.disabled_metrics()
     if disabled:
         parts.append("unavailable: " + ", ".join(f"gpu{d} {m}" for d, m in sorted(disabled)))
-    parts.append(f"torch: {mon.torch.status}")
+    for source in mon.allocators:
+        state = _framework_state(mon, source)
+        if source.name == "torch" or state != "not imported":
+            parts.append(f"{source.label}: {state}")
     if mon.sampler.error:
         parts.append(f"error: {mon.sampler.error}")
     return " · ".join(parts)
@@ -81,7 +86,10 @@ def status_lines(mon: Session) -> list[str]:
         lines.append(f"  note: {mon.nvml.mapping_note}")
     for note in mon.nvml.notes():
         lines.append(f"  note: {note}")
-    lines.append(f"torch allocator: {mon.torch.status}; allocation tracing {mon.tracing}")
+    lines.append("allocators (each framework's own view of this kernel's GPU memory):")
+    for source in mon.allocators:
+        lines.append(f"  {source.label}: {_framework_state(mon, source, detail=True)}")
+    lines.append(f"allocation tracing {mon.tracing} (torch's memory history)")
     lines.append(
         f"host: {mon.host.status}; per-cell host peak "
         f"{'exact (VmHWM)' if mon.host.can_reset_peak else 'sampled'}"
@@ -103,3 +111,35 @@ def status_lines(mon: Session) -> list[str]:
         f"{len(mon.ledger.records())} records in the ledger"
     )
     return lines
+
+
+_PEAKS = {
+    "torch": "per-cell peaks exact (torch's counter, reset at each cell)",
+    "jax": "per-cell peaks exact when a cell sets a new high, else sampled (≥): JAX's peak "
+    "can't be reset",
+    "cupy": "per-cell peaks exact for the kernel's thread (CuPy memory hook), else sampled (≥)",
+}
+
+
+def _framework_state(mon: Session, source: AllocatorSource, detail: bool = False) -> str:
+    """ "not imported", "imported, … (not read)", or "active on cuda:0" (with its figures)."""
+    if not source.active():
+        status = source.status
+        return "not imported" if status.endswith("not imported") else status
+    stats = read_by_cuda_index(source, mon.nvml.devices)
+    if not detail:
+        return "active on " + ", ".join(f"cuda:{i}" for i in sorted(stats)) if stats else "active"
+    devices = [
+        f"cuda:{i} {format_bytes(s.allocated)} in use, {format_bytes(s.reserved)} reserved"
+        + (f" (limit {format_bytes(s.limit)})" if s.limit else "")
+        for i, s in sorted(stats.items())
+    ]
+    peaks = _PEAKS.get(source.name, "")
+    if source.name == "cupy" and not source.peak_resettable:
+        peaks = (
+            "per-cell peaks sampled (≥); %config GPUMon.cupy_peak_hook = True makes them "
+            "exact (about 2.6 µs per CuPy allocation)"
+        )
+    if source.name == "torch" and mon.config.peak_mode != "reset":
+        peaks = "per-cell peaks exact when a cell sets a new high (peak_mode 'preserve')"
+    return f"active: {'; '.join(devices) or 'no device read'}; {peaks}"

@@ -7,8 +7,8 @@ rest, so a slow read (NVML's PCIe counters, the process list) never runs on ever
 never raises (a failed read is a missing value plus ``status``), keeps no history, starts no
 thread and knows nothing of IPython.
 
-An **allocator source** (torch today; JAX and CuPy next) is a framework's own view of its GPU
-memory, read per CUDA device, and only once the user's code has initialised that framework.
+An **allocator source** (torch, JAX, CuPy) is a framework's own view of its GPU memory, read per
+CUDA device, and only once the user's code has initialised that framework on that device.
 """
 
 from __future__ import annotations
@@ -48,22 +48,29 @@ class Source(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class AllocatorStats:
-    """One device's allocator counters, in bytes (counts for retries and OOMs)."""
+    """One device's allocator counters, in bytes (counts for retries and OOMs).
+
+    None where a framework does not keep the counter: JAX and CuPy count no cumulative bytes,
+    and CuPy keeps no peak unless nbgpumon's memory hook is armed on the kernel's thread.
+    """
 
     allocated: int  # in live tensors / arrays
-    reserved: int  # held from the driver by the allocator's cache
-    peak_allocated: int  # since the last peak reset (or since start, where it can't be reset)
-    allocated_total: int  # cumulative bytes handed out (monotonic)
+    reserved: int  # held from the driver by the allocator's cache or pool
+    peak_allocated: int | None  # since the last peak reset (or since start, if not resettable)
+    allocated_total: int | None  # cumulative bytes handed out (monotonic)
     alloc_retries: int = 0  # allocations that had to free the cache first
     ooms: int = 0
     active: int | None = None  # torch: blocks in use, split or not
     inactive_split: int | None = None  # torch: reserved but unusable for large requests
+    limit: int | None = None  # the most the allocator may take (JAX's bytes_limit, CuPy's limit)
+    largest_free: int | None = None  # the largest block it could hand out without growing
 
 
 class AllocatorSource(Protocol):
     """A framework's allocator: what the ledger reads at a cell's edges."""
 
-    name: str
+    name: str  # "torch", "jax", "cupy": the registry's source name
+    label: str  # how a user writes it: "torch", "JAX", "CuPy"
     metrics: tuple[Metric, ...]  # its timeline metrics, filled from :meth:`timeline_values`
     peak_resettable: bool  # True: a cell's peak is exact after :meth:`reset_peak`
 
@@ -86,4 +93,9 @@ class AllocatorSource(Protocol):
 
     def timeline_values(self, stats: AllocatorStats) -> list[float | None]:
         """``stats`` as the values of :attr:`metrics`, in that order."""
+        ...
+
+    def release_cache(self) -> None:
+        """Give cached, unused blocks back to the driver where the framework can (main thread;
+        a no-op where it can't, or before it is up)."""
         ...

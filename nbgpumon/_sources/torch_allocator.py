@@ -10,7 +10,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from .._foundation.metrics import metrics_of
+from .._foundation.metrics import metrics_of, source_label
 from .base import AllocatorStats
 
 
@@ -29,6 +29,7 @@ class TorchAllocatorSource:
     """Reads ``torch.cuda`` allocator stats when, and only when, CUDA is already up."""
 
     name = "torch"
+    label = source_label("torch")
     metrics = metrics_of("torch")
     peak_resettable = True  # torch.cuda.reset_peak_memory_stats
 
@@ -104,6 +105,15 @@ class TorchAllocatorSource:
         except Exception as exc:
             self.status = f"torch.cuda.reset_peak_memory_stats failed: {exc}"
             return False
+
+    def release_cache(self) -> None:
+        """Give torch's cached, unused blocks back to the driver (only once CUDA is up)."""
+        cuda = initialised_cuda()  # empty_cache must never be the first CUDA call
+        if cuda is not None:
+            try:
+                cuda.empty_cache()
+            except Exception as exc:
+                self.status = f"torch.cuda.empty_cache failed: {exc}"
 
 
 def _all(stats: dict, name: str, field: str) -> int:

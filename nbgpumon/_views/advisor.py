@@ -24,11 +24,13 @@ BUSY_CELL_SECONDS = 10.0  # cells at least this long count as "running work"
 IDLE_UTIL = 60.0  # mean GPU utilization below this, in such a cell, is waiting
 NEAR_LIMIT = 0.90  # device memory in use over total
 GROWING_MIN = 16 * 2**20  # a re-run must keep at least this much to count as growth
+PREALLOCATED_IDLE = 4 * GIB  # JAX's pool at least this far above its arrays ...
+PREALLOCATED_SHARE_OF_USE = 4  # ... and at least 4× what they use
 
 
 @dataclass(frozen=True)
 class Hint:
-    topic: str  # "fragmentation", "input pipeline", "memory limit", "re-run growth"
+    topic: str  # "fragmentation", "input pipeline", "memory limit", "JAX preallocation", ...
     evidence: str  # the numbers that triggered it
     advice: str  # what to do
 
@@ -111,7 +113,7 @@ def input_pipeline(ev: Evidence) -> list[Hint]:
         and r.duration >= BUSY_CELL_SECONDS
         and r.util_mean is not None
         and r.util_mean < IDLE_UTIL
-        and (r.allocated_total or 0) > 0  # the cell did GPU work: torch allocated in it
+        and ((r.allocated_total or 0) > 0 or (r.peak_allocated or 0) > 0)  # it did GPU work
     ]
     if not waiting:
         return []
@@ -196,7 +198,65 @@ def rerun_growth(ev: Evidence) -> list[Hint]:
     return hints
 
 
-RULES = (fragmentation, input_pipeline, memory_limit, rerun_growth)
+def _idle_pool(ev: Evidence, framework: str, index: int) -> tuple[int, float, float] | None:
+    """(sample, pool bytes, in-use bytes) where ``framework``'s pool on GPU ``index`` held the
+    most it did not use; None without its columns."""
+    pool = ev.column(metric(framework, "reserved").column(index))
+    used = ev.column(metric(framework, "allocated").column(index))
+    if pool is None or used is None or not np.isfinite(pool).any():
+        return None
+    idle = np.where(np.isfinite(pool) & np.isfinite(used), pool - used, -np.inf)
+    worst = int(np.argmax(idle))
+    return worst, float(pool[worst]), float(used[worst])
+
+
+def jax_preallocation(ev: Evidence) -> list[Hint]:
+    hints = []
+    for index, name in ev.gpus:
+        found = _idle_pool(ev, "jax", index)
+        if found is None:
+            continue
+        at, pool, used = found
+        if pool - used < PREALLOCATED_IDLE or pool < PREALLOCATED_SHARE_OF_USE * max(used, 1):
+            continue
+        hints.append(
+            Hint(
+                "JAX preallocation",
+                f"gpu{index} {name}: JAX's pool held {format_bytes(pool)} while its arrays "
+                f"used {format_bytes(used)}{_during(ev, float(ev.times[at]))}",
+                "JAX takes 75% of the GPU when it starts: set XLA_PYTHON_CLIENT_PREALLOCATE="
+                "false (the pool grows as needed) or XLA_PYTHON_CLIENT_MEM_FRACTION=.3 before "
+                "jax starts (restart the kernel) when torch, CuPy or another process needs it",
+            )
+        )
+    return hints
+
+
+def cupy_pool_cache(ev: Evidence) -> list[Hint]:
+    hints = []
+    for index, name in ev.gpus:
+        found = _idle_pool(ev, "cupy", index)
+        if found is None:
+            continue
+        at, pool, used = found
+        if pool - used < FRAGMENTED_BYTES or pool - used < FRAGMENTED_SHARE * pool:
+            continue
+        hints.append(
+            Hint(
+                "CuPy pool cache",
+                f"gpu{index} {name}: CuPy's pool cached {format_bytes(pool - used)} of freed "
+                f"blocks (live arrays: {format_bytes(used)}){_during(ev, float(ev.times[at]))}; "
+                "NVML counts it as used, but it is not a leak",
+                "cupy.get_default_memory_pool().free_all_blocks() (or %gpumon free) gives it "
+                "back to the driver; it matters only when another framework or process needs it",
+            )
+        )
+    return hints
+
+
+RULES = (
+    fragmentation, input_pipeline, memory_limit, rerun_growth, jax_preallocation, cupy_pool_cache
+)  # fmt: skip
 
 
 def advise(ev: Evidence) -> list[Hint]:
@@ -243,6 +303,7 @@ def hints_text(hints: Sequence[Hint]) -> str:
     if not hints:
         return (
             "nbgpumon advise: nothing to suggest: no fragmentation, idle GPU in long cells, "
-            "memory near the limit or re-runs that keep growing in what was measured"
+            "memory near the limit, re-runs that keep growing, JAX preallocation or a large "
+            "CuPy pool cache in what was measured"
         )
     return "\n".join(f"{n}. {hint}" for n, hint in enumerate(hints, 1))

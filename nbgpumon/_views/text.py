@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from .._foundation.metrics import device_of, metric, metric_of
+from .._foundation.metrics import device_of, metric, metric_of, source_label
 from .._foundation.units import format_bytes, format_percent, format_seconds, format_value
 from .._ledger.records import CellRecord, Retention
 
@@ -39,17 +39,70 @@ class TextView:
 
 
 # -- one cell -----------------------------------------------------------------------------
+@dataclass(frozen=True)
+class FrameworkFigures:
+    """One framework's part of a record, over its GPUs."""
+
+    label: str  # "torch", "JAX", "CuPy"
+    allocated_total: int | None  # torch only
+    peak: int | None  # the highest per-GPU peak
+    peak_exact: bool
+    kept: int | None
+
+
+def framework_figures(record: CellRecord) -> list[FrameworkFigures]:
+    """Each framework the record measured, with its own peak and kept bytes."""
+    out = []
+    for name in record.frameworks:
+        usage = record.framework_usage(name)
+        peaks = [u for u in usage if u.peak_allocated is not None]
+        kept = [u.retained for u in usage if u.retained is not None]
+        totals = [u.allocated_total for u in usage if u.allocated_total is not None]
+        out.append(
+            FrameworkFigures(
+                label=source_label(name),
+                allocated_total=sum(totals) if totals else None,
+                peak=max(u.peak_allocated for u in peaks) if peaks else None,  # type: ignore[type-var]
+                peak_exact=all(u.peak_exact for u in peaks),
+                kept=sum(kept) if kept else None,
+            )
+        )
+    return out
+
+
+def _peak_text(peak: int | None, exact: bool) -> str:
+    return ("" if exact else "≥") + format_bytes(peak)
+
+
+def _gpu_parts(record: CellRecord) -> list[str]:
+    """``+1.0 GiB alloc · peak 3.2 GiB · kept 1.0 GiB``, one group per framework (named when
+    there are several); [] when no allocator was measured."""
+    figures = framework_figures(record)
+    if not figures and record.allocated_total is not None:
+        # a record without per-framework figures (built by hand): its totals
+        figures = [
+            FrameworkFigures(
+                "", record.allocated_total, record.peak_allocated, record.peak_exact,
+                record.retained,
+            )
+        ]  # fmt: skip
+    groups = []
+    for f in figures:
+        parts = [] if f.allocated_total is None else [
+            f"{format_bytes(f.allocated_total, signed=True)} alloc"
+        ]  # fmt: skip
+        parts += [f"peak {_peak_text(f.peak, f.peak_exact)}", f"kept {format_bytes(f.kept)}"]
+        groups.append(f"{f.label}: {', '.join(parts)}" if len(figures) > 1 else " · ".join(parts))
+    if groups:
+        groups[-1] += _held_by(record, "cuda")
+    return groups
+
+
 def summary_line(record: CellRecord) -> str:
-    """``[12] +1.0 GiB alloc · peak 3.2 GiB · kept 1.0 GiB · 12.3 s · GPU 87%``."""
-    parts: list[str] = []
-    if record.allocated_total is not None:
-        peak = record.peak_allocated
-        parts += [
-            f"{format_bytes(record.allocated_total, signed=True)} alloc",
-            f"peak {'' if record.peak_exact else '≥'}{format_bytes(peak)}",
-            f"kept {format_bytes(record.retained)}" + _held_by(record, "cuda"),
-        ]
-    else:
+    """``[12] +1.0 GiB alloc · peak 3.2 GiB · kept 1.0 GiB · 12.3 s · GPU 87%``; with several
+    frameworks, ``[12] torch: peak 3.2 GiB, kept 1.0 GiB · JAX: peak ≥1.0 GiB, kept 0 B · …``."""
+    parts: list[str] = _gpu_parts(record)
+    if not parts:
         used = [d.nvml_used_delta for d in record.devices if d.nvml_used_delta is not None]
         if used and sum(used) != 0:
             parts.append(f"GPU mem {format_bytes(sum(used), signed=True)}")
@@ -115,13 +168,19 @@ def _row(r: CellRecord) -> tuple[str, ...]:
         if r.util_mean is None
         else (f"{format_percent(r.util_mean)} (max {format_percent(r.util_max)})")
     )
+    figures = framework_figures(r)
+    if len(figures) > 1:  # each framework's own figure: their peaks need not coincide
+        peak = " · ".join(f"{f.label} {_peak_text(f.peak, f.peak_exact)}" for f in figures)
+        kept = " · ".join(f"{f.label} {format_bytes(f.kept)}" for f in figures)
+    else:
+        peak, kept = _peak_text(r.peak_allocated, r.peak_exact), format_bytes(r.retained)
     return (
         r.name,
         r.status,
         format_seconds(r.duration),
         format_bytes(r.allocated_total, signed=True),
-        ("" if r.peak_exact else "≥") + format_bytes(r.peak_allocated),
-        format_bytes(r.retained),
+        peak,
+        kept,
         util,
         format_bytes(sum(nvml), signed=True) if nvml else "—",
         format_bytes(r.rss_delta, signed=True),

@@ -25,7 +25,7 @@ from .._foundation.units import format_bytes
 from .._ledger.records import CellRecord
 from .._sampling.timeline import Window
 from .svg import timeline_svg
-from .text import retention_text, summary_line
+from .text import framework_figures, retention_text, summary_line
 
 if TYPE_CHECKING:
     from .._session.data import SessionData
@@ -196,6 +196,10 @@ def cell_row(r: CellRecord) -> dict[str, Any]:
         "peak_exact": r.peak_exact, "kept": r.retained, "util_mean": r.util_mean,
         "util_max": r.util_max, "host_delta": r.rss_delta, "summary": summary_line(r),
         "held_by": retention_text(r.retention) if r.retention is not None else "",
+        "frameworks": [
+            {"label": f.label, "peak": f.peak, "peak_exact": f.peak_exact, "kept": f.kept}
+            for f in framework_figures(r)
+        ],
     }  # fmt: skip
 
 

@@ -1,0 +1,50 @@
+// Several frameworks' allocators on one GPU: their lines in the memory panel (each its own
+// colour, joining once it has a value) and the ledger table's per-framework figures.
+import { expect, test } from "vitest";
+import { panelSpecs } from "../src/chart.js";
+import { rowTexts } from "../src/table.js";
+import { columns } from "./columns.js";
+
+const GiB = 2 ** 30;
+const DEVICE = { index: 0, name: "NVIDIA H200", memory_total: 141 * GiB, cuda_index: 0 };
+const COLUMNS = columns(
+  "gpu0.nvml.mem_used", "gpu0.nvml.mem_total", "gpu0.torch.reserved", "gpu0.torch.allocated",
+  "gpu0.jax.reserved", "gpu0.jax.allocated", "gpu0.cupy.reserved", "gpu0.cupy.allocated", "host.rss",
+);
+const TOGGLES = { power: false, temperature: false, rss: false };
+
+function memoryPanel(seen) {
+  const specs = panelSpecs({ devices: [DEVICE], columns: COLUMNS, gpu: "all", toggles: TOGGLES, seen });
+  return specs.find((s) => s.id === "gpu0-memory");
+}
+
+test("a framework's lines join the memory panel once its column has a value", () => {
+  const jaxOnly = memoryPanel((c) => c.startsWith("gpu0.nvml") || c.startsWith("gpu0.jax"));
+  expect(jaxOnly.series.map((s) => s.label)).toEqual(["used (NVML)", "pool (JAX)", "in use (JAX)"]);
+  const all = memoryPanel(() => true);
+  expect(all.series.map((s) => s.column)).toEqual([
+    "gpu0.nvml.mem_used", "gpu0.torch.reserved", "gpu0.torch.allocated", "gpu0.jax.reserved",
+    "gpu0.jax.allocated", "gpu0.cupy.reserved", "gpu0.cupy.allocated",
+  ]);
+  expect(new Set(all.series.map((s) => s.color)).size).toBe(all.series.length); // each its own
+});
+
+test("a panel whose lines have no value yet keeps them all", () => {
+  const specs = panelSpecs({ devices: [DEVICE], columns: columns("gpu0.jax.reserved", "gpu0.jax.allocated"), gpu: "all", toggles: TOGGLES, seen: () => false });
+  expect(specs[0].series.map((s) => s.label)).toEqual(["pool (JAX)", "in use (JAX)"]);
+});
+
+test("with several frameworks the table gives each one's peak and kept bytes", () => {
+  const cell = {
+    name: "[4]", status: "ok", duration: 1, alloc: GiB, peak: 3 * GiB, peak_exact: false, kept: 2 * GiB,
+    frameworks: [
+      { label: "torch", peak: 2 * GiB, peak_exact: true, kept: GiB },
+      { label: "JAX", peak: GiB, peak_exact: false, kept: GiB },
+    ],
+  };
+  const texts = rowTexts(cell);
+  expect(texts[4]).toBe("torch 2.0 GiB \u00b7 JAX \u22651.0 GiB");
+  expect(texts[5]).toBe("torch 1.0 GiB \u00b7 JAX 1.0 GiB");
+  const one = rowTexts({ ...cell, frameworks: [cell.frameworks[0]], peak: 2 * GiB, peak_exact: true });
+  expect(one[4]).toBe("2.0 GiB"); // one framework: its figure, unnamed
+});

@@ -1,0 +1,247 @@
+"""The JAX and CuPy allocator sources, faked at the frameworks' boundary (tests/fake_frameworks.py):
+what they read, when they refuse to read, and what the ledger makes of them beside torch."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+import nbgpumon
+from nbgpumon import Monitor
+from nbgpumon._forensics.release import MemoryNow, freed_line
+from nbgpumon._sources.cuda_contexts import CudaContexts
+from nbgpumon._sources.cupy_allocator import CupyAllocatorSource
+from nbgpumon._sources.jax_allocator import JaxAllocatorSource
+from nbgpumon._views.text import cells_table, summary_line
+
+from fake_frameworks import GIB, FakeContexts, FakeCupy, FakeJaxClient, FakeJaxDevice, fake_jax
+from notebook_runner import fake_pynvml
+
+ONE_GPU = [{"name": "Fake H200", "used": 3 * GIB, "total": 141 * GIB}]
+
+
+def install(monkeypatch, modules: dict) -> None:
+    for name, module in modules.items():
+        monkeypatch.setitem(sys.modules, name, module)
+
+
+# -- JAX ------------------------------------------------------------------------------------
+def test_jax_is_not_read_until_its_backends_are_up(monkeypatch):
+    source = JaxAllocatorSource()
+    monkeypatch.delitem(sys.modules, "jax", raising=False)
+    assert not source.active() and source.status == "jax not imported"
+    backends: dict = {}
+    install(monkeypatch, fake_jax(backends))
+    assert not source.active()
+    assert source.status == "jax imported, no backend initialised yet (not read)"
+    backends["cpu"] = FakeJaxClient([FakeJaxDevice(0, "cpu")])
+    assert not source.active() and "active on cpu only" in source.status
+
+
+def test_jax_gpu_devices_are_read_by_their_cuda_ordinal(monkeypatch):
+    gpus = [FakeJaxDevice(0), FakeJaxDevice(1)]
+    gpus[1].use(2 * GIB, pool=105 * GIB)
+    gpus[1].stats["largest_free_block_bytes"] = 7 * GIB
+    install(monkeypatch, fake_jax({"cpu": FakeJaxClient([]), "cuda": FakeJaxClient(gpus)}))
+    source = JaxAllocatorSource()
+    assert source.active()
+    stats = source.read(1)
+    assert (stats.allocated, stats.reserved, stats.peak_allocated) == (2 * GIB, 105 * GIB, 2 * GIB)
+    assert stats.limit == 100 * GIB and stats.largest_free == 7 * GIB
+    assert stats.allocated_total is None  # JAX counts no cumulative bytes
+    assert source.read(5) is None and not source.reset_peak(1)
+
+
+def test_jax_memory_stats_none_or_failing_is_a_status_not_an_exception(monkeypatch):
+    gpu = FakeJaxDevice(0)
+    install(monkeypatch, fake_jax({"cuda": FakeJaxClient([gpu])}))
+    source = JaxAllocatorSource()
+    gpu.stats = None
+    assert source.read(0) is None and "returned nothing" in source.status
+    gpu.stats = RuntimeError("INTERNAL: stream lost")
+    assert source.read(0) is None and "stream lost" in source.status
+
+
+def test_new_backends_after_clear_backends_are_found(monkeypatch):
+    backends = {"cuda": FakeJaxClient([FakeJaxDevice(0)])}
+    install(monkeypatch, fake_jax(backends))
+    source = JaxAllocatorSource()
+    assert source.read(0) is not None
+    fresh = FakeJaxDevice(0)
+    fresh.use(GIB)
+    backends["cuda"] = FakeJaxClient([fresh])  # jax.clear_backends() and a new computation
+    assert source.read(0).allocated == GIB
+
+
+# -- CuPy -----------------------------------------------------------------------------------
+def test_cupy_reads_only_devices_whose_context_is_up(monkeypatch):
+    cupy = FakeCupy()
+    install(monkeypatch, {"cupy": cupy})
+    contexts = FakeContexts()
+    source = CupyAllocatorSource(contexts, max_devices=2)
+    assert not source.active() and "no CUDA context" in source.status
+    assert source.read(0) is None and cupy.entered == []  # making a device current makes one
+    contexts.up.add(1)
+    cupy.malloc(1, GIB)
+    assert source.active()
+    stats = source.read(1)
+    assert (stats.allocated, stats.reserved, stats.peak_allocated) == (GIB, GIB, None)
+    assert source.read(0) is None and cupy.entered == [1]
+
+
+def test_cupy_release_cache_frees_each_readable_pool_and_the_pinned_one(monkeypatch):
+    cupy = FakeCupy()
+    install(monkeypatch, {"cupy": cupy})
+    source = CupyAllocatorSource(FakeContexts({0}), max_devices=2)
+    cupy.malloc(0, 4 * GIB)
+    cupy.free(0, 3 * GIB)
+    source.release_cache()
+    assert cupy.pool.freed == [0] and cupy.pinned.freed == 1
+    assert source.read(0).reserved == GIB
+
+
+def test_a_missing_cuda_driver_means_no_context_and_is_never_loaded():
+    contexts = CudaContexts("libcuda-not-here.so.1")
+    assert contexts.active(0) is False
+    if not CudaContexts._loaded_driver(CudaContexts()):  # this machine: no CUDA driver loaded
+        assert CudaContexts().active(0) is False
+    with open("/proc/self/maps") as maps:
+        assert "libcuda-not-here" not in maps.read()
+
+
+# -- the ledger with several frameworks -----------------------------------------------------
+@pytest.fixture
+def monitor(monkeypatch):
+    mon = Monitor(nvml_module=fake_pynvml(devices=ONE_GPU))
+    try:
+        yield mon
+    finally:
+        mon.close()
+
+
+def test_a_jax_cell_keeps_its_bytes_and_its_peak_is_exact_only_when_it_sets_a_high(
+    monkeypatch, monitor
+):
+    gpu = FakeJaxDevice(0)
+    install(monkeypatch, fake_jax({"cuda": FakeJaxClient([gpu])}))
+    opened = monitor.ledger.begin("cell", "x = jnp.ones(...)", 1)
+    gpu.use(3 * GIB)
+    gpu.use(GIB)
+    first = monitor.ledger.end(opened)
+    (jax,) = first.devices[0].frameworks
+    assert (jax.framework, jax.allocated_delta, jax.peak_allocated, jax.peak_exact) == (
+        "jax",
+        GIB,
+        3 * GIB,
+        True,
+    )
+    assert summary_line(first).startswith("[1] peak 3.0 GiB · kept 1.0 GiB")
+    opened = monitor.ledger.begin("cell", "y = x + 1", 2)
+    gpu.use(2 * GIB)  # below the old high: JAX's counter can't say this cell's peak
+    second = monitor.ledger.end(opened)
+    (jax,) = second.devices[0].frameworks
+    assert jax.peak_exact is False and jax.peak_allocated == 2 * GIB
+    assert summary_line(second).startswith("[2] peak ≥2.0 GiB · kept 1.0 GiB")
+
+
+def test_a_cupy_cell_gets_an_exact_peak_from_the_hook_on_its_thread(monkeypatch, monitor):
+    cupy = FakeCupy()
+    install(monkeypatch, {"cupy": cupy})
+    monitor.cupy._contexts = FakeContexts({0})
+    monitor.config.cupy_peak_hook = True
+    cupy.malloc(0, GIB)  # before the cell: kept from earlier
+    opened = monitor.ledger.begin("cell", "y = cp.ones(...)", 3)
+    assert len(cupy.hooks) == 1  # armed on this thread when the cell began
+    cupy.malloc(0, 2 * GIB)
+    cupy.free(0, 2 * GIB)
+    cupy.malloc(0, GIB)
+    record = monitor.ledger.end(opened)
+    (usage,) = record.devices[0].frameworks
+    assert usage.framework == "cupy" and usage.peak_exact
+    assert (usage.allocated_before, usage.allocated_after, usage.peak_allocated) == (
+        GIB,
+        2 * GIB,
+        3 * GIB,
+    )
+    monitor.close()
+    assert cupy.hooks == []  # unloading disarms it
+
+
+def test_by_default_a_cupy_peak_is_sampled_and_no_hook_slows_its_allocations(monkeypatch, monitor):
+    cupy = FakeCupy()
+    install(monkeypatch, {"cupy": cupy})
+    monitor.cupy._contexts = FakeContexts({0})
+    opened = monitor.ledger.begin("cell", "t = cp.ones(...); del t", 5)
+    cupy.malloc(0, 2 * GIB)
+    cupy.free(0, 2 * GIB)
+    record = monitor.ledger.end(opened)
+    assert cupy.hooks == []
+    (usage,) = record.devices[0].frameworks
+    assert usage.peak_exact is False and usage.retained == 0
+    assert "peak ≥" in summary_line(record)
+    status = "\n".join(monitor.status().lines)
+    assert "%config GPUMon.cupy_peak_hook = True makes them exact" in status
+    monitor.config.cupy_peak_hook = True
+    monitor.ledger.end(monitor.ledger.begin("cell", "pass", 6))
+    assert len(cupy.hooks) == 1
+    monitor.config.cupy_peak_hook = False  # off again: disarmed at once
+    assert cupy.hooks == []
+
+
+def test_torch_jax_and_cupy_in_one_cell_each_get_their_own_figures(monkeypatch, monitor):
+    gpu = FakeJaxDevice(0)
+    cupy = FakeCupy()
+    install(monkeypatch, {**fake_jax({"cuda": FakeJaxClient([gpu])}), "cupy": cupy})
+    monitor.cupy._contexts = FakeContexts({0})
+    opened = monitor.ledger.begin("cell", "both()", 4)
+    gpu.use(GIB)
+    cupy.malloc(0, 2 * GIB)
+    record = monitor.ledger.end(opened)
+    assert record.frameworks == ["jax", "cupy"]
+    line = summary_line(record)
+    # CuPy without its hook: a sampled lower bound
+    assert line.startswith(
+        "[4] JAX: peak 1.0 GiB, kept 1.0 GiB · CuPy: peak ≥2.0 GiB, kept 2.0 GiB"
+    )
+    assert record.retained == 3 * GIB
+    table = cells_table([record]).text
+    assert "JAX 1.0 GiB · CuPy 2.0 GiB" in table
+    status = "\n".join(monitor.status().lines)
+    assert "JAX: active: cuda:0 1.0 GiB in use" in status
+    assert "CuPy: active: cuda:0 2.0 GiB in use, 2.0 GiB reserved" in status
+    assert "torch: not imported" in status or "torch: CUDA not initialised" in status
+
+
+def test_free_says_when_only_an_allocators_idle_cache_came_back():
+    before = MemoryNow(allocated=GIB, reserved=3 * GIB, rss=None)
+    after = MemoryNow(allocated=GIB, reserved=GIB, rss=None)
+    line = freed_line(before, after, [], 0)
+    assert line.startswith("nbgpumon free: no output, _ or stored traceback held")
+    assert line.endswith(
+        "unused cache given back to the driver: GPU: allocated 0 B, reserved -2.0 GiB"
+    )
+    assert freed_line(after, after, [], 0).endswith("(your variables are never touched)")
+
+
+def test_a_recording_keeps_each_framework_and_an_older_one_reads_as_torch(
+    tmp_path, monkeypatch, monitor
+):
+    gpu = FakeJaxDevice(0)
+    install(monkeypatch, fake_jax({"cuda": FakeJaxClient([gpu])}))
+    path = tmp_path / "run.sqlite"
+    monitor.record(path)
+    with monitor.track("load the embeddings"):
+        gpu.use(GIB)
+    monitor.record(None)
+    (record,) = nbgpumon.load(path).records
+    (jax,) = record.devices[0].frameworks
+    assert (jax.framework, jax.retained, jax.peak_exact) == ("jax", GIB, True)
+    frame = nbgpumon.load(path).cells_frame()
+    assert frame["gpu0.jax.retained"].tolist() == [GIB]
+    older = nbgpumon.load(Path(__file__).parent / "data" / "recorded-v1-h200.sqlite").records
+    measured = [r for r in older if r.devices and r.devices[0].allocated_after is not None]
+    assert measured and all(r.frameworks == ["torch"] for r in measured)
+    first = measured[0].devices[0]
+    assert first.frameworks[0].allocated_after == first.allocated_after
