@@ -136,7 +136,7 @@ def test_jax_preallocation_fires_on_a_pool_far_above_its_arrays_only():
     samples["jax.reserved"], samples["jax.allocated"] = flat(105 * GIB), flat(GIB)
     (hint,) = advise(recorded_evidence(session(samples, [cell(3, 1.7e9, 50.0)])))
     assert hint.topic == "JAX preallocation"
-    assert "JAX's pool held 105 GiB while its arrays used 1.0 GiB during [3]" in hint.evidence
+    assert "JAX's pool held 105 GiB while its arrays used at most 1.0 GiB" in hint.evidence
     assert "XLA_PYTHON_CLIENT_PREALLOCATE=false" in hint.advice
     assert "XLA_PYTHON_CLIENT_MEM_FRACTION" in hint.advice
     samples["jax.reserved"], samples["jax.allocated"] = flat(12 * GIB), flat(10 * GIB)

@@ -245,3 +245,49 @@ def test_a_recording_keeps_each_framework_and_an_older_one_reads_as_torch(
     assert measured and all(r.frameworks == ["torch"] for r in measured)
     first = measured[0].devices[0]
     assert first.frameworks[0].allocated_after == first.allocated_after
+
+
+def test_with_several_frameworks_up_a_cell_shows_the_ones_it_changed_by_name(monkeypatch, monitor):
+    # as on the H200: torch and JAX hold arrays from earlier cells, CuPy allocates in this one
+    gpu = FakeJaxDevice(0)
+    cupy = FakeCupy()
+    install(monkeypatch, {**fake_jax({"cuda": FakeJaxClient([gpu])}), "cupy": cupy})
+    monitor.cupy._contexts = FakeContexts({0})
+    gpu.use(GIB)
+    opened = monitor.ledger.begin("cell", "c = cp.random.rand(...)", 6)
+    cupy.malloc(0, 4 * GIB)
+    cupy.free(0, 3 * GIB)
+    record = monitor.ledger.end(opened)
+    line = summary_line(record)
+    assert line.startswith("[6] CuPy: peak ≥1.0 GiB, kept 1.0 GiB · "), line
+    assert "JAX" not in line  # it holds 1 GiB, but this cell did nothing with it
+    row = cells_table([record]).text.splitlines()[1]
+    assert "CuPy ≥1.0 GiB" in row and "JAX" not in row
+    opened = monitor.ledger.begin("cell", "%gpumon free", 7)
+    idle = monitor.ledger.end(opened)
+    assert "JAX" not in summary_line(idle) and "CuPy" not in summary_line(idle)
+
+
+def test_a_value_carried_from_before_the_cell_is_no_sampled_peak_of_it(monkeypatch, monitor):
+    # Between reads the timeline carries an allocator's last value: the rows just after a
+    # cell starts may still show the previous cell's 5 GiB. They are not this cell's peak.
+    gpu = FakeJaxDevice(0)
+    gpu.use(5 * GIB)
+    gpu.use(GIB)  # the earlier cell freed 4 GiB; JAX's peak counter stays at 5 GiB
+    install(monkeypatch, fake_jax({"cuda": FakeJaxClient([gpu])}))
+    columns = monitor.timeline.columns
+    row = [None] * len(columns)
+
+    def sample(t: float, jax_allocated: int) -> None:
+        row[columns.index("gpu0.jax.allocated")] = jax_allocated
+        monitor.timeline.append(t, row)
+
+    opened = monitor.ledger.begin("cell", "y = x + 1", 8)
+    start = opened.start
+    sample(start + 0.1, 5 * GIB)  # carried: read during the previous cell
+    sample(start + 0.7, GIB)  # the first read inside this cell, and the ones after it
+    sample(start + 1.2, 2 * GIB)
+    monkeypatch.setattr("nbgpumon._ledger.ledger.wall_clock", lambda: start + 1.5)
+    record = monitor.ledger.end(opened)
+    (jax,) = record.devices[0].frameworks
+    assert (jax.peak_allocated, jax.peak_exact) == (2 * GIB, False)

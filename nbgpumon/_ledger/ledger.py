@@ -76,6 +76,9 @@ class Ledger:
         self.allocators = tuple(allocators)
         self._allocated = {a.name: metric(a.name, "allocated") for a in self.allocators}
         self.peak_mode = peak_mode
+        # seconds after a cell's start by which the sampler has read the allocators at least
+        # once (their interval and a tick); Session keeps it in step with GPUMon
+        self.allocator_lag = 0.6
         self._records: collections.deque[CellRecord] = collections.deque(maxlen=capacity)
         self._count = 0
         self._stack: list[Measurement] = []
@@ -141,6 +144,16 @@ class Ledger:
         after = self.read_allocators()
         used_after = self.nvml.read_memory()
         sampled = self.timeline.column_stats(self._sampled_columns(), opened.start, end)
+        # An allocator column carries its last read until the next one, so the first rows of
+        # a cell may still hold a value from before it: only rows after a read that must have
+        # happened inside the cell count towards a sampled peak.
+        fresh = opened.start + self.allocator_lag
+        allocated = self._allocated_columns()
+        sampled.update(
+            self.timeline.column_stats(allocated, fresh, end)
+            if fresh < end
+            else dict.fromkeys(allocated)
+        )
         devices = tuple(
             self._device_usage(
                 opened, d.nvml_index, d.cuda_index, d.name, after, used_after, sampled
@@ -211,11 +224,12 @@ class Ledger:
                 self.reset_notice_due = self._reset_notice_given = True  # torch's API changes
 
     def _sampled_columns(self) -> list[str]:
-        """What a record takes from the samples: utilization, each allocator's allocated bytes
-        (a peak's lower bound where the counter can't say) and RSS."""
-        metrics = (GPU_UTIL, *self._allocated.values())
-        gpus = [m.column(d.nvml_index) for d in self.nvml.devices for m in metrics]
-        return [*gpus, RSS.column()]
+        """What a record takes from every sample in the cell: utilization and RSS."""
+        return [GPU_UTIL.column(d.nvml_index) for d in self.nvml.devices] + [RSS.column()]
+
+    def _allocated_columns(self) -> list[str]:
+        """Each allocator's allocated bytes: a peak's lower bound where no counter can say."""
+        return [m.column(d.nvml_index) for d in self.nvml.devices for m in self._allocated.values()]
 
     def read_allocators(self) -> dict[str, dict[int, AllocatorStats]]:
         """Each active framework's counters by CUDA index; a framework not up is left out."""

@@ -105,6 +105,7 @@ class Session:
             peak_mode=cfg.peak_mode,
             capacity=cfg.history,
         )
+        self.ledger.allocator_lag = cfg.allocator_interval + cfg.interval
         cfg.observe(
             self._config_changed,
             names=_LIVE_SETTINGS,
@@ -118,6 +119,8 @@ class Session:
 
     def _config_changed(self, change: dict) -> None:
         name, value = change["name"], change["new"]
+        if name in ("interval", "allocator_interval"):
+            self.ledger.allocator_lag = self.config.allocator_interval + self.config.interval
         if name == "interval":
             self.sampler.set_interval(value)
         elif name == "allocator_interval":

@@ -213,20 +213,25 @@ def _idle_pool(ev: Evidence, framework: str, index: int) -> tuple[int, float, fl
 def jax_preallocation(ev: Evidence) -> list[Hint]:
     hints = []
     for index, name in ev.gpus:
-        found = _idle_pool(ev, "jax", index)
-        if found is None:
+        pool = ev.column(metric("jax", "reserved").column(index))
+        used = ev.column(metric("jax", "allocated").column(index))
+        if pool is None or used is None or not np.isfinite(pool).any():
             continue
-        at, pool, used = found
-        if pool - used < PREALLOCATED_IDLE or pool < PREALLOCATED_SHARE_OF_USE * max(used, 1):
+        at = int(np.nanargmax(pool))
+        most_pool, most_used = float(pool[at]), float(np.nanmax(used))
+        if most_pool - most_used < PREALLOCATED_IDLE:
+            continue
+        if most_pool < PREALLOCATED_SHARE_OF_USE * max(most_used, 1):
             continue
         hints.append(
             Hint(
                 "JAX preallocation",
-                f"gpu{index} {name}: JAX's pool held {format_bytes(pool)} while its arrays "
-                f"used {format_bytes(used)}{_during(ev, float(ev.times[at]))}",
+                f"gpu{index} {name}: JAX's pool held {format_bytes(most_pool)} while its "
+                f"arrays used at most {format_bytes(most_used)}",
                 "JAX takes 75% of the GPU when it starts: set XLA_PYTHON_CLIENT_PREALLOCATE="
-                "false (the pool grows as needed) or XLA_PYTHON_CLIENT_MEM_FRACTION=.3 before "
-                "jax starts (restart the kernel) when torch, CuPy or another process needs it",
+                "false (the pool grows as needed) or a smaller XLA_PYTHON_CLIENT_MEM_FRACTION "
+                "(e.g. .3) before jax starts (restart the kernel) when torch, CuPy or another "
+                "process needs the memory",
             )
         )
     return hints

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from .._foundation.metrics import device_of, metric, metric_of, source_label
 from .._foundation.units import format_bytes, format_percent, format_seconds, format_value
-from .._ledger.records import CellRecord, Retention
+from .._ledger.records import AllocatorUsage, CellRecord, Retention
 
 RSS = metric("host", "rss")
 
@@ -51,23 +51,58 @@ class FrameworkFigures:
 
 
 def framework_figures(record: CellRecord) -> list[FrameworkFigures]:
-    """Each framework the record measured, with its own peak and kept bytes."""
-    out = []
-    for name in record.frameworks:
+    """The frameworks a view shows for ``record``, each with its own peak and kept bytes.
+
+    One framework measured: it. Several: those that hold nothing and did nothing are left out
+    (CuPy imported beside torch), and if more than one holds memory, only those the cell
+    changed are shown ("JAX: peak 5 GiB" means this cell's JAX work, not an earlier cell's
+    arrays).
+    """
+    measured = record.frameworks
+    if len(measured) == 1:
+        return [_figures(measured[0], record.framework_usage(measured[0]))]
+    figures = []
+    for name in measured:
         usage = record.framework_usage(name)
-        peaks = [u for u in usage if u.peak_allocated is not None]
-        kept = [u.retained for u in usage if u.retained is not None]
-        totals = [u.allocated_total for u in usage if u.allocated_total is not None]
-        out.append(
-            FrameworkFigures(
-                label=source_label(name),
-                allocated_total=sum(totals) if totals else None,
-                peak=max(u.peak_allocated for u in peaks) if peaks else None,  # type: ignore[type-var]
-                peak_exact=all(u.peak_exact for u in peaks),
-                kept=sum(kept) if kept else None,
-            )
-        )
-    return out
+        if any(u.allocated_before or u.allocated_after or u.peak_allocated for u in usage):
+            figures.append((_figures(name, usage), any(_changed(u) for u in usage)))
+    if len(figures) > 1:
+        return [f for f, changed in figures if changed]
+    return [f for f, _ in figures]
+
+
+def _figures(name: str, usage: list[AllocatorUsage]) -> FrameworkFigures:
+    peaks = [u.peak_allocated for u in usage if u.peak_allocated is not None]
+    kept = [u.retained for u in usage if u.retained is not None]
+    totals = [u.allocated_total for u in usage if u.allocated_total is not None]
+    return FrameworkFigures(
+        label=source_label(name),
+        allocated_total=sum(totals) if totals else None,
+        peak=max(peaks) if peaks else None,
+        peak_exact=all(u.peak_exact for u in usage if u.peak_allocated is not None),
+        kept=sum(kept) if kept else None,
+    )
+
+
+def _changed(u: AllocatorUsage) -> bool:
+    """Whether the cell allocated in this framework (kept, freed, or only peaked)."""
+    level = max(u.allocated_before or 0, u.allocated_after or 0)
+    return (
+        u.allocated_before != u.allocated_after
+        or (u.peak_allocated or 0) > level
+        or (u.allocated_total or 0) > 0
+    )
+
+
+def shown_peak_and_kept(record: CellRecord) -> tuple[int | None, bool, int | None]:
+    """(peak, exact, kept) a one-figure view shows: the one framework shown, or the record's
+    totals; (None, False, None) when several were measured and none is shown."""
+    figures = framework_figures(record)
+    if len(figures) == 1:
+        return figures[0].peak, figures[0].peak_exact, figures[0].kept
+    if not figures and len(record.frameworks) > 1:
+        return None, False, None
+    return record.peak_allocated, record.peak_exact, record.retained
 
 
 def _peak_text(peak: int | None, exact: bool) -> str:
@@ -78,7 +113,7 @@ def _gpu_parts(record: CellRecord) -> list[str]:
     """``+1.0 GiB alloc · peak 3.2 GiB · kept 1.0 GiB``, one group per framework (named when
     there are several); [] when no allocator was measured."""
     figures = framework_figures(record)
-    if not figures and record.allocated_total is not None:
+    if not figures and not record.frameworks and record.allocated_total is not None:
         # a record without per-framework figures (built by hand): its totals
         figures = [
             FrameworkFigures(
@@ -87,12 +122,13 @@ def _gpu_parts(record: CellRecord) -> list[str]:
             )
         ]  # fmt: skip
     groups = []
+    named = len(record.frameworks) > 1  # more than one framework is up: say which is which
     for f in figures:
         parts = [] if f.allocated_total is None else [
             f"{format_bytes(f.allocated_total, signed=True)} alloc"
         ]  # fmt: skip
         parts += [f"peak {_peak_text(f.peak, f.peak_exact)}", f"kept {format_bytes(f.kept)}"]
-        groups.append(f"{f.label}: {', '.join(parts)}" if len(figures) > 1 else " · ".join(parts))
+        groups.append(f"{f.label}: {', '.join(parts)}" if named else " · ".join(parts))
     if groups:
         groups[-1] += _held_by(record, "cuda")
     return groups
@@ -169,11 +205,12 @@ def _row(r: CellRecord) -> tuple[str, ...]:
         else (f"{format_percent(r.util_mean)} (max {format_percent(r.util_max)})")
     )
     figures = framework_figures(r)
-    if len(figures) > 1:  # each framework's own figure: their peaks need not coincide
+    if len(r.frameworks) > 1:  # each framework's own figure: their peaks need not coincide
         peak = " · ".join(f"{f.label} {_peak_text(f.peak, f.peak_exact)}" for f in figures)
         kept = " · ".join(f"{f.label} {format_bytes(f.kept)}" for f in figures)
     else:
-        peak, kept = _peak_text(r.peak_allocated, r.peak_exact), format_bytes(r.retained)
+        one_peak, exact, one_kept = shown_peak_and_kept(r)
+        peak, kept = _peak_text(one_peak, exact), format_bytes(one_kept)
     return (
         r.name,
         r.status,

@@ -25,7 +25,7 @@ from .._foundation.units import format_bytes
 from .._ledger.records import CellRecord
 from .._sampling.timeline import Window
 from .svg import timeline_svg
-from .text import framework_figures, retention_text, summary_line
+from .text import framework_figures, retention_text, shown_peak_and_kept, summary_line
 
 if TYPE_CHECKING:
     from .._session.data import SessionData
@@ -189,11 +189,12 @@ class Publisher:
 
 def cell_row(r: CellRecord) -> dict[str, Any]:
     """One ledger record as the widget's ``cells`` trait holds it."""
+    peak, peak_exact, kept = shown_peak_and_kept(r)
     return {
         "name": r.name, "count": r.execution_count, "kind": r.kind, "label": r.label,
         "start": r.start, "end": r.start + r.duration, "duration": r.duration,
-        "status": r.status, "alloc": r.allocated_total, "peak": r.peak_allocated,
-        "peak_exact": r.peak_exact, "kept": r.retained, "util_mean": r.util_mean,
+        "status": r.status, "alloc": r.allocated_total, "peak": peak,
+        "peak_exact": peak_exact, "kept": kept, "util_mean": r.util_mean,
         "util_max": r.util_max, "host_delta": r.rss_delta, "summary": summary_line(r),
         "held_by": retention_text(r.retention) if r.retention is not None else "",
         "frameworks": [
