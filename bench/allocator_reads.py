@@ -90,6 +90,7 @@ def time_allocations(cp: Any, n: int) -> float:
 def bench_hook(result: result_file.Result, args: argparse.Namespace) -> None:
     cp = importlib.import_module("cupy")
     source = CupyAllocatorSource(max_devices=1)
+    source.hook_wanted = True  # what %config GPUMon.cupy_peak_hook = True does
     time_allocations(cp, 1000)  # warm the pool's free list
     off: list[float] = []
     on: list[float] = []
@@ -97,6 +98,8 @@ def bench_hook(result: result_file.Result, args: argparse.Namespace) -> None:
         for armed in (False, True) if block % 2 == 0 else (True, False):  # rotated: drift
             if armed:
                 source.watch_thread()
+                if not source.peak_resettable:
+                    raise RuntimeError(f"the hook did not arm: {source.status}")
                 on.append(time_allocations(cp, args.allocs))
                 source.close()
             else:

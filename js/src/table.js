@@ -28,10 +28,13 @@ function peakText(peak, exact) {
   return present(peak) ? `${exact === false ? "\u2265" : ""}${formatBytes(peak)}` : DASH;
 }
 
-/** A cell's frameworks when it measured more than one (torch, JAX, CuPy), else null. */
+/**
+ * The frameworks to name in a cell's row (torch, JAX, CuPy): those it shows, when more than
+ * one framework was up (`frameworks_named`) or more than one is shown; else null.
+ */
 function severalFrameworks(cell) {
   const list = Array.isArray(cell.frameworks) ? cell.frameworks.filter((f) => f && typeof f === "object") : [];
-  return list.length > 1 ? list : null;
+  return list.length > 1 || (cell.frameworks_named === true && list.length) ? list : null;
 }
 
 /** The texts of one row, in COLUMNS order (all plain strings). */

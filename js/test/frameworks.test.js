@@ -47,4 +47,6 @@ test("with several frameworks the table gives each one's peak and kept bytes", (
   expect(texts[5]).toBe("torch 1.0 GiB \u00b7 JAX 1.0 GiB");
   const one = rowTexts({ ...cell, frameworks: [cell.frameworks[0]], peak: 2 * GiB, peak_exact: true });
   expect(one[4]).toBe("2.0 GiB"); // one framework: its figure, unnamed
+  const oneOfSeveral = rowTexts({ ...cell, frameworks: [cell.frameworks[1]], frameworks_named: true });
+  expect(oneOfSeveral[4]).toBe("JAX \u22651.0 GiB"); // the one this cell changed, of several up
 });

@@ -20,7 +20,8 @@ class GPUMon(Configurable):
     allocator_interval = Float(
         0.5,
         help="Seconds between reads of the frameworks' allocator stats (torch, JAX, CuPy) "
-        "for the timeline (7-17 µs a framework and GPU; cell boundaries always read them).",
+        "for the timeline (6-26 µs a framework and GPU on an H200; cell boundaries always read "
+        "them).",
     ).tag(config=True)
     detail_interval = Float(
         1.0,
@@ -57,7 +58,7 @@ class GPUMon(Configurable):
     cupy_peak_hook = Bool(
         False,
         help="Exact per-cell CuPy peaks from a CuPy memory hook on the kernel's thread; it "
-        "costs about 2.6 µs per CuPy allocation (measured on an H200), which doubles the cost "
+        "costs about 2.3-2.6 µs per CuPy allocation (measured on an H200), which doubles the cost "
         "of a pooled allocation. Off: CuPy peaks are sampled lower bounds (≥).",
     ).tag(config=True)
 

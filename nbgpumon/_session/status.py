@@ -138,7 +138,7 @@ def _framework_state(mon: Session, source: AllocatorSource, detail: bool = False
     if source.name == "cupy" and not source.peak_resettable:
         peaks = (
             "per-cell peaks sampled (≥); %config GPUMon.cupy_peak_hook = True makes them "
-            "exact (about 2.6 µs per CuPy allocation)"
+            "exact (about 2.3-2.6 µs per CuPy allocation)"
         )
     if source.name == "torch" and mon.config.peak_mode != "reset":
         peaks = "per-cell peaks exact when a cell sets a new high (peak_mode 'preserve')"

@@ -7,7 +7,7 @@ arrays hold, ``total_bytes()`` what the pool holds from the driver (the cache th
 ``free_all_blocks()`` gives back), ``get_limit()`` its cap (0: none).
 
 CuPy keeps no peak, so by default a cell's CuPy peak is the highest used bytes sampled (a
-``≥`` bound). Its memory hooks can keep one, at about 2.6 µs per allocation (as much again as
+``≥`` bound). Its memory hooks can keep one, at about 2.3–2.6 µs per allocation (as much again as
 a pooled allocation costs, measured on an H200), so that is opt-in (``hook_wanted``, from
 ``GPUMon.cupy_peak_hook``). Hooks are thread-local: :class:`PeakHook` is armed on the thread
 that runs cells and, after each allocation there, reads the pool's used bytes, so a cell's

@@ -201,6 +201,7 @@ def cell_row(r: CellRecord) -> dict[str, Any]:
             {"label": f.label, "peak": f.peak, "peak_exact": f.peak_exact, "kept": f.kept}
             for f in framework_figures(r)
         ],
+        "frameworks_named": len(r.frameworks) > 1,  # several up: the table names each one
     }  # fmt: skip
 
 

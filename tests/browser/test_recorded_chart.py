@@ -48,3 +48,34 @@ def test_a_recorded_training_run_opens_in_the_live_chart(page, open_notebook):
     widget.scroll_into_view_if_needed()
     nb.screenshot(f"recorded_chart_{nb.server.kind}")
     widget.screenshot(path=str(ARTIFACTS / f"recorded_chart_widget_{nb.server.kind}.png"))
+
+
+FRAMEWORKS = RECORDING.parent / "recorded-frameworks-h200.sqlite"
+
+
+def test_torch_jax_and_cupy_recorded_on_an_h200_each_draw_their_own_lines(page, open_notebook):
+    # notebooks/frameworks.ipynb run on the H200: torch, then JAX, then CuPy, then %gpumon free
+    from playwright.sync_api import expect
+
+    page.set_viewport_size(WIDE)
+    nb = open_notebook(
+        [f"import nbgpumon\nsession = nbgpumon.load({str(FRAMEWORKS)!r})\nsession.widget()"]
+    )
+    nb.run_cell(0)
+    widget = nb.in_output(0, ".nbgpumon-widget").first
+    widget.wait_for(state="visible", timeout=30_000)
+    nb.wait_until(lambda: int(widget.get_attribute("data-points") or 0) == 168, what="168 rows")
+    widget.locator("button[data-window='all']").click()
+    memory = widget.locator("[data-panel='gpu0-memory']")
+    for line in ("used (NVML)", "reserved", "allocated", "pool (JAX)", "in use (JAX)",
+                 "pool (CuPy)", "in use (CuPy)"):  # fmt: skip
+        expect(memory).to_contain_text(line)
+    table = widget.locator(".nbgpumon-table")
+    expect(table.locator("tbody tr")).to_have_count(8, timeout=15_000)
+    rows = {r.locator("td").first.inner_text(): r for r in table.locator("tbody tr").all()}
+    expect(rows["[5]"]).to_contain_text("JAX 5.1 GiB")  # a new high: exact
+    expect(rows["[6]"]).to_contain_text("CuPy \u22655.0 GiB")  # CuPy keeps no peak: sampled
+    expect(rows["[6]"]).to_contain_text("c 1.0 GiB")
+    widget.scroll_into_view_if_needed()
+    nb.screenshot(f"frameworks_chart_{nb.server.kind}")
+    widget.screenshot(path=str(ARTIFACTS / f"frameworks_chart_widget_{nb.server.kind}.png"))
