@@ -96,9 +96,7 @@ class Ledger:
     ) -> Measurement:
         """Snapshot the counters now; nest freely (a region inside a cell)."""
         for source in self.allocators:
-            watch = getattr(source, "watch_thread", None)
-            if watch is not None:
-                watch()  # thread-local peak hooks (CuPy's) go on the thread that runs cells
+            source.watch_thread()  # thread-local peak hooks (CuPy's) go on the cells' thread
         allocators = self.read_allocators()
         host = self.host
         opened = Measurement(

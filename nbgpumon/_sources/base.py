@@ -95,6 +95,11 @@ class AllocatorSource(Protocol):
         """``stats`` as the values of :attr:`metrics`, in that order."""
         ...
 
+    def watch_thread(self) -> None:
+        """A measurement begins on the calling thread (the one that runs cells): a source with
+        thread-local hooks (CuPy's) arms them there; the others do nothing."""
+        ...
+
     def release_cache(self) -> None:
         """Give cached, unused blocks back to the driver where the framework can (main thread;
         a no-op where it can't, or before it is up)."""

@@ -114,6 +114,9 @@ class JaxAllocatorSource:
     def timeline_values(self, stats: AllocatorStats) -> list[float | None]:
         return [getattr(stats, m.name) for m in self.metrics]
 
+    def watch_thread(self) -> None:
+        """No thread-local hooks to arm."""
+
     def release_cache(self) -> None:
         """JAX gives its pool back to the driver only when the process ends."""
 

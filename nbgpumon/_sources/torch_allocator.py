@@ -106,6 +106,9 @@ class TorchAllocatorSource:
             self.status = f"torch.cuda.reset_peak_memory_stats failed: {exc}"
             return False
 
+    def watch_thread(self) -> None:
+        """No thread-local hooks to arm."""
+
     def release_cache(self) -> None:
         """Give torch's cached, unused blocks back to the driver (only once CUDA is up)."""
         cuda = initialised_cuda()  # empty_cache must never be the first CUDA call
