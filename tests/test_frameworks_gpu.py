@@ -5,6 +5,8 @@ answer, and NVML's process list) and starts no JAX backend."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from notebook_runner import RECORDS_CELL, run_cells
@@ -177,7 +179,8 @@ def test_torch_jax_and_cupy_in_one_notebook_each_get_their_own_figures():
     )
     line = runs[3].stdout
     assert "torch: +1.0 GiB alloc, peak 1.0 GiB, kept 1.0 GiB" in line, line
-    assert "JAX: peak 1.0 GiB, kept 1.0 GiB" in line, line
+    # JAX's pool grows in chunks of its own choosing: the line says so when it outgrew the array
+    assert re.search(r"JAX: peak 1\.0 GiB, (pool \+[\d.]+ [GM]iB, )?kept 1\.0 GiB", line), line
     assert "CuPy: peak ≥1.0 GiB, kept 1.0 GiB" in line, line  # sampled: no hook by default
     (cell,) = [r for r in runs[-1].json_after("RECORDS=") if r["label"].startswith("a = ")]
     assert [cell[f"gpu0.{f}.retained"] for f in ("torch", "jax", "cupy")] == [GIB] * 3

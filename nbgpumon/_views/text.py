@@ -48,6 +48,7 @@ class FrameworkFigures:
     peak: int | None  # the highest per-GPU peak
     peak_exact: bool
     kept: int | None
+    pool_growth: int = 0  # bytes its cache or pool took from the driver during the cell
 
 
 def framework_figures(record: CellRecord) -> list[FrameworkFigures]:
@@ -81,6 +82,11 @@ def _figures(name: str, usage: list[AllocatorUsage]) -> FrameworkFigures:
         peak=max(peaks) if peaks else None,
         peak_exact=all(u.peak_exact for u in usage if u.peak_allocated is not None),
         kept=sum(kept) if kept else None,
+        pool_growth=sum(
+            max(0, (u.reserved_after or 0) - (u.reserved_before or 0))
+            for u in usage
+            if u.reserved_after is not None
+        ),
     )
 
 
@@ -127,7 +133,10 @@ def _gpu_parts(record: CellRecord) -> list[str]:
         parts = [] if f.allocated_total is None else [
             f"{format_bytes(f.allocated_total, signed=True)} alloc"
         ]  # fmt: skip
-        parts += [f"peak {_peak_text(f.peak, f.peak_exact)}", f"kept {format_bytes(f.kept)}"]
+        parts.append(f"peak {_peak_text(f.peak, f.peak_exact)}")
+        if f.pool_growth - (f.kept or 0) >= POOL_NEWS:  # why NVML grew more than it kept
+            parts.append(f"pool {format_bytes(f.pool_growth, signed=True)}")
+        parts.append(f"kept {format_bytes(f.kept)}")
         groups.append(f"{f.label}: {', '.join(parts)}" if named else " · ".join(parts))
     if groups:
         groups[-1] += _held_by(record, "cuda")
@@ -157,6 +166,7 @@ def summary_line(record: CellRecord) -> str:
 
 
 _NOTABLE = 2**20  # a transient host peak smaller than this is noise, not news
+POOL_NEWS = 256 * 2**20  # a pool that grew this much beyond what the cell kept is shown
 
 
 def retention_text(retention: Retention) -> str:
