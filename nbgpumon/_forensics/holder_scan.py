@@ -116,14 +116,7 @@ class _Walk:
     def _tensor_storage(self, t: Any) -> tuple[tuple[str, int], int] | None:
         try:
             device = t.device
-            if self.device == "any":
-                pass
-            elif self.device == "host":
-                if device.type != "cpu":
-                    return None
-            elif device.type != "cuda" or (
-                ":" in self.device and device.index != int(self.device.split(":")[1])
-            ):
+            if not self._wants("host" if device.type == "cpu" else device.type, device.index):
                 return None
             storage = t.untyped_storage()
             return (str(device), storage.data_ptr()), int(storage.nbytes())

@@ -6,26 +6,27 @@ from __future__ import annotations
 from typing import Any
 
 from .._foundation.units import format_bytes
-from .._sources.allocator_columns import read_by_cuda_index
-from .._sources.base import AllocatorSource
+from .._sources.base import AllocatorSource, AllocatorStats
 from .data import Status
 
 Session = Any  # the live Session (session.py imports this module: no import back)
+Reads = dict[str, dict[int, AllocatorStats]]  # Ledger.read_allocators(): the active ones
 
 
 def live_status(mon: Session) -> Status:
     """The status of ``mon`` now."""
     state = "sampling" if mon.sampler.running else ("closed" if mon.closed else "stopped")
+    reads = mon.ledger.read_allocators()  # once, for the line and the lines
     return Status(
         state=state,
         interval=mon.config.interval,
-        line=_line(mon, state),
-        lines=tuple(status_lines(mon)),
+        line=_line(mon, state, reads),
+        lines=tuple(status_lines(mon, reads)),
         processes=tuple(_processes(mon)),
     )
 
 
-def _line(mon: Session, state: str) -> str:
+def _line(mon: Session, state: str, reads: Reads) -> str:
     """One line for the widget: sampler state, interval, and what is missing."""
     parts = [f"{'sampling' if state == 'sampling' else 'stopped'} every {mon.config.interval:g} s"]
     if not mon.has_gpu:
@@ -36,7 +37,7 @@ def _line(mon: Session, state: str) -> str:
     if disabled:
         parts.append("unavailable: " + ", ".join(f"gpu{d} {m}" for d, m in sorted(disabled)))
     for source in mon.allocators:
-        state = _framework_state(mon, source)
+        state = _framework_state(mon, source, reads)
         if source.name == "torch" or state != "not imported":
             parts.append(f"{source.label}: {state}")
     if mon.sampler.error:
@@ -53,8 +54,11 @@ def _processes(mon: Session) -> list[str]:
     return lines
 
 
-def status_lines(mon: Session) -> list[str]:
-    """What is running, what is measured, and what is unavailable and why."""
+def status_lines(mon: Session, reads: Reads | None = None) -> list[str]:
+    """What is running, what is measured, and what is unavailable and why (``reads``: the
+    allocators as just read, else read now)."""
+    if reads is None:
+        reads = mon.ledger.read_allocators()
     s, lib, cfg = mon.sampler, mon.nvml.library, mon.config
     state = "running" if s.running else ("closed" if mon.closed else "stopped")
     lines = [
@@ -88,7 +92,7 @@ def status_lines(mon: Session) -> list[str]:
         lines.append(f"  note: {note}")
     lines.append("allocators (each framework's own view of this kernel's GPU memory):")
     for source in mon.allocators:
-        lines.append(f"  {source.label}: {_framework_state(mon, source, detail=True)}")
+        lines.append(f"  {source.label}: {_framework_state(mon, source, reads, detail=True)}")
     lines.append(f"allocation tracing {mon.tracing} (torch's memory history)")
     lines.append(
         f"host: {mon.host.status}; per-cell host peak "
@@ -121,12 +125,14 @@ _PEAKS = {
 }
 
 
-def _framework_state(mon: Session, source: AllocatorSource, detail: bool = False) -> str:
+def _framework_state(
+    mon: Session, source: AllocatorSource, reads: Reads, detail: bool = False
+) -> str:
     """ "not imported", "imported, … (not read)", or "active on cuda:0" (with its figures)."""
-    if not source.active():
+    stats = reads.get(source.name)
+    if stats is None:  # not active: its status says why
         status = source.status
         return "not imported" if status.endswith("not imported") else status
-    stats = read_by_cuda_index(source, mon.nvml.devices)
     if not detail:
         return "active on " + ", ".join(f"cuda:{i}" for i in sorted(stats)) if stats else "active"
     devices = [
