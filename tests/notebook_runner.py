@@ -20,6 +20,20 @@ RECORDS_CELL = (
     "from nbgpumon._views.frames import record_row as _row\n"
     "print('RECORDS=' + _json.dumps([_row(r) for r in _nbg.cells()]))"
 )
+# Waits until the sampler has read the allocators a few times (a condition, not a sleep);
+# prints "TICKS True" once it has, "TICKS False" at the 30 s deadline.
+WAIT_FOR_ALLOCATOR_READS = (
+    "import time as _t, nbgpumon as _n\n_m = _n.monitor()\n"
+    "_w = _m.sampler.ticks + 4 * round(_m.config.allocator_interval / _m.config.interval) + 4\n"
+    "_d = _t.monotonic() + 30\n"
+    "while _m.sampler.ticks < _w and _t.monotonic() < _d:\n    _t.sleep(0.02)\n"
+    "print('TICKS', _m.sampler.ticks >= _w)"
+)
+
+
+def cells_by_label(records: list[dict]) -> dict[str, dict]:
+    """The cell records (RECORDS_CELL's rows, not regions) by their first line."""
+    return {r["label"]: r for r in records if r["kind"] == "cell"}
 
 
 @dataclass

@@ -9,21 +9,13 @@ import re
 
 import pytest
 
-from notebook_runner import RECORDS_CELL, run_cells
+from notebook_runner import RECORDS_CELL, WAIT_FOR_ALLOCATOR_READS, cells_by_label, run_cells
 
 jax = pytest.importorskip("jax")
 cupy = pytest.importorskip("cupy")
 pytestmark = pytest.mark.gpu
 GIB = 2**30
 
-# Waits for the sampler to read the allocators a few times (a condition, not a sleep).
-WAIT = (
-    "import time as _t, nbgpumon as _n\n_m = _n.monitor()\n"
-    "_w = _m.sampler.ticks + 4 * round(_m.config.allocator_interval / _m.config.interval) + 4\n"
-    "_d = _t.monotonic() + 30\n"
-    "while _m.sampler.ticks < _w and _t.monotonic() < _d:\n    _t.sleep(0.02)\n"
-    "print('TICKS', _m.sampler.ticks >= _w)"
-)
 # Whether this kernel has a CUDA context on GPU 0: the driver's primary-context state and
 # NVML's process list (the two must agree once one exists, which shows the check can see it).
 CONTEXT = (
@@ -36,7 +28,7 @@ BACKENDS = "from jax._src import xla_bridge as _xb\nprint('BACKENDS', sorted(_xb
 
 
 def _cells(run) -> dict[str, dict]:
-    return {r["label"]: r for r in run.json_after("RECORDS=") if r["kind"] == "cell"}
+    return cells_by_label(run.json_after("RECORDS="))
 
 
 @pytest.fixture(scope="module")
@@ -45,7 +37,7 @@ def jax_run():
         [
             "%load_ext nbgpumon",  # 0
             "import jax\nimport jax.numpy as jnp",
-            WAIT,
+            WAIT_FOR_ALLOCATOR_READS,
             CONTEXT,
             BACKENDS,
             "x = jnp.ones((2**28,), dtype=jnp.float32); x.block_until_ready()",  # 5: kept 1 GiB
@@ -109,7 +101,7 @@ def cupy_run():
         [
             "%load_ext nbgpumon",  # 0
             "import cupy as cp",
-            WAIT,
+            WAIT_FOR_ALLOCATOR_READS,
             CONTEXT,
             "x = cp.ones(2**28, dtype=cp.float32)",  # 4: kept 1 GiB
             "t = cp.ones(2**29, dtype=cp.float32); del t",  # 5: 2 GiB transient, sampled peak

@@ -7,7 +7,7 @@ import subprocess
 
 import pytest
 
-from notebook_runner import RECORDS_CELL, run_cells
+from notebook_runner import RECORDS_CELL, cells_by_label, run_cells
 
 torch = pytest.importorskip("torch")
 pytestmark = [
@@ -19,7 +19,7 @@ AFTER_BIGGER = "t = torch.empty(2**30, dtype=torch.uint8, device='cuda'); del t 
 
 
 def _cells(run) -> dict[str, dict]:
-    return {r["label"]: r for r in run.json_after("RECORDS=") if r["kind"] == "cell"}
+    return cells_by_label(run.json_after("RECORDS="))
 
 
 @pytest.fixture(scope="module")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sys
-from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -13,22 +12,9 @@ from nbgpumon._forensics.postmortem import OomFacts, failing_framework, fixes, p
 from nbgpumon._ledger.outcome import is_out_of_memory
 from nbgpumon._sources.base import AllocatorStats
 
+from fake_shell import by_name, shell_with
+
 MIB = 2**20
-
-
-def shell_with(**variables) -> SimpleNamespace:
-    ns = {"Out": {}, "_": "", "__": "", "___": "", **variables}
-    return SimpleNamespace(
-        user_ns=ns,
-        user_ns_hidden={"Out": ns["Out"], "_": "", "__": "", "___": ""},
-        displayhook=SimpleNamespace(_="", __="", ___=""),
-        InteractiveTB=SimpleNamespace(tb=None),
-        last_execution_result=None,
-    )
-
-
-def by_name(scan: holders.HolderScan) -> dict[str, int]:
-    return {h.name: h.bytes for h in scan.holders}
 
 
 def test_views_share_their_owners_storage_and_are_counted_once():

@@ -10,22 +10,9 @@ import pytest
 
 from nbgpumon._forensics import holder_scan as holders
 
+from fake_shell import by_name, shell_with
+
 MIB = 2**20
-
-
-def shell_with(**variables) -> SimpleNamespace:
-    ns = {"Out": {}, "_": "", "__": "", "___": "", **variables}
-    return SimpleNamespace(
-        user_ns=ns,
-        user_ns_hidden={"Out": ns["Out"], "_": "", "__": "", "___": ""},
-        displayhook=SimpleNamespace(_="", __="", ___=""),
-        InteractiveTB=SimpleNamespace(tb=None),
-        last_execution_result=None,
-    )
-
-
-def by_name(scan: holders.HolderScan) -> dict[str, int]:
-    return {h.name: h.bytes for h in scan.holders}
 
 
 # -- JAX, for real: a CPU build's arrays are host memory ---------------------------------

@@ -6,14 +6,10 @@ import re
 
 import pytest
 
-from notebook_runner import RECORDS_CELL, run_cells
+from notebook_runner import RECORDS_CELL, cells_by_label, run_cells
 
 MIB = 2**20
 SIZE = 256 * MIB  # large enough that allocator noise is far below 2%
-
-
-def _cells_by_label(records: list[dict]) -> dict[str, dict]:
-    return {r["label"]: r for r in records if r["kind"] == "cell"}
 
 
 @pytest.fixture(scope="module")
@@ -39,14 +35,14 @@ def test_load_prints_at_most_one_line(allocation_run):
 
 
 def test_retained_host_memory_is_charged_to_the_cell_that_kept_it(allocation_run):
-    by_label = _cells_by_label(allocation_run[-1].json_after("RECORDS="))
+    by_label = cells_by_label(allocation_run[-1].json_after("RECORDS="))
     kept = by_label[f"kept = np.ones({SIZE // 8})  # keeps 256 MiB"]
     assert kept["rss_delta"] == pytest.approx(SIZE, rel=0.02)
     assert kept["status"] == "ok"
 
 
 def test_a_transient_allocation_shows_in_the_peak_but_not_the_delta(allocation_run):
-    by_label = _cells_by_label(allocation_run[-1].json_after("RECORDS="))
+    by_label = cells_by_label(allocation_run[-1].json_after("RECORDS="))
     transient = by_label[f"tmp = np.ones({SIZE // 8}); del tmp  # transient 256 MiB"]
     assert abs(transient["rss_delta"]) < 0.02 * SIZE
     assert transient["rss_peak_exact"] is True
@@ -54,7 +50,7 @@ def test_a_transient_allocation_shows_in_the_peak_but_not_the_delta(allocation_r
 
 
 def test_freeing_memory_shows_as_a_negative_delta(allocation_run):
-    by_label = _cells_by_label(allocation_run[-1].json_after("RECORDS="))
+    by_label = cells_by_label(allocation_run[-1].json_after("RECORDS="))
     freed = by_label["del kept  # gives 256 MiB back"]
     assert freed["rss_delta"] == pytest.approx(-SIZE, rel=0.02)
 
@@ -68,7 +64,7 @@ def test_records_carry_execution_counts_in_order(allocation_run):
 
 
 def test_an_exception_is_recorded_with_error_status(allocation_run):
-    by_label = _cells_by_label(allocation_run[-1].json_after("RECORDS="))
+    by_label = cells_by_label(allocation_run[-1].json_after("RECORDS="))
     failed = by_label["raise ValueError('boom')"]
     assert failed["status"] == "error"
     assert failed["error"] == "ValueError: boom"
@@ -76,7 +72,7 @@ def test_an_exception_is_recorded_with_error_status(allocation_run):
 
 def test_a_keyboard_interrupt_is_recorded_as_interrupted(allocation_run):
     assert allocation_run[6].error == "KeyboardInterrupt"
-    by_label = _cells_by_label(allocation_run[-1].json_after("RECORDS="))
+    by_label = cells_by_label(allocation_run[-1].json_after("RECORDS="))
     interrupted = by_label["import os, signal, time"]
     assert interrupted["status"] == "interrupted"
     assert interrupted["duration"] < 4  # the interrupt cut the 5 s sleep short
