@@ -15,7 +15,7 @@ from .._ledger.records import CellRecord
 from .._recording.reader import RecordedSession
 from .._recording.reader import load as read_session
 from .._sampling.timeline import Chunk, Window
-from .._session.data import Device, RunningCell, Status
+from .._session.data import Cluster, Device, RunningCell, Status
 from .._views.advisor import advise, hints_text, recorded_evidence
 from .._views.frames import cells_frame, samples_frame, write_frames
 from .._views.widget import GPUMonWidget, Publisher
@@ -100,6 +100,10 @@ class Recorded(RecordedSession):
         lines = [line, f"host: {self.host or '?'}; driver {self.driver or '?'}"]
         lines += [f"  gpu{d.index}: {d.name}" for d in self.devices]
         return Status("recorded", round(interval, 3), line, tuple(lines))
+
+    @property
+    def cluster(self) -> Cluster | None:
+        return None  # (the recording of other nodes' samples comes with the cluster source)
 
     def subscribe(self, callback: Callable[[int], None]) -> Callable[[], None]:
         return lambda: None  # nothing more arrives

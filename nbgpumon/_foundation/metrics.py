@@ -29,13 +29,19 @@ class Metric:
     label: str  # what a legend says: "used (NVML)"
     chart: str = ""  # SERIES, LIMIT, or "" (recorded and listed, not drawn)
     kind: str = GAUGE
-    scope: str = "gpu"  # "gpu": one column per device; "host": one column
+    scope: str = "gpu"  # "gpu": one column per device; "host": one column; "node": per remote GPU
+    export: str = ""  # the exporter's metric family (Prometheus naming, base units); "": none
 
     def column(self, device: int | None = None) -> str:
         """The timeline column: ``gpu{device}.{source}.{name}``, or ``host.{name}``."""
         if self.scope == "host":
             return f"host.{self.name}"
         return f"gpu{device}.{self.source}.{self.name}"
+
+    def node_column(self, host: str, gpu: str) -> str:
+        """A remote GPU's column in the cluster timeline: ``node:{host}.{gpu}.{name}``, where
+        ``gpu`` is ``gpu0``, or ``gpu0-mig3`` for a MIG instance."""
+        return f"node:{host}.{gpu}.{self.name}"
 
     def describe(self, device: int | None = None) -> dict[str, object]:
         """This metric's column for ``device`` with its metadata, as plain data (what the
@@ -47,41 +53,70 @@ class Metric:
         }  # fmt: skip
 
 
-def _gpu(source: str, name: str, unit: str, panel: str, label: str, chart: str = "") -> Metric:
-    return Metric(source, name, unit, panel, label, chart)
+def _gpu(
+    source: str, name: str, unit: str, panel: str, label: str, chart: str = "", export: str = ""
+) -> Metric:
+    return Metric(source, name, unit, panel, label, chart, export=export)
+
+
+def _node(name: str, unit: str, panel: str, label: str, chart: str = "") -> Metric:
+    return Metric("cluster", name, unit, panel, label, chart, scope="node")
 
 
 # The order is the display order: a panel's lines, and a source's columns, follow it.
 REGISTRY: tuple[Metric, ...] = (
-    _gpu("nvml", "mem_used", "bytes", "memory", "used (NVML)", SERIES),
-    _gpu("nvml", "mem_reserved", "bytes", "memory", "reserved by the driver"),
-    _gpu("nvml", "mem_total", "bytes", "memory", "total", LIMIT),
-    _gpu("nvml", "gpu_util", "percent", "util", "GPU", SERIES),
-    _gpu("nvml", "mem_util", "percent", "util", "memory", SERIES),
-    _gpu("nvml", "power", "watts", "power", "power", SERIES),
-    _gpu("nvml", "power_limit", "watts", "power", "power limit"),
-    _gpu("nvml", "temperature", "celsius", "temperature", "temperature", SERIES),
-    _gpu("nvml", "sm_clock", "MHz", "clock", "SM clock"),
-    _gpu("nvml", "pcie_tx", "bytes/s", "pcie", "PCIe sent"),
-    _gpu("nvml", "pcie_rx", "bytes/s", "pcie", "PCIe received"),
-    _gpu("torch", "reserved", "bytes", "memory", "reserved", SERIES),
-    _gpu("torch", "allocated", "bytes", "memory", "allocated", SERIES),
-    _gpu("torch", "active", "bytes", "memory", "active (torch)"),
-    _gpu("torch", "inactive_split", "bytes", "memory", "fragmented (torch)"),
+    _gpu("nvml", "mem_used", "bytes", "memory", "used (NVML)", SERIES, "gpu_memory_used_bytes"),
+    _gpu("nvml", "mem_reserved", "bytes", "memory", "reserved by the driver",
+         export="gpu_memory_reserved_bytes"),
+    _gpu("nvml", "mem_total", "bytes", "memory", "total", LIMIT, "gpu_memory_total_bytes"),
+    _gpu("nvml", "gpu_util", "percent", "util", "GPU", SERIES, "gpu_utilization_ratio"),
+    _gpu("nvml", "mem_util", "percent", "util", "memory", SERIES, "gpu_memory_utilization_ratio"),
+    _gpu("nvml", "power", "watts", "power", "power", SERIES, "gpu_power_watts"),
+    _gpu("nvml", "power_limit", "watts", "power", "power limit", export="gpu_power_limit_watts"),
+    _gpu("nvml", "temperature", "celsius", "temperature", "temperature", SERIES,
+         "gpu_temperature_celsius"),
+    _gpu("nvml", "sm_clock", "MHz", "clock", "SM clock", export="gpu_sm_clock_hertz"),
+    _gpu("nvml", "pcie_tx", "bytes/s", "pcie", "PCIe sent",
+         export="gpu_pcie_transmit_bytes_per_second"),
+    _gpu("nvml", "pcie_rx", "bytes/s", "pcie", "PCIe received",
+         export="gpu_pcie_receive_bytes_per_second"),
+    _gpu("torch", "reserved", "bytes", "memory", "reserved", SERIES, "allocator_reserved_bytes"),
+    _gpu("torch", "allocated", "bytes", "memory", "allocated", SERIES,
+         "allocator_allocated_bytes"),
+    _gpu("torch", "active", "bytes", "memory", "active (torch)", export="allocator_active_bytes"),
+    _gpu("torch", "inactive_split", "bytes", "memory", "fragmented (torch)",
+         export="allocator_inactive_split_bytes"),
     # JAX's allocator (XLA's BFC pool): "reserved" is the pool it holds from the driver,
     # which preallocation makes 75% of the GPU
-    _gpu("jax", "reserved", "bytes", "memory", "pool (JAX)", SERIES),
-    _gpu("jax", "allocated", "bytes", "memory", "in use (JAX)", SERIES),
+    _gpu("jax", "reserved", "bytes", "memory", "pool (JAX)", SERIES, "allocator_reserved_bytes"),
+    _gpu("jax", "allocated", "bytes", "memory", "in use (JAX)", SERIES,
+         "allocator_allocated_bytes"),
     # CuPy's default memory pool: "reserved" is total_bytes(), "allocated" used_bytes()
-    _gpu("cupy", "reserved", "bytes", "memory", "pool (CuPy)", SERIES),
-    _gpu("cupy", "allocated", "bytes", "memory", "in use (CuPy)", SERIES),
-    Metric("host", "rss", "bytes", "rss", "RSS", SERIES, scope="host"),
-    Metric("host", "sys_used", "bytes", "system", "system used", scope="host"),
-    Metric("host", "sys_available", "bytes", "system", "system available", scope="host"),
-)
+    _gpu("cupy", "reserved", "bytes", "memory", "pool (CuPy)", SERIES, "allocator_reserved_bytes"),
+    _gpu("cupy", "allocated", "bytes", "memory", "in use (CuPy)", SERIES,
+         "allocator_allocated_bytes"),
+    Metric("host", "rss", "bytes", "rss", "RSS", SERIES, scope="host", export="host_rss_bytes"),
+    Metric("host", "sys_used", "bytes", "system", "system used", scope="host",
+           export="host_memory_used_bytes"),
+    Metric("host", "sys_available", "bytes", "system", "system available", scope="host",
+           export="host_memory_available_bytes"),
+    # Other nodes' GPUs, from a Prometheus server (the DCGM exporter's metrics, or those of
+    # nbgpumon's exporter on other kernels): the cluster timeline's columns, node_column()
+    _node("mem_used", "bytes", "memory", "used", SERIES),
+    _node("mem_total", "bytes", "memory", "total", LIMIT),
+    _node("gpu_util", "percent", "util", "GPU", SERIES),
+    _node("power", "watts", "power", "power"),
+    _node("temperature", "celsius", "temperature", "temperature"),
+    _node("allocated", "bytes", "memory", "allocated (nbgpumon)"),
+)  # fmt: skip
+
+EXPORT_PREFIX = "nbgpumon_"  # every exported family's name starts so
 
 # How a user writes each source's name (a framework's own spelling).
-_SOURCE_LABELS = {"nvml": "NVML", "torch": "torch", "jax": "JAX", "cupy": "CuPy", "host": "host"}
+_SOURCE_LABELS = {
+    "nvml": "NVML", "torch": "torch", "jax": "JAX", "cupy": "CuPy", "host": "host",
+    "cluster": "cluster",
+}  # fmt: skip
 ALLOCATOR_SOURCES = ("torch", "jax", "cupy")  # the frameworks whose allocators are read
 
 
@@ -93,6 +128,7 @@ def source_label(source: str) -> str:
 _BY_KEY = {(m.source, m.name): m for m in REGISTRY}
 # host.{name} columns don't name their source: a host metric's name is unique among them all
 _HOST = {m.name: m for m in REGISTRY if m.scope == "host"}
+_NODE = {m.name: m for m in REGISTRY if m.scope == "node"}
 _ORDER = {m: i for i, m in enumerate(REGISTRY)}  # display order: a panel's lines follow it
 
 
@@ -107,8 +143,11 @@ def metrics_of(source: str) -> tuple[Metric, ...]:
 
 
 def metric_of(column: str) -> Metric | None:
-    """The metric a timeline column holds (``gpu0.nvml.mem_used``, ``host.rss``); None for a
-    column the registry does not know."""
+    """The metric a timeline column holds (``gpu0.nvml.mem_used``, ``host.rss``,
+    ``node:node-1.gpu0.mem_used``); None for a column the registry does not know."""
+    if column.startswith("node:"):
+        parts = column.rsplit(".", 2)
+        return _NODE.get(parts[-1]) if len(parts) == 3 else None
     parts = column.split(".")
     if len(parts) == 2 and parts[0] == "host":
         return _HOST.get(parts[1])
@@ -118,9 +157,17 @@ def metric_of(column: str) -> Metric | None:
 
 
 def device_of(column: str) -> int | None:
-    """The NVML index of a ``gpu{i}.…`` column; None for a host column."""
+    """The NVML index of a ``gpu{i}.…`` column; None for a host or a remote node's column."""
     head = column.split(".", 1)[0]
     return int(head[3:]) if head.startswith("gpu") and head[3:].isdigit() else None
+
+
+def node_of(column: str) -> tuple[str, str] | None:
+    """(host, gpu) of a cluster column ``node:{host}.{gpu}.{metric}``; None for another."""
+    if not column.startswith("node:"):
+        return None
+    parts = column[len("node:") :].rsplit(".", 2)
+    return (parts[0], parts[1]) if len(parts) == 3 else None
 
 
 def columns_for(metrics: Iterable[Metric], devices: Iterable[int]) -> list[str]:
@@ -146,6 +193,9 @@ def describe_columns(columns: Iterable[str]) -> list[dict[str, object]]:
         m = metric_of(column)
         if m is None:
             out.append({"name": column, "device": device_of(column), "unit": "", "panel": ""})
+        elif m.scope == "node":
+            host, gpu = node_of(column) or ("", "")
+            out.append({**m.describe(None), "name": column, "node": host, "gpu": gpu})
         else:
             out.append(m.describe(device_of(column)))
     return out

@@ -14,7 +14,8 @@ import weakref
 from collections.abc import Callable, Sequence
 
 from .._foundation.clock import wall_clock
-from .._sources.base import ALLOCATOR, DETAIL, FAST, SLOW, Source
+from .._sources.base import ALLOCATOR, DETAIL, FAST, SLOW, RemoteSource, Source
+from .node_timeline import NodeTimeline
 from .timeline import Timeline
 
 Subscriber = Callable[[int], None]
@@ -54,6 +55,10 @@ class Sampler:
         self._lock = threading.Lock()  # held for the duration of a tick
         self._next = dict.fromkeys(self.intervals, 0.0)  # monotonic time each cadence is due
         self._soonest = 0.0  # the earliest of those
+        # Other nodes' GPUs: a network source fetches in its own worker; each tick takes what
+        # it has fetched since (never waiting for it) into the cluster timeline.
+        self.remote: RemoteSource | None = None
+        self.nodes: NodeTimeline | None = None
         _live_samplers.add(self)
 
     # -- control --------------------------------------------------------------------------
@@ -133,6 +138,10 @@ class Sampler:
         for source in self.sources:
             row.extend(source.read(due))
         self.timeline.append(now, row)
+        remote, nodes = self.remote, self.nodes
+        if remote is not None and nodes is not None:
+            for reading in remote.take():
+                nodes.add(reading)
 
     def _due(self, mono: float) -> frozenset[str]:
         """The cadences due at ``mono`` (FAST always); each due one is scheduled again."""
@@ -150,8 +159,13 @@ class Sampler:
     def _before_fork(self) -> None:
         self._lock.acquire()
         self.timeline._lock_for_fork()
+        self._forked_nodes = self.nodes  # the one whose lock is held, should nodes change
+        if self._forked_nodes is not None:
+            self._forked_nodes._lock_for_fork()
 
     def _after_fork(self, child: bool) -> None:
+        if self._forked_nodes is not None:
+            self._forked_nodes._unlock_after_fork(child)
         self.timeline._unlock_after_fork(child)
         if child:
             # The thread does not exist in the child; leave it stopped, with fresh primitives.
@@ -160,6 +174,7 @@ class Sampler:
             self._wake = threading.Event()
             self._thread = None
             self._subscribers = []
+            self.remote = None  # its worker thread is the parent's
         else:
             self._lock.release()
 

@@ -99,6 +99,16 @@ class _Ring:
         arrays = [self.times, self.mean, self.n, self.low, self.high]
         return sum(a.nbytes for a in arrays if a is not None)
 
+    def widen(self, width: int) -> None:
+        """Make room for more columns, missing (NaN) in every row so far."""
+        for name in ("mean", "low", "high"):
+            old = getattr(self, name)
+            if old is None:
+                continue
+            new = np.full((self.capacity, width), np.nan, dtype=np.float32)
+            new[:, : old.shape[1]] = old
+            setattr(self, name, new)
+
 
 def _first_at_or_after(ring: _Ring, t: float, strictly_after: bool = False) -> int:
     """Binary search over a ring's cursors (times ascend in cursor order)."""
@@ -181,6 +191,21 @@ class Timeline:
         out.n[slot] = int(n.sum())
         out.count += 1
         self._fold(level + 1, start_time, out.count - 1)
+
+    def add_columns(self, names: Sequence[str]) -> None:
+        """Append columns (missing in every row so far); names it already has are skipped.
+
+        For the cluster timeline, whose columns grow as nodes answer: it copies every ring
+        once, so it is for rare growth, not for every row.
+        """
+        with self._lock:
+            new = [n for n in dict.fromkeys(names) if n not in self._col]
+            if not new:
+                return
+            self.columns = (*self.columns, *new)
+            self._col = {name: i for i, name in enumerate(self.columns)}
+            for ring in (self._raw, *self._levels):
+                ring.widen(len(self.columns))
 
     # -- reading --------------------------------------------------------------------------
     @property

@@ -28,6 +28,7 @@ from .._ledger.ledger import MAX_LABEL, Ledger
 from .._ledger.outcome import is_host_out_of_memory
 from .._ledger.records import CellRecord
 from .._recording.writer import RecordingWriter
+from .._sampling.node_timeline import NodeTimeline
 from .._sampling.sampler import Sampler, timeline_columns
 from .._sampling.timeline import Chunk, Timeline, Window
 from .._sources.allocator_columns import AllocatorColumns
@@ -38,7 +39,7 @@ from .._sources.jax_allocator import JaxAllocatorSource
 from .._sources.nvml import GpuProcess, NvmlSource
 from .._sources.torch_allocator import TorchAllocatorSource
 from .config import GPUMon
-from .data import Device, RunningCell, Status
+from .data import Cluster, Device, RunningCell, Status
 from .info import session_info
 from .region import Region
 from .status import live_status
@@ -115,6 +116,8 @@ class Session:
         self._tracer: AllocationTracer | None = None
         self._recorder: RecordingWriter | None = None
         self._syncing_record_path = False  # set while record() writes GPUMon.record_path
+        self._nodes: NodeTimeline | None = None  # other nodes' GPUs, once a cluster is read
+        self._cluster_url = ""
         _open_sessions.add(self)
 
     def _config_changed(self, change: dict) -> None:
@@ -248,6 +251,25 @@ class Session:
 
     def status(self) -> Status:
         return live_status(self)
+
+    @property
+    def cluster(self) -> Cluster | None:
+        if self._nodes is None:
+            return None
+        remote = self.sampler.remote
+        return Cluster(
+            self._nodes,
+            self._cluster_url,
+            status=lambda: remote.status if remote is not None else "not reading a cluster",
+            interval=lambda: getattr(remote, "interval", 0.0),
+        )
+
+    def node_timeline(self) -> NodeTimeline:
+        """The store of other nodes' samples, made on first use; the sampler fills it."""
+        if self._nodes is None:
+            self._nodes = NodeTimeline()
+            self.sampler.nodes = self._nodes
+        return self._nodes
 
     def subscribe(self, callback: Callable[[int], None]) -> Callable[[], None]:
         return self.sampler.subscribe(callback)

@@ -13,6 +13,7 @@ CUDA device, and only once the user's code has initialised that framework on tha
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -43,6 +44,30 @@ class Source(Protocol):
 
     def read(self, due: frozenset[str]) -> list[float | None]:
         """One value per column (None: missing); reads what ``due`` names, carries the rest."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class NodeReading:
+    """One answer from a Prometheus server: values by cluster column, and each GPU's labels."""
+
+    time: float  # unix seconds: the server's evaluation time
+    values: Mapping[str, float]  # node:{host}.{gpu}.{metric} -> value in the registry's unit
+    gpus: Mapping[tuple[str, str], Mapping[str, str]]  # (host, gpu) -> model, uuid, pod, ...
+
+
+class RemoteSource(Protocol):
+    """A network source (Prometheus): it fetches in its own worker, with timeouts, and the
+    sampler takes what it has fetched since the last tick, never waiting for it."""
+
+    name: str
+
+    @property
+    def status(self) -> str: ...
+
+    def take(self) -> list[NodeReading]:
+        """The answers fetched since the last call, oldest first; [] when none. Never blocks
+        on the network and never raises."""
         ...
 
 
