@@ -36,7 +36,8 @@ def monitor():
 def test_every_metric_is_declared_once_with_its_unit_panel_and_label():
     columns = [m.column(0) for m in REGISTRY]  # gpu0.jax.allocated and gpu0.torch.allocated
     assert len(columns) == len(set(columns))
-    legends = [(m.panel, m.label) for m in REGISTRY]  # a panel's lines tell themselves apart
+    # a panel's lines tell themselves apart (a remote node's panels are its own)
+    legends = [(m.scope == "node", m.panel, m.label) for m in REGISTRY]
     assert len(legends) == len(set(legends))
     for m in REGISTRY:
         assert m.unit and m.panel and m.label and m.kind in ("gauge", "counter"), m
