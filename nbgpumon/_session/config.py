@@ -62,6 +62,24 @@ class GPUMon(Configurable):
         "of a pooled allocation. Off: CuPy peaks are sampled lower bounds (≥).",
     ).tag(config=True)
 
+    prometheus_url = Unicode(
+        "",
+        help="Read other nodes' GPUs from this Prometheus server (the DCGM exporter's metrics "
+        "and nbgpumon's own exported ones), e.g. 'http://prometheus:9090'; '' stops. Same as "
+        "%gpumon cluster URL|off.",
+    ).tag(config=True)
+    prometheus_match = Unicode(
+        "",
+        help="Label matchers that narrow what is read from Prometheus, as PromQL writes them, "
+        "e.g. 'Hostname=~\"node-1.*\", job=\"dcgm\"'; '' reads every GPU series. Same as "
+        "%gpumon cluster URL --match ....",
+    ).tag(config=True)
+    cluster_interval = Float(
+        0.0,
+        help="Seconds between reads of the Prometheus server; 0: its scrape interval (15 s "
+        "when it does not say). Never faster than the scrape interval.",
+    ).tag(config=True)
+
     def update_config(self, config: Any) -> None:
         """Apply ``%config GPUMon.x = v`` (or a config file); a bad value is one printed line
         and every setting keeps its value. (``%config`` would log the error through the root
@@ -88,6 +106,16 @@ class GPUMon(Configurable):
         if value < 0:
             raise TraitError(
                 f"GPUMon.leak_threshold is a number of bytes >= 0 (0: off), not {value!r}"
+            )
+        return value
+
+    @validate("cluster_interval")
+    def _check_cluster_interval(self, proposal):
+        value = proposal["value"]
+        if value != 0 and not 1 <= value <= 3600:
+            raise TraitError(
+                f"GPUMon.cluster_interval is 0 (the server's scrape interval) or 1 to 3600 "
+                f"seconds, not {value!r}"
             )
         return value
 

@@ -37,6 +37,7 @@ from .._sources.cupy_allocator import CupyAllocatorSource
 from .._sources.host import HostSource
 from .._sources.jax_allocator import JaxAllocatorSource
 from .._sources.nvml import GpuProcess, NvmlSource
+from .._sources.prometheus import PrometheusSource
 from .._sources.torch_allocator import TorchAllocatorSource
 from .config import GPUMon
 from .data import Cluster, Device, RunningCell, Status
@@ -48,8 +49,9 @@ TRACE_MIN_BYTES = 2**20  # traced lines smaller than this are not shown
 TRACE_LINES = 5  # traced lines printed under a cell (the record keeps them all)
 _LIVE_SETTINGS = [
     "interval", "allocator_interval", "detail_interval", "slow_interval", "peak_mode",
-    "record_path", "cupy_peak_hook",
+    "record_path", "cupy_peak_hook", "prometheus_url", "prometheus_match", "cluster_interval",
 ]  # fmt: skip
+CLUSTER_WAIT = 3.0  # seconds read_cluster() waits for the server's first answer
 
 
 MEM_USED = metric("nvml", "mem_used")
@@ -118,6 +120,8 @@ class Session:
         self._syncing_record_path = False  # set while record() writes GPUMon.record_path
         self._nodes: NodeTimeline | None = None  # other nodes' GPUs, once a cluster is read
         self._cluster_url = ""
+        self._syncing_cluster = False  # set while read_cluster() writes the GPUMon settings
+        self._last_cluster_status = ""  # what the source said when it was stopped
         _open_sessions.add(self)
 
     def _config_changed(self, change: dict) -> None:
@@ -138,6 +142,8 @@ class Session:
             self.cupy.hook_wanted = value  # armed when the next cell begins
             if not value:
                 self.cupy.close()
+        elif name in ("prometheus_url", "prometheus_match", "cluster_interval"):
+            self._cluster_setting_changed(name, change["old"])
         elif name == "record_path" and not self._syncing_record_path:
             try:
                 line = self.record(value or None)
@@ -145,6 +151,21 @@ class Session:
                 self._sync_record_path(change["old"])  # the setting keeps saying what is recorded
                 raise TraitError(str(exc)) from None
             print(f"nbgpumon: {line}")
+
+    def _cluster_setting_changed(self, name: str, old: object) -> None:
+        # %config GPUMon.prometheus_url = URL (or its match or interval while one is read)
+        if self._syncing_cluster or (name != "prometheus_url" and not self.config.prometheus_url):
+            return
+        try:
+            line = self.read_cluster(self.config.prometheus_url or None)
+        except UsageError as exc:
+            self._syncing_cluster = True  # the setting goes back to what is read
+            try:
+                setattr(self.config, name, old)
+            finally:
+                self._syncing_cluster = False
+            raise TraitError(str(exc)) from None
+        print(f"nbgpumon: {line}")
 
     def _sync_record_path(self, path: str) -> None:
         # GPUMon.record_path says where this monitor records, however it was started; the flag
@@ -175,6 +196,7 @@ class Session:
             self._recorder.stop()  # after the sampler: its last rows are written too
             self._recorder = None
         self.config.unobserve(self._config_changed, names=_LIVE_SETTINGS)
+        self._stop_cluster()
         self.cupy.close()
         self.nvml.close()
         self.host.close()
@@ -256,13 +278,65 @@ class Session:
     def cluster(self) -> Cluster | None:
         if self._nodes is None:
             return None
-        remote = self.sampler.remote
         return Cluster(
             self._nodes,
             self._cluster_url,
-            status=lambda: remote.status if remote is not None else "not reading a cluster",
-            interval=lambda: getattr(remote, "interval", 0.0),
+            status=self._cluster_status,
+            interval=self._cluster_every,
         )
+
+    def _cluster_status(self) -> str:
+        remote = self.sampler.remote
+        if remote is not None:
+            return remote.status
+        return self._last_cluster_status or "not reading a cluster"
+
+    def _cluster_every(self) -> float:
+        return float(getattr(self.sampler.remote, "interval", 0.0))
+
+    def read_cluster(
+        self, url: str | None, match: str | None = None, wait: float = CLUSTER_WAIT
+    ) -> str:
+        """Read other nodes' GPUs from the Prometheus server at ``url`` from now on (None:
+        stop); ``match``: label matchers that narrow it (None: GPUMon.prometheus_match).
+        Waits up to ``wait`` seconds for the first answer; one line back."""
+        if url is None:
+            had = self.sampler.remote
+            self._stop_cluster()
+            self._sync_cluster_settings("", self.config.prometheus_match)
+            return (
+                f"stopped reading {had.url}"
+                if isinstance(had, PrometheusSource)
+                else ("not reading a cluster")
+            )
+        match = self.config.prometheus_match if match is None else match
+        try:
+            source = PrometheusSource(url, match, interval=self.config.cluster_interval)
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
+        self._stop_cluster()
+        self.node_timeline()
+        self._cluster_url = source.url
+        self.sampler.remote = source
+        source.start()
+        self._sync_cluster_settings(url, source.match)
+        if wait > 0 and source.wait_first(wait):
+            return f"cluster: {source.status}"
+        return f"cluster: reading {source.url}; no answer yet (%gpumon status says when)"
+
+    def _stop_cluster(self) -> None:
+        remote, self.sampler.remote = self.sampler.remote, None
+        if isinstance(remote, PrometheusSource):
+            remote.stop()
+            self._last_cluster_status = remote.status
+
+    def _sync_cluster_settings(self, url: str, match: str) -> None:
+        self._syncing_cluster = True
+        try:
+            self.config.prometheus_url = url
+            self.config.prometheus_match = match
+        finally:
+            self._syncing_cluster = False
 
     def node_timeline(self) -> NodeTimeline:
         """The store of other nodes' samples, made on first use; the sampler fills it."""

@@ -90,6 +90,11 @@ class AllocatorStats:
     limit: int | None = None  # the most the allocator may take (JAX's bytes_limit, CuPy's limit)
     largest_free: int | None = None  # the largest block it could hand out without growing
 
+    def metric_value(self, name: str) -> int | None:
+        """The counter an allocator's registry metric ``name`` holds: ``peak`` is
+        ``peak_allocated``; the others are the field of their own name."""
+        return getattr(self, "peak_allocated" if name == "peak" else name)
+
 
 class AllocatorSource(Protocol):
     """A framework's allocator: what the ledger reads at a cell's edges."""

@@ -1,0 +1,216 @@
+"""A real Prometheus server on loopback for the cluster tests, and the targets it scrapes.
+
+``PrometheusServer`` runs Debian's ``prometheus`` binary with a generated config (a scrape
+interval of 1 s, so tests wait seconds, not minutes) and a storage folder of its own. The
+``TextTarget`` is a loopback HTTP server that serves a fixed exposition text (the DCGM
+exporter's, recorded in tests/data) and can change it mid-test. ``FakeApi`` stands in for a
+Prometheus server that misbehaves: slow, HTTP 500, or garbage.
+"""
+
+from __future__ import annotations
+
+import http.server
+import json
+import os
+import shutil
+import socket
+import subprocess
+import threading
+import time
+import urllib.parse
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+PROMETHEUS = shutil.which("prometheus") or "/usr/bin/prometheus"
+SCRAPE_SECONDS = 1
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def require_prometheus() -> None:
+    """Skip without the binary, unless CI says it must be there (then fail)."""
+    if Path(PROMETHEUS).exists():
+        return
+    if os.environ.get("NBGPUMON_REQUIRE_PROMETHEUS"):
+        pytest.fail(f"{PROMETHEUS} is missing: .ci/run installs Debian's prometheus package")
+    pytest.skip("no prometheus binary (apt-get install prometheus)")
+
+
+def wait_for(condition, timeout: float, what: str, every: float = 0.1):
+    """Poll ``condition()`` until it returns something truthy; fail after ``timeout`` s."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = condition()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
+        time.sleep(every)
+
+
+class PrometheusServer:
+    """``prometheus`` scraping ``targets`` ({job: ["127.0.0.1:PORT", ...]}) every second."""
+
+    def __init__(self, folder: Path, targets: dict[str, list[str]], port: int | None = None):
+        require_prometheus()
+        self.folder = folder
+        self.port = port or free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.targets = targets
+        self._process: subprocess.Popen | None = None
+
+    def config_text(self) -> str:
+        jobs = [
+            f"  - job_name: {job}\n    static_configs:\n      - targets: {json.dumps(hosts)}"
+            for job, hosts in self.targets.items()
+        ]
+        return (
+            f"global:\n  scrape_interval: {SCRAPE_SECONDS}s\n  evaluation_interval: 15s\n"
+            "scrape_configs:\n" + "\n".join(jobs) + "\n"
+        )
+
+    def start(self) -> PrometheusServer:
+        self.folder.mkdir(parents=True, exist_ok=True)
+        config = self.folder / "prometheus.yml"
+        config.write_text(self.config_text())
+        log = open(self.folder / "prometheus.log", "ab")  # noqa: SIM115 - the process keeps it
+        self._process = subprocess.Popen(
+            [
+                PROMETHEUS,
+                f"--config.file={config}",
+                f"--storage.tsdb.path={self.folder / 'data'}",
+                f"--web.listen-address=127.0.0.1:{self.port}",
+                "--log.level=warn",
+            ],
+            stdout=log,
+            stderr=log,
+            stdin=subprocess.DEVNULL,
+        )
+        log.close()
+        wait_for(self._ready, 60, f"Prometheus to be ready on {self.url}")
+        return self
+
+    def _ready(self) -> bool:
+        if self._process is not None and self._process.poll() is not None:
+            log = (self.folder / "prometheus.log").read_text(errors="replace")[-2000:]
+            raise AssertionError(f"prometheus exited ({self._process.returncode}): {log}")
+        try:
+            with urllib.request.urlopen(f"{self.url}/-/ready", timeout=1) as r:
+                return r.status == 200
+        except OSError:
+            return False
+
+    def stop(self) -> None:
+        if self._process is not None and self._process.poll() is None:
+            self._process.terminate()
+            try:
+                self._process.wait(20)
+            except subprocess.TimeoutExpired:
+                self._process.kill()
+                self._process.wait(10)
+        self._process = None
+
+    def query(self, promql: str) -> list[dict]:
+        url = f"{self.url}/api/v1/query?" + urllib.parse.urlencode({"query": promql})
+        with urllib.request.urlopen(url, timeout=5) as r:
+            return json.load(r)["data"]["result"]
+
+    def wait_for_series(self, promql: str, count: int, timeout: float = 60) -> list[dict]:
+        """Wait until ``promql`` has at least ``count`` series (its targets were scraped)."""
+        return wait_for(
+            lambda: (found := self.query(promql)) and len(found) >= count and found,
+            timeout,
+            f"{count} series of {promql} in Prometheus",
+            every=0.25,
+        )
+
+
+class _Server(http.server.ThreadingHTTPServer):
+    daemon_threads = True
+
+
+class TextTarget:
+    """A loopback scrape target serving ``text`` at /metrics (changeable while it runs)."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        target = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):  # noqa: N802 - http.server's name
+                body = target.text.encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "text/plain; version=0.0.4")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args):
+                pass
+
+        self._server = _Server(("127.0.0.1", 0), Handler)
+        self.address = f"127.0.0.1:{self._server.server_address[1]}"
+        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+
+class FakeApi:
+    """A loopback server answering the Prometheus API badly: ``mode`` is "slow" (waits
+    ``delay`` s, then answers ``good``), "500", "garbage", or "good" (answers ``good``)."""
+
+    def __init__(self, good: dict | None = None, delay: float = 30.0) -> None:
+        self.mode = "good"
+        self.delay = delay
+        self.good = good or {"status": "success", "data": {"resultType": "vector", "result": []}}
+        self.requests = 0
+        self._release = threading.Event()  # ends every sleeping answer at close
+        api = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):  # noqa: N802
+                api.requests += 1
+                mode = api.mode
+                if mode == "slow":
+                    api._release.wait(api.delay)
+                status, body = 200, json.dumps(api._answer(self.path)).encode()
+                if mode == "500":
+                    status = 500
+                    body = b'{"status":"error","errorType":"internal","error":"storage is on fire"}'
+                elif mode == "garbage":
+                    body = b"<html><body>Welcome to nginx!</body></html>"
+                try:
+                    self.send_response(status)
+                    self.send_header("Content-Length", str(len(body)))
+                    self.end_headers()
+                    self.wfile.write(body)
+                except OSError:  # the client gave up waiting
+                    pass
+
+            def log_message(self, *args):
+                pass
+
+        self._server = _Server(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
+        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+
+    def _answer(self, path: str) -> dict:
+        if path.startswith("/api/v1/targets"):
+            return {"status": "success", "data": {"activeTargets": [{"scrapeInterval": "1s"}]}}
+        if path.startswith("/api/v1/query_range"):
+            return {"status": "success", "data": {"resultType": "matrix", "result": []}}
+        return self.good
+
+    def close(self) -> None:
+        self._release.set()
+        self._server.shutdown()
+        self._server.server_close()
+
