@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import shlex
 import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING
@@ -13,13 +14,14 @@ from IPython.core.magic_arguments import argument, magic_arguments, parse_argstr
 from IPython.display import display
 from IPython.utils.text import DollarFormatter
 
+from .._api.exporter import DEFAULT_PORT
 from .._api.monitor import Monitor
 from .._foundation.errors import RecordingError
 from .._foundation.errors import UsageError as Problem
 from .._ledger.ledger import MAX_LABEL
 from .._session.config import GPUMon
 from .._session.session import check_label_length
-from .._views.text import cells_table, holders_view, snapshot_view, status_view
+from .._views.text import cells_table, cluster_view, holders_view, snapshot_view, status_view
 
 if TYPE_CHECKING:
     from .._api.recorded import Recorded
@@ -77,8 +79,20 @@ class GPUMonMagics(Magics):
                                   recording), each citing its numbers; none without evidence
           %gpumon trace on|off    record CUDA allocation stacks (torch's memory history):
                                   after each cell, what it left behind by cell and line
+          %gpumon export [PORT]   serve this kernel's metrics for Prometheus at
+                                  http://127.0.0.1:PORT/metrics (default 9476; the address
+                                  is GPUMon.export_host); alone, it says where it serves,
+                                  or starts on the default port
+          %gpumon export off      stop the exporter and free its port
           %gpumon start | stop    start or stop the sampler thread (the ledger keeps going)
           %gpumon mark LABEL      put a labelled marker on the timeline
+          %gpumon cluster URL [--match MATCHERS] [--job NAME]
+                                  read other nodes' GPUs from a Prometheus server (the
+                                  DCGM exporter's metrics, and nbgpumon's exported ones);
+                                  MATCHERS narrow it as PromQL writes them, e.g.
+                                  --match 'Hostname=~"node-1.*"'; the chart gets a host
+                                  selector, the snapshot and status list the nodes
+          %gpumon cluster         every node and GPU now; %gpumon cluster off stops
 
         Settings: %config GPUMon (list), e.g. %config GPUMon.interval = 0.25
         """
@@ -96,6 +110,8 @@ class GPUMonMagics(Magics):
         command, _, label = line.strip().partition(" ")
         if command == "mark" and cell is None:  # the label is the rest of the line, verbatim
             return self._mark(self._loaded(), label)
+        if command == "cluster" and cell is None:  # its options hold quotes and spaces
+            return self._cluster(self._loaded(), label)
         _refuse_unknown_options(line)
         args = parse_argstring(self.gpumon, line)
         mon = self._loaded()
@@ -205,6 +221,42 @@ class GPUMonMagics(Magics):
         mon.stop()
         print("nbgpumon: sampler stopped; the ledger still records cells (%gpumon start resumes)")
 
+    def _cluster(self, mon: Monitor, rest: str) -> None:
+        words = _cluster_words(self._expand(rest))
+        if not words:
+            display(cluster_view(mon))
+            return
+        if words == ["off"]:
+            print(f"nbgpumon: {mon.read_cluster(None)}")
+            return
+        url, matchers = words[0], []
+        options = iter(words[1:])
+        for option in options:
+            value = next(options, None)
+            if option not in ("--match", "--job") or value is None:
+                raise UsageError(CLUSTER_USAGE)
+            matchers.append(value if option == "--match" else f'job="{_quoted(value)}"')
+        if url.startswith("-"):
+            raise UsageError(CLUSTER_USAGE)
+        print(f"nbgpumon: {mon.read_cluster(url, ', '.join(matchers))}")
+
+    def _export(self, mon: Monitor, rest: list[str]) -> None:
+        if len(rest) > 1 or (rest and rest[0] != "off" and not rest[0].isdigit()):
+            raise UsageError(
+                f"usage: %gpumon export [PORT|off], PORT a number from 1 to 65535 "
+                f"(default {DEFAULT_PORT})"
+            )
+        if not rest and mon.exporter_line:
+            print(f"nbgpumon: exporting on {mon.exporter_line}")
+            return
+        if rest and rest[0] == "off":
+            print(f"nbgpumon: {mon.export(None)}")
+            return
+        port = int(rest[0]) if rest else (mon.config.export_port or DEFAULT_PORT)
+        if port == 0:
+            raise UsageError("port 0 is not a port; %gpumon export off stops the exporter")
+        print(f"nbgpumon: {mon.export(port)}")
+
     def _mark(self, mon: Monitor, label: str) -> None:
         if not label.strip():
             raise UsageError("usage: %gpumon mark LABEL")
@@ -223,6 +275,24 @@ class GPUMonMagics(Magics):
             return DollarFormatter().vformat(text, args=[], kwargs=self.shell.user_ns)
         except Exception:  # as IPython does: what can't be expanded stays as typed
             return text
+
+
+CLUSTER_USAGE = (
+    "usage: %gpumon cluster URL [--match 'LABEL=~\"REGEX\"'] [--job NAME] | off, "
+    "e.g. %gpumon cluster http://prometheus:9090 --match 'Hostname=~\"node-1.*\"'"
+)
+
+
+def _cluster_words(text: str) -> list[str]:
+    try:
+        return shlex.split(text)
+    except ValueError as exc:  # an unclosed quote
+        raise UsageError(f"{exc} in %gpumon cluster {text.strip()}; {CLUSTER_USAGE}") from None
+
+
+def _quoted(value: str) -> str:
+    """``value`` inside a PromQL double-quoted string."""
+    return value.replace("\\", "\\\\").replace('"', '\\"')
 
 
 def _load(path: str) -> Recorded:
@@ -287,10 +357,11 @@ _COMMANDS: dict[str, Callable[..., None]] = {
     "report": GPUMonMagics._report,
     "start": GPUMonMagics._start,
     "stop": GPUMonMagics._stop,
+    "export": GPUMonMagics._export,
 }
 # What a user types after %gpumon: the commands above, and mark (parsed before argparse, its
 # label verbatim); "show" is plain %gpumon.
-COMMAND_NAMES = [*(c for c in _COMMANDS if c != "show"), "mark"]
+COMMAND_NAMES = [*(c for c in _COMMANDS if c != "show"), "mark", "cluster"]
 
 
 def _plain_help(magic: Callable[..., object]) -> None:

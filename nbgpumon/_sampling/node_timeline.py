@@ -38,24 +38,24 @@ class NodeTimeline:
     # -- writing (the sampler) ------------------------------------------------------------
     def add(self, reading: NodeReading) -> None:
         """Append one answer; new GPUs get columns while there is room for them."""
-        if self._timeline.cursor and reading.time <= self._last_time():
-            return  # an answer older than one kept (a backfill that came late): dropped
-        with self._lock:
-            refused = set()
+        with self._lock:  # the sampler, and whoever stops a source and takes its last answers
+            if self._timeline.cursor and reading.time <= self._last_time():
+                return  # an answer no newer than one kept (a backfill that came late)
+            refused = 0
             for key, labels in reading.gpus.items():
                 if key not in self._gpus and len(self._gpus) >= self.max_gpus:
-                    refused.add(key)
+                    refused += 1
                     continue
                 self._gpus[key] = dict(labels)
                 self._last_seen[key[0]] = reading.time
-            self.refused_gpus = len(refused)
-        known = set(self._timeline.columns)
-        new = [c for c in reading.values if c not in known and node_of(c) in self._gpus]
-        if new:
-            self._timeline.add_columns(sorted(new))
-            self.version += 1
-        row = [reading.values.get(c) for c in self._timeline.columns]  # None: missing
-        self._timeline.append(reading.time, row)
+            self.refused_gpus = refused
+            known = set(self._timeline.columns)
+            new = [c for c in reading.values if c not in known and node_of(c) in self._gpus]
+            if new:
+                self._timeline.add_columns(sorted(new))
+                self.version += 1
+            row = [reading.values.get(c) for c in self._timeline.columns]  # None: missing
+            self._timeline.append(reading.time, row)
 
     def _last_time(self) -> float:
         latest = self._timeline.latest()
@@ -96,7 +96,12 @@ class NodeTimeline:
 
     # -- fork safety (the sampler's hooks take the timeline's lock) -----------------------
     def _lock_for_fork(self) -> None:
+        self._lock.acquire()
         self._timeline._lock_for_fork()
 
     def _unlock_after_fork(self, child: bool) -> None:
         self._timeline._unlock_after_fork(child)
+        if child:
+            self._lock = threading.Lock()
+        else:
+            self._lock.release()

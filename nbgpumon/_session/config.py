@@ -80,6 +80,22 @@ class GPUMon(Configurable):
         "when it does not say). Never faster than the scrape interval.",
     ).tag(config=True)
 
+    cluster_timeout = Float(
+        5.0, help="Seconds to wait for the Prometheus server's answer before saying so (0.1 to 60)."
+    ).tag(config=True)
+
+    export_port = Int(
+        0,
+        help="Serve this kernel's metrics for Prometheus at http://HOST:PORT/metrics (HOST: "
+        "export_host); 0 stops. Same as %gpumon export PORT|off; nbgpumon's usual port is 9476.",
+    ).tag(config=True)
+    export_host = Unicode(
+        "127.0.0.1",
+        help="The address the exporter listens on: '127.0.0.1' (this machine only) unless set; "
+        "'0.0.0.0' is every interface, with no authentication: put it behind the cluster's "
+        "network policy.",
+    ).tag(config=True)
+
     def update_config(self, config: Any) -> None:
         """Apply ``%config GPUMon.x = v`` (or a config file); a bad value is one printed line
         and every setting keeps its value. (``%config`` would log the error through the root
@@ -109,6 +125,13 @@ class GPUMon(Configurable):
             )
         return value
 
+    @validate("cluster_timeout")
+    def _check_cluster_timeout(self, proposal):
+        value = proposal["value"]
+        if not 0.1 <= value <= 60:
+            raise TraitError(f"GPUMon.cluster_timeout must be 0.1 to 60 seconds, not {value!r}")
+        return value
+
     @validate("cluster_interval")
     def _check_cluster_interval(self, proposal):
         value = proposal["value"]
@@ -116,6 +139,16 @@ class GPUMon(Configurable):
             raise TraitError(
                 f"GPUMon.cluster_interval is 0 (the server's scrape interval) or 1 to 3600 "
                 f"seconds, not {value!r}"
+            )
+        return value
+
+    @validate("export_port")
+    def _check_export_port(self, proposal):
+        value = proposal["value"]
+        if not 0 <= value <= 65535:
+            raise TraitError(
+                f"GPUMon.export_port is 0 (off) or a port from 1 to 65535, not {value!r}; "
+                f"e.g. %config GPUMon.export_port = 9476"
             )
         return value
 

@@ -50,6 +50,7 @@ TRACE_LINES = 5  # traced lines printed under a cell (the record keeps them all)
 _LIVE_SETTINGS = [
     "interval", "allocator_interval", "detail_interval", "slow_interval", "peak_mode",
     "record_path", "cupy_peak_hook", "prometheus_url", "prometheus_match", "cluster_interval",
+    "cluster_timeout",
 ]  # fmt: skip
 CLUSTER_WAIT = 3.0  # seconds read_cluster() waits for the server's first answer
 
@@ -142,7 +143,7 @@ class Session:
             self.cupy.hook_wanted = value  # armed when the next cell begins
             if not value:
                 self.cupy.close()
-        elif name in ("prometheus_url", "prometheus_match", "cluster_interval"):
+        elif name in ("prometheus_url", "prometheus_match", "cluster_interval", "cluster_timeout"):
             self._cluster_setting_changed(name, change["old"])
         elif name == "record_path" and not self._syncing_record_path:
             try:
@@ -208,6 +209,10 @@ class Session:
 
     def cell_opened(self) -> None:
         """A cell's measurement has begun (main thread)."""
+
+    # where the Monitor one layer up serves the Prometheus exporter, for the status ("" when
+    # it serves nothing): the session itself never listens on a socket
+    exporter_line = ""
 
     # -- SessionData: what views read ------------------------------------------------------
     source = "live session"
@@ -311,7 +316,12 @@ class Session:
             )
         match = self.config.prometheus_match if match is None else match
         try:
-            source = PrometheusSource(url, match, interval=self.config.cluster_interval)
+            source = PrometheusSource(
+                url,
+                match,
+                interval=self.config.cluster_interval,
+                timeout=self.config.cluster_timeout,
+            )
         except ValueError as exc:
             raise UsageError(str(exc)) from None
         self._stop_cluster()
@@ -329,6 +339,9 @@ class Session:
         if isinstance(remote, PrometheusSource):
             remote.stop()
             self._last_cluster_status = remote.status
+            if self._nodes is not None:  # what it fetched and no tick took yet
+                for reading in remote.take():
+                    self._nodes.add(reading)
 
     def _sync_cluster_settings(self, url: str, match: str) -> None:
         self._syncing_cluster = True

@@ -110,6 +110,8 @@ def status_lines(mon: Session, reads: Reads | None = None) -> list[str]:
             "only when it sets a new high)"
         )
     lines.append(f"recording: {mon.recording or 'off (%gpumon record PATH starts one)'}")
+    if mon.exporter_line:
+        lines.append(f"exporter: {mon.exporter_line}")
     lines.append(
         f"summary after each cell: {'on' if cfg.summary else 'off'}; "
         f"{len(mon.ledger.records())} records in the ledger"

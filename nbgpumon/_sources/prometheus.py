@@ -11,6 +11,7 @@ wrong server is a status line, never a stalled tick.
 
 from __future__ import annotations
 
+import math
 import re
 import threading
 import time
@@ -24,6 +25,7 @@ DEFAULT_INTERVAL = 15.0  # seconds, when the server does not say how often it sc
 MIN_INTERVAL = 1.0
 BACKFILL = 1800.0  # seconds of history asked for when reading starts
 BACKFILL_POINTS = 720  # at most this many rows of it
+RELEARN = 300.0  # seconds between asking the server its scrape interval again
 PENDING = 4096  # readings kept for the sampler at most (a stopped sampler takes none)
 
 # One label matcher: name, operator, a double-quoted value (escapes allowed).
@@ -130,11 +132,13 @@ class PrometheusSource:
 
     def _run(self, stop: threading.Event) -> None:
         filled = False  # the recent past, once per start
+        learned = -math.inf  # when the scrape interval was last asked for
         while not stop.is_set():
             started = time.monotonic()
             try:
-                if not self.wanted_interval or not filled:
+                if started - learned > RELEARN:
                     self._learn_interval()
+                    learned = started
                 if not filled:
                     past = self._recent_past()
                     if stop.is_set():
@@ -162,9 +166,11 @@ class PrometheusSource:
 
     def _learn_interval(self) -> None:
         scrape = self.client.scrape_interval()
-        base = scrape if scrape is not None else DEFAULT_INTERVAL
         wanted = max(self.wanted_interval, MIN_INTERVAL) if self.wanted_interval else 0.0
-        self.interval = max(base, wanted)  # never faster than the server scrapes
+        if scrape is None:  # the server does not say (or did not answer): as before
+            self.interval = wanted or self.interval
+        else:
+            self.interval = max(scrape, wanted)  # never faster than the server scrapes
 
     def _recent_past(self) -> list[NodeReading]:
         if self.backfill <= 0:

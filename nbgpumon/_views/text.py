@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from .._foundation.metrics import device_of, metric, metric_of, source_label
 from .._foundation.units import format_bytes, format_percent, format_seconds, format_value
 from .._ledger.records import AllocatorUsage, CellRecord, Retention
+from .cluster_text import cluster_lines
 
 RSS = metric("host", "rss")
 
@@ -280,7 +281,20 @@ def cells_table(records: Sequence[CellRecord]) -> TextView:
 
 # -- status -------------------------------------------------------------------------------
 def status_view(data: SessionData) -> TextView:
-    text = "\n".join(data.status().lines)
+    text = "\n".join([*data.status().lines, *cluster_lines(data.cluster, per_gpu=False)])
+    return TextView(text, f"<pre>{html.escape(text)}</pre>")
+
+
+NO_CLUSTER = "not reading a cluster; %gpumon cluster URL reads one from a Prometheus server"
+
+
+def cluster_view(data: SessionData) -> TextView:
+    """``%gpumon cluster``: the cluster's status, every node and each of its GPUs."""
+    lines = cluster_lines(data.cluster, per_gpu=True, limit=None)
+    text = (
+        "\n".join(lines)
+        or "not reading a cluster: %gpumon cluster URL starts (a Prometheus server)"
+    )
     return TextView(text, f"<pre>{html.escape(text)}</pre>")
 
 
@@ -305,6 +319,7 @@ def snapshot_view(data: SessionData, last_cells: int = 5) -> TextView:
         lines.append(f"host: this kernel {format_bytes(rss)} resident")
     for panel, values in by_device.get(None, {}).items():
         lines.append(f"  {panel}: " + " · ".join(values))
+    lines += cluster_lines(data.cluster, per_gpu=False)
     text = "\n".join(lines)
     table = cells_table(list(data.records)[-last_cells:])
     return TextView(text + "\n\n" + table.text, f"<pre>{html.escape(text)}</pre>{table.html}")

@@ -1,0 +1,293 @@
+"""The cluster source: other nodes' GPUs read from a real Prometheus server on loopback, which
+scrapes recorded DCGM-exporter text for two "nodes"; and the faults a server can have."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from nbgpumon._foundation.errors import UsageError
+from nbgpumon._session.config import GPUMon
+from nbgpumon._session.session import Session
+from nbgpumon._sources.cluster_series import reading_from
+from nbgpumon._sources.prometheus import check_match, gpu_query
+from nbgpumon._sources.prometheus_http import PrometheusClient, Series, shown_url
+from nbgpumon._views.cluster_text import cluster_lines
+
+from prometheus_server import FakeApi, PrometheusServer, TextTarget, wait_for
+
+DCGM_TEXT = (Path(__file__).parent / "data" / "dcgm-two-nodes.prom").read_text()
+MIB = 2**20
+
+
+def series_of(text: str) -> list[Series]:
+    """Exposition text as the series an instant query would answer with."""
+    return [
+        Series({**sample.labels, "__name__": sample.name}, ((1.0, sample.value),))
+        for family in text_string_to_metric_families(text)
+        for sample in family.samples
+    ]
+
+
+def column(host: str, gpu: str, name: str) -> str:
+    return f"node:{host}.{gpu}.{name}"
+
+
+# -- what the series say ---------------------------------------------------------------------
+def test_dcgm_series_become_bytes_percent_watts_and_celsius_per_host_and_gpu():
+    reading = reading_from(1.0, series_of(DCGM_TEXT))
+    v = reading.values
+    assert v[column("node-a", "gpu0", "mem_used")] == 40960 * MIB
+    # the total is used + free + reserved, as nvidia-smi counts it
+    assert v[column("node-a", "gpu0", "mem_total")] == (40960 + 40000 + 599) * MIB
+    assert v[column("node-a", "gpu0", "gpu_util")] == 87
+    assert v[column("node-a", "gpu0", "power")] == 612.5
+    assert v[column("node-a", "gpu0", "temperature")] == 61
+    assert v[column("node-b", "gpu1", "mem_used")] == 30000 * MIB
+    # MIG instances are GPUs of their own, with their profile
+    assert v[column("node-b", "gpu0-mig1", "mem_used")] == 9984 * MIB
+    assert v[column("node-b", "gpu0-mig2", "mem_total")] == (19472 + 512) * MIB
+    assert reading.gpus[("node-b", "gpu0-mig2")]["mig_profile"] == "3g.20gb"
+    pod = reading.gpus[("node-a", "gpu0")]
+    assert (pod["pod"], pod["namespace"], pod["origin"]) == ("train-llm-0", "research", "dcgm")
+    assert pod["model"] == "NVIDIA H100 80GB HBM3"
+    assert sorted(reading.gpus) == [
+        ("node-a", "gpu0"), ("node-a", "gpu1"),
+        ("node-b", "gpu0-mig1"), ("node-b", "gpu0-mig2"), ("node-b", "gpu1"),
+    ]  # fmt: skip
+
+
+def test_nbgpumon_series_are_read_back_and_dcgm_wins_where_both_report_a_gpu():
+    labels = {"gpu": "0", "Hostname": "node-a", "UUID": "GPU-1", "modelName": "H100"}
+    ours = [
+        Series({**labels, "__name__": "nbgpumon_gpu_memory_used_bytes"}, ((1.0, 5e9),)),
+        Series({**labels, "__name__": "nbgpumon_gpu_utilization_ratio"}, ((1.0, 0.25),)),
+        Series(
+            {**labels, "__name__": "nbgpumon_allocator_allocated_bytes", "framework": "torch"},
+            ((1.0, 3e9),),
+        ),
+        Series(
+            {**labels, "__name__": "nbgpumon_allocator_allocated_bytes", "framework": "jax"},
+            ((1.0, 1e9),),
+        ),
+        Series({"gpu": "0", "Hostname": "node-c", "__name__": "nbgpumon_gpu_utilization_ratio"},
+               ((1.0, 0.5),)),
+    ]  # fmt: skip
+    reading = reading_from(1.0, [*ours, *series_of(DCGM_TEXT)])
+    v = reading.values
+    assert v[column("node-a", "gpu0", "mem_used")] == 40960 * MIB  # DCGM's, not nbgpumon's
+    assert v[column("node-a", "gpu0", "gpu_util")] == 87
+    assert v[column("node-a", "gpu0", "allocated")] == 4e9  # torch + JAX
+    assert v[column("node-c", "gpu0", "gpu_util")] == 50  # a ratio, shown as percent
+    assert reading.gpus[("node-c", "gpu0")]["origin"] == "nbgpumon"
+
+
+def test_a_series_without_hostname_is_grouped_by_its_scrape_target_host():
+    s = Series({"__name__": "DCGM_FI_DEV_GPU_UTIL", "gpu": "3", "instance": "gpu-7:9400"},
+               ((1.0, 12.0),))  # fmt: skip
+    assert reading_from(1.0, [s]).values == {column("gpu-7", "gpu3", "gpu_util"): 12.0}
+
+
+def test_label_matchers_are_checked_before_they_reach_the_server():
+    assert check_match(' Hostname=~"node-1.*" , job="dcgm"') == 'Hostname=~"node-1.*" , job="dcgm"'
+    assert gpu_query('job="dcgm"').endswith(', job="dcgm"}')
+    for bad in ['Hostname="a"} or vector(1) {', "node-1", 'Hostname=~"a" job="b"', '="x"']:
+        with pytest.raises(ValueError, match="label matchers"):
+            check_match(bad)
+
+
+def test_a_url_with_credentials_is_shown_without_them():
+    assert shown_url("http://me:secret@prom.example:9090/") == "http://prom.example:9090"
+    client = PrometheusClient("http://me:secret@prom.example:9090")
+    assert "secret" not in client.url
+
+
+# -- a real Prometheus -----------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def dcgm_target():
+    target = TextTarget(DCGM_TEXT)
+    yield target
+    target.close()
+
+
+@pytest.fixture(scope="module")
+def prometheus(tmp_path_factory, dcgm_target):
+    server = PrometheusServer(
+        tmp_path_factory.mktemp("prometheus"), {"dcgm": [dcgm_target.address]}
+    )
+    server.start()
+    server.wait_for_series("DCGM_FI_DEV_FB_USED", 5)
+    yield server
+    server.stop()
+
+
+def session(**settings) -> Session:
+    config = GPUMon(**{"interval": 0.05, "cluster_timeout": 1.0, **settings})
+    s = Session(config)
+    s.start()
+    return s
+
+
+def test_a_real_prometheus_server_s_nodes_arrive_with_their_numbers(prometheus):
+    s = session()
+    try:
+        line = s.read_cluster(prometheus.url)
+        assert line == f"cluster: 2 nodes, 5 GPUs from {prometheus.url}, every 1 s"
+        cluster = s.cluster
+        wait_for(lambda: cluster.cursor > 0, 10, "the first rows in the cluster timeline")
+        latest = cluster.latest()
+        assert latest[column("node-a", "gpu0", "mem_used")] == 40960 * MIB
+        assert latest[column("node-b", "gpu1", "gpu_util")] == 45
+        assert [n.host for n in cluster.nodes()] == ["node-a", "node-b"]
+        assert [g.gpu for g in cluster.nodes()[1].gpus] == ["gpu0-mig1", "gpu0-mig2", "gpu1"]
+        text = "\n".join(cluster_lines(cluster, per_gpu=True))
+        assert "node-a: 2 GPUs, 41.0 GiB of 159 GiB used, utilization 44% (max 87%)" in text
+        assert "gpu0 NVIDIA H100 80GB HBM3: 40.0 GiB of 79.6 GiB, 87%, 612 W, 61 °C" in text
+        assert "pod research/train-llm-0" in text
+        assert "gpu0-mig1 NVIDIA A100-SXM4-40GB MIG 3g.20gb: 9.8 GiB of 19.5 GiB" in text
+        # the recent past came with the first answer (a range query), then a row a second
+        rows = cluster.cursor
+        wait_for(lambda: cluster.cursor >= rows + 2, 10, "two more answers")
+        times = cluster.window().times
+        assert (times[1:] > times[:-1]).all()
+    finally:
+        s.close()
+
+
+def test_label_matchers_narrow_what_is_read(prometheus):
+    s = session()
+    try:
+        line = s.read_cluster(prometheus.url, 'Hostname="node-b"')
+        assert line.startswith("cluster: 1 node, 3 GPUs")
+        assert s.config.prometheus_match == 'Hostname="node-b"'
+        line = s.read_cluster(prometheus.url, 'Hostname="node-z"')
+        assert "answers, but has no DCGM exporter or nbgpumon GPU series matching" in line
+    finally:
+        s.close()
+
+
+def test_the_setting_starts_and_stops_reading(prometheus, capsys):
+    s = session()
+    try:
+        s.config.prometheus_url = prometheus.url
+        assert "cluster: 2 nodes" in capsys.readouterr().out
+        assert s.sampler.remote is not None
+        s.config.prometheus_url = ""
+        assert capsys.readouterr().out == f"nbgpumon: stopped reading {prometheus.url}\n"
+        assert s.sampler.remote is None
+        assert s.cluster.nodes()  # what was read stays readable
+    finally:
+        s.close()
+
+
+def test_a_bad_url_or_matcher_is_one_line_and_reading_goes_on(prometheus):
+    s = session()
+    try:
+        s.read_cluster(prometheus.url)
+        with pytest.raises(UsageError, match="is not a Prometheus server's address"):
+            s.read_cluster("prometheus:9090")
+        with pytest.raises(UsageError, match="not a list of label matchers"):
+            s.read_cluster(prometheus.url, "node-1")
+        assert s.sampler.remote is not None and s.sampler.remote.url == prometheus.url
+    finally:
+        s.close()
+
+
+# -- faults ----------------------------------------------------------------------------------
+def gaps_while(s: Session, seconds: float) -> tuple[int, float]:
+    """Rows the local timeline got over ``seconds`` and the longest gap between them."""
+    start = time.time()
+    cursor = s.timeline.cursor
+    wait_for(lambda: time.time() - start >= seconds, seconds + 5, f"{seconds} s to pass")
+    times = s.timeline.since(cursor).times
+    gaps = times[1:] - times[:-1]
+    return len(times), float(gaps.max()) if len(gaps) else float("inf")
+
+
+def test_a_server_that_stops_mid_run_is_a_status_and_reading_resumes_when_it_is_back(
+    tmp_path, dcgm_target
+):
+    server = PrometheusServer(tmp_path, {"dcgm": [dcgm_target.address]}).start()
+    server.wait_for_series("DCGM_FI_DEV_FB_USED", 5)
+    s = session()
+    try:
+        assert s.read_cluster(server.url).startswith("cluster: 2 nodes")
+        server.stop()
+        wait_for(lambda: "connection refused" in s.cluster.status, 10, "the status to say so")
+        assert s.cluster.status == (
+            f"Prometheus at {server.url}: connection refused (is the server running?); "
+            "trying again every 1 s"
+        )
+        rows, gap = gaps_while(s, 2.0)
+        assert rows >= 15 and gap < 1.0  # ticks every 0.05 s went on
+        server.start()  # the same port, the same storage
+        wait_for(lambda: s.cluster.status.startswith("2 nodes"), 30, "reading to resume")
+    finally:
+        s.close()
+        server.stop()
+
+
+def test_a_slow_server_never_stalls_a_tick():
+    api = FakeApi()
+    api.mode = "slow"
+    s = session(cluster_timeout=1.5)
+    try:
+        started = time.monotonic()
+        line = s.read_cluster(api.url)
+        assert time.monotonic() - started < 5  # it waited for the first answer, then said so
+        assert line == f"cluster: reading {api.url}; no answer yet (%gpumon status says when)" or (
+            "no answer within 1.5 s" in line
+        )
+        wait_for(lambda: "no answer within 1.5 s" in s.cluster.status, 15, "the timeout status")
+        rows, gap = gaps_while(s, 2.0)  # while the worker waits on the server
+        assert rows >= 15 and gap < 1.0
+        api.mode = "good"
+        wait_for(lambda: "answers, but has no" in s.cluster.status, 15, "recovery")
+    finally:
+        s.close()
+        api.close()
+
+
+@pytest.mark.parametrize(
+    ("mode", "says"),
+    [
+        ("500", "HTTP 500 Internal Server Error: storage is on fire"),
+        ("garbage", "the answer is not JSON (is this a Prometheus server?)"),
+    ],
+)
+def test_a_server_answering_errors_or_garbage_is_a_status_line(mode, says):
+    api = FakeApi()
+    api.mode = mode
+    s = session(cluster_interval=1)  # it can't learn the scrape interval from this server
+    try:
+        line = s.read_cluster(api.url)
+        assert says in line
+        assert s.cluster.status == f"Prometheus at {api.url}: {says}; trying again every 1 s"
+        rows, gap = gaps_while(s, 1.0)
+        assert rows >= 8 and gap < 1.0
+        assert s.cluster.cursor == 0  # nothing made up
+        api.mode = "good"
+        wait_for(lambda: "answers, but has no" in s.cluster.status, 15, "recovery")
+    finally:
+        s.close()
+        api.close()
+
+
+def test_close_stops_the_worker_even_while_a_request_hangs():
+    api = FakeApi()
+    api.mode = "slow"
+    s = session(cluster_timeout=10)
+    try:
+        s.read_cluster(api.url, wait=0)
+        wait_for(lambda: api.requests >= 1, 10, "the request to hang")
+        source = s.sampler.remote
+        started = time.monotonic()
+        s.close()
+        assert time.monotonic() - started < 2.5
+        assert s.sampler.remote is None and source.status.startswith("stopped reading")
+    finally:
+        api.close()
+        wait_for(lambda: not source.running, 15, "the worker to end with its request")
