@@ -291,3 +291,78 @@ def test_close_stops_the_worker_even_while_a_request_hangs():
     finally:
         api.close()
         wait_for(lambda: not source.running, 15, "the worker to end with its request")
+
+
+# -- the recording ---------------------------------------------------------------------------
+def test_a_recording_keeps_the_nodes_and_loads_them_back(prometheus, tmp_path):
+    from nbgpumon._api.recorded import load_recorded
+
+    s = session()
+    path = tmp_path / "run.sqlite"
+    try:
+        s.record(path)
+        s.read_cluster(prometheus.url)
+        wait_for(lambda: s._recorder.node_rows_written >= 10, 20, "node rows in the file")
+    finally:
+        s.close()
+    live = s.cluster
+    recorded = load_recorded(path).cluster
+    assert recorded.url == prometheus.url
+    assert [n.host for n in recorded.nodes()] == ["node-a", "node-b"]
+    assert recorded.nodes()[0].gpus == live.nodes()[0].gpus  # model, UUID, pod, MIG profile
+    assert recorded.cursor == live.cursor  # every answer since the recording began
+    assert recorded.latest() == live.latest()
+
+
+def test_the_report_draws_a_memory_and_a_utilization_line_per_node(prometheus):
+    from nbgpumon._views.report import report_widget
+
+    s = session()
+    try:
+        s.read_cluster(prometheus.url)
+        wait_for(lambda: s.cluster.cursor >= 2, 10, "two answers")
+        report = report_widget(s)
+    finally:
+        s.close()
+    assert report.node_memory_figure in report.children
+    assert report.node_util_figure in report.children
+    memory = {m.labels[0]: m for m in report.node_memory_lines}
+    assert sorted(memory) == ["node-a (2 GPUs)", "node-b (3 GPUs)"]
+    # GiB: node-a's GPUs 40960 + 1024 MiB
+    assert memory["node-a (2 GPUs)"].y[-1] == pytest.approx((40960 + 1024) / 1024)
+    util = {m.labels[0]: m for m in report.node_util_lines}
+    assert util["node-a (2 GPUs)"].y[-1] == pytest.approx((87 + 0) / 2)
+    assert util["node-b (3 GPUs)"].y[-1] == pytest.approx(45)  # MIG instances report none
+    assert "other nodes" in report.legend.value and "node-b (3 GPUs)" in report.legend.value
+
+
+# -- in a real kernel ------------------------------------------------------------------------
+def test_the_magic_reads_a_cluster_and_the_snapshot_status_and_listing_show_its_nodes(prometheus):
+    from notebook_runner import fake_nvml_env, run_cells
+
+    url = prometheus.url
+    runs = run_cells(
+        [
+            "%load_ext nbgpumon",
+            f"%gpumon cluster {url} --match 'Hostname=~\"node-.*\"' --job dcgm",
+            "%gpumon snapshot",
+            "%gpumon status",
+            "%gpumon cluster",
+            "%config GPUMon.prometheus_match",
+            "%gpumon cluster http://127.0.0.1:9 --match node-1",
+            "%gpumon cluster off",
+            "%gpumon cluster",
+        ],
+        env=fake_nvml_env(devices=[{"name": "NVIDIA H100 80GB HBM3"}]),
+    )
+    assert runs[1].stdout == f"nbgpumon: cluster: 2 nodes, 5 GPUs from {url}, every 1 s\n"
+    node_a = "node-a: 2 GPUs, 41.0 GiB of 159 GiB used, utilization 44% (max 87%)"
+    assert node_a in runs[2].text and "node-b: 3 GPUs" in runs[2].text
+    assert f"cluster: 2 nodes, 5 GPUs from {url}, every 1 s" in runs[3].text
+    assert node_a in runs[3].text
+    listing = runs[4].text
+    assert "gpu1 NVIDIA A100-SXM4-40GB: 29.3 GiB of 39.5 GiB, 45%, 250 W, 48 °C" in listing
+    assert runs[5].text.strip() == "'Hostname=~\"node-.*\", job=\"dcgm\"'"
+    assert runs[6].stderr.count("\n") == 1 and "not a list of label matchers" in runs[6].stderr
+    assert runs[7].stdout == f"nbgpumon: stopped reading {url}\n"
+    assert runs[8].text.startswith(f"cluster: stopped reading {url}\n  node-a")

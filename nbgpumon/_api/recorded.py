@@ -103,7 +103,9 @@ class Recorded(RecordedSession):
 
     @property
     def cluster(self) -> Cluster | None:
-        return None  # (the recording of other nodes' samples comes with the cluster source)
+        if self.nodes is None:
+            return None
+        return Cluster(self.nodes, self.cluster_server)
 
     def subscribe(self, callback: Callable[[int], None]) -> Callable[[], None]:
         return lambda: None  # nothing more arrives

@@ -17,7 +17,9 @@ import numpy as np
 
 from .._foundation.errors import RecordingError
 from .._ledger.records import CellRecord, record_from_dict
+from .._sampling.node_timeline import NodeTimeline
 from .file_check import check_recording, connect_readonly, os_reason
+from .node_rows import read_nodes
 from .salvage import lost_parts, rows_until_damage, whole_pages
 from .schema import device_columns, today_column
 
@@ -42,6 +44,8 @@ class RecordedSession:
     records: list[CellRecord]
     marks: list[tuple[float, str]]
     damage: str = ""  # for a file cut short: what could not be read, one line ("" when whole)
+    nodes: NodeTimeline | None = None  # other nodes' samples, when the session read a cluster
+    cluster_server: str = ""  # the Prometheus server they came from
 
 
 def sessions(path: str | Path) -> list[int]:
@@ -120,6 +124,8 @@ def _read_session(
         marks = sorted((float(t), str(label)) for t, label in mark_rows)
     except (TypeError, ValueError):  # garbage that SQLite reads as text
         marks, marks_error = [], marks_error or "a mark's time holds text"
+    nodes, server, nodes_error = read_nodes(db, sid)
+    samples_error = samples_error or nodes_error
     if (samples_error or cells_error or marks_error or unreadable) and not cut_short:
         # Only a file cut short is read in part: elsewhere, what SQLite did return may be wrong.
         why = samples_error or cells_error or marks_error or "a cell's record is unreadable"
@@ -151,6 +157,8 @@ def _read_session(
         records=records,
         marks=marks,
         damage=damage,
+        nodes=nodes,
+        cluster_server=server,
     )
 
 

@@ -26,11 +26,15 @@ import numpy as np
 from .._foundation.clock import wall_clock
 from .._foundation.errors import RecordingError
 from .._ledger.rows import record_row
+from .._sampling.node_timeline import NodeTimeline
 from .._sampling.timeline import Timeline
 from .file_check import WRITABLE_HINT, check_record_target, os_reason
+from .node_rows import create_node_tables, write_node_samples, write_nodes
 from .schema import CELL_COLUMNS, SCHEMA_VERSION, create_schema, device_columns
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from .._ledger.records import CellRecord
 
 FLUSH_INTERVAL = 0.5  # seconds between commits: a kill loses at most this much, plus one write
@@ -54,7 +58,11 @@ class RecordingWriter:
     ``timeline`` as they arrive, and the cells and marks it is given."""
 
     def __init__(
-        self, path: str | os.PathLike[str], timeline: Timeline, info: dict[str, Any]
+        self,
+        path: str | os.PathLike[str],
+        timeline: Timeline,
+        info: dict[str, Any],
+        nodes: Callable[[], tuple[NodeTimeline, str] | None] = lambda: None,
     ) -> None:
         """Check ``path`` and create this session's row in it; raises :class:`RecordingError`
         (a path that is empty, not writable, or a file that is not a recording) with nothing
@@ -73,7 +81,10 @@ class RecordingWriter:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._cursor = 0
+        self._nodes = nodes  # other nodes' samples: written beside this kernel's
+        self._node_cursor = 0
         self.rows_written = 0
+        self.node_rows_written = 0
         self.created_folder: Path | None = None  # the file's folder, when this made it
         self.session_id = self._open()
 
@@ -107,6 +118,7 @@ class RecordingWriter:
 
     def _create_session(self, db: sqlite3.Connection) -> int:
         create_schema(db, self._columns)
+        create_node_tables(db)
         info = self._info
         cur = db.execute(
             "INSERT INTO session (started, host, pid, gpus, driver, versions, columns, schema) "
@@ -128,6 +140,8 @@ class RecordingWriter:
     def start(self, records: Sequence[CellRecord], marks: Sequence[tuple[float, str]]) -> None:
         """Write from now on; ``records`` and ``marks`` made before the recording came along."""
         self._cursor = self._timeline.cursor
+        cluster = self._nodes()
+        self._node_cursor = cluster[0].cursor if cluster is not None else 0
         for record in records:
             self.add_cell(record)
         for t, label in marks:
@@ -183,12 +197,22 @@ class RecordingWriter:
             except queue.Empty:
                 break
             (cells if kind == "cell" else marks).append(item)
-        if chunk.end == chunk.start and not cells and not marks:
+        cluster = self._nodes()
+        node_columns, node_chunk = (
+            cluster[0].since_with_columns(self._node_cursor, limit=BATCH_ROWS)
+            if cluster is not None
+            else ((), None)
+        )
+        new_nodes = node_chunk is not None and node_chunk.end > node_chunk.start
+        if chunk.end == chunk.start and not cells and not marks and not new_nodes:
             return
         db.execute("BEGIN")
         try:
             if chunk.end > chunk.start:
                 self._write_samples(db, chunk.times, chunk.values)
+            if new_nodes and cluster is not None and node_chunk is not None:
+                written = write_node_samples(db, self.session_id, node_columns, node_chunk)
+                write_nodes(db, self.session_id, cluster[0].gpus(), cluster[1])
             for record in cells:
                 self._write_cell(db, record)
             db.executemany(
@@ -200,6 +224,9 @@ class RecordingWriter:
             raise
         self._cursor = chunk.end
         self.rows_written += chunk.end - chunk.start
+        if new_nodes and node_chunk is not None:
+            self._node_cursor = node_chunk.end
+            self.node_rows_written += written
 
     def _write_samples(self, db: sqlite3.Connection, times: np.ndarray, values: np.ndarray) -> None:
         # One row per device per sample: gpu<N> rows hold GPU metrics, the host row host ones.

@@ -73,6 +73,13 @@ class NodeTimeline:
     def since(self, cursor: int, limit: int | None = None) -> Chunk:
         return self._timeline.since(cursor, limit)
 
+    def since_with_columns(
+        self, cursor: int, limit: int | None = None
+    ) -> tuple[tuple[str, ...], Chunk]:
+        """:meth:`since` with the columns its rows have (columns may grow meanwhile)."""
+        with self._lock:
+            return self._timeline.columns, self._timeline.since(cursor, limit)
+
     def window(
         self, t0: float = -math.inf, t1: float = math.inf, columns: Sequence[str] | None = None
     ) -> Window:

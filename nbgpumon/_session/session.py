@@ -331,17 +331,26 @@ class Session:
         source.start()
         self._sync_cluster_settings(url, source.match)
         if wait > 0 and source.wait_first(wait):
+            self._take_now(source)  # so that what is shown next has the first answer
             return f"cluster: {source.status}"
         return f"cluster: reading {source.url}; no answer yet (%gpumon status says when)"
+
+    def _recorded_nodes(self) -> tuple[NodeTimeline, str] | None:
+        # what the recorder writes beside this kernel's samples (it asks on its own thread)
+        nodes = self._nodes
+        return (nodes, self._cluster_url) if nodes is not None else None
+
+    def _take_now(self, source: PrometheusSource) -> None:
+        if self._nodes is not None:
+            for reading in source.take():
+                self._nodes.add(reading)
 
     def _stop_cluster(self) -> None:
         remote, self.sampler.remote = self.sampler.remote, None
         if isinstance(remote, PrometheusSource):
             remote.stop()
             self._last_cluster_status = remote.status
-            if self._nodes is not None:  # what it fetched and no tick took yet
-                for reading in remote.take():
-                    self._nodes.add(reading)
+            self._take_now(remote)  # what it fetched and no tick took yet
 
     def _sync_cluster_settings(self, url: str, match: str) -> None:
         self._syncing_cluster = True
@@ -461,7 +470,9 @@ class Session:
             self._sync_record_path("")
             return f"recording stopped; {old.rows_written} samples in {old.path}"
         # checks and opens the new file before the old one stops
-        new = RecordingWriter(path, self.timeline, session_info(self.nvml))
+        new = RecordingWriter(
+            path, self.timeline, session_info(self.nvml), nodes=self._recorded_nodes
+        )
         if self._recorder is not None:
             self._recorder.stop()
         self._recorder = new

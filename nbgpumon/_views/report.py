@@ -31,6 +31,7 @@ from .._foundation.units import format_bytes, format_local, format_seconds
 from .._ledger.records import CellRecord
 from .._session.data import SessionData
 from .panels import Series, chart_panels
+from .report_nodes import MAX_NODE_LINES, NodeSeries, node_series
 
 MAX_POINTS = 2000  # per line: enough for a full-width figure, cheap for the browser
 MAX_BARS = 400  # newest cells shown as bars; thousands of <rect>s make the page crawl
@@ -70,6 +71,7 @@ class _ReportData:
     records: tuple[CellRecord, ...]
     marks: tuple[tuple[float, str], ...]  # (unix seconds, label)
     gpus: tuple[tuple[int, str, int | None], ...]  # (NVML index, name, total bytes)
+    nodes: tuple[NodeSeries, ...] = ()  # other nodes (a cluster read), busiest first
 
     def series(self, column: str, peak: bool = False) -> np.ndarray | None:
         """One column as float64, None when absent or never measured."""
@@ -121,6 +123,7 @@ def _session_data(source: Any, max_points: int = MAX_POINTS) -> _ReportData:
         records=tuple(records),
         marks=tuple((float(t), str(text)) for t, text in marks),
         gpus=tuple(sorted(gpus)),
+        nodes=tuple(node_series(source.cluster, max_points)),
     )
 
 
@@ -177,6 +180,17 @@ class Report(widgets.VBox):
         self.memory_figure = self._timeline_figure("Memory", self.memory_axis)
         self.util_figure = self._timeline_figure(
             "Utilization",
+            bq.Axis(scale=self.util_scale, side="left", label="%", grid_lines="dashed"),
+        )
+        self.node_memory_scale = bq.LinearScale(min=0.0)
+        self.node_memory_axis = bq.Axis(
+            scale=self.node_memory_scale, side="left", label="GiB", grid_lines="dashed"
+        )
+        self.node_memory_figure = self._timeline_figure(
+            "Other nodes: memory used", self.node_memory_axis
+        )
+        self.node_util_figure = self._timeline_figure(
+            "Other nodes: utilization (mean of their GPUs)",
             bq.Axis(scale=self.util_scale, side="left", label="%", grid_lines="dashed"),
         )
         self.brushes = [
@@ -262,12 +276,15 @@ class Report(widgets.VBox):
         # Without GPU columns the utilization figure is left out, not hidden: a bqplot figure
         # under display:none computes negative sizes and fills the console with errors.
         util = [self.util_figure] if self.util_lines else []
+        nodes = [self.node_memory_figure] if self.node_memory_lines else []
+        nodes += [self.node_util_figure] if self.node_util_lines else []
         self.children = [
             self.title,
             self.controls,
             self.legend,
             self.memory_figure,
             *util,
+            *nodes,
             self.listing,
             self.bars_figure,
             self.duration_figure,
@@ -310,10 +327,12 @@ class Report(widgets.VBox):
         times = _dates(data.times)
 
         replaced = [*self.memory_figure.marks, *self.util_figure.marks]
+        replaced += [*self.node_memory_figure.marks, *self.node_util_figure.marks]
         # drawn back to front: cell bands, the data, mark lines, then the labels on top
         self.memory_lines, unit = self._memory_lines(data, times)
         self.memory_axis.label = unit
         self.util_lines = self._util_lines(data, times)
+        self._node_lines(data)
         self._lay_out()
         self.bands, self.band_labels, self.mark_lines, self.mark_labels = [], [], [], []
         for figure, lines in (
@@ -329,7 +348,9 @@ class Report(widgets.VBox):
             figure.marks = [bands, *lines, *marks[:1], labels, *marks[1:]]
         for mark in replaced:  # a refresh must not leave the old marks' comms open
             mark.close()
-        self.legend.value = _legend_html(self.memory_lines, self.util_lines, bool(data.marks))
+        self.legend.value = _legend_html(
+            self.memory_lines, self.util_lines, bool(data.marks), self.node_memory_lines
+        )
         self._view_changed()
 
         self._show_bars()
@@ -383,6 +404,30 @@ class Report(widgets.VBox):
                         color = _color(line, n)
                         lines.append(self._line(times, y, name, color, style, self.util_scale))
         return [line for line in lines if line is not None]
+
+    def _node_lines(self, data: _ReportData) -> None:
+        """A memory and a utilization line per node, the busiest MAX_NODE_LINES of them."""
+        shown = data.nodes[:MAX_NODE_LINES]
+        top = max((float(np.nanmax(n.used)) for n in shown if not np.isnan(n.used).all()),
+                  default=0.0)  # fmt: skip
+        scale, unit = (2**30, "GiB") if top >= 2**30 else (2**20, "MiB")
+        self.node_memory_scale.max = top / scale * 1.1 if top > 0 else 1.0
+        self.node_memory_axis.label = unit
+        memory, util = [], []
+        for k, n in enumerate(shown):
+            color = _PALETTE[k % len(_PALETTE)]
+            style = _LINE_STYLES[(k // len(_PALETTE)) % len(_LINE_STYLES)]
+            name = f"{n.host} ({n.gpus} GPU{'' if n.gpus == 1 else 's'})"
+            x = _dates(n.times)
+            memory.append(self._line(x, n.used / scale, name, color, style, self.node_memory_scale))
+            util.append(self._line(x, n.util, name, color, style, self.util_scale))
+        self.node_memory_lines = [m for m in memory if m is not None]
+        self.node_util_lines = [m for m in util if m is not None]
+        left_out = len(data.nodes) - len(shown)
+        suffix = f" (the {len(shown)} busiest; {left_out} more nodes not drawn)" if left_out else ""
+        self.node_memory_figure.title = f"Other nodes: memory used{suffix}"
+        self.node_memory_figure.marks = self.node_memory_lines
+        self.node_util_figure.marks = self.node_util_lines
 
     def _line(
         self, x: np.ndarray, y: np.ndarray, name: str, color: str, style: str, scale: bq.Scale
@@ -701,7 +746,9 @@ def _unique(names: list[str]) -> list[str]:
     return out
 
 
-def _legend_html(memory: list[bq.Lines], util: list[bq.Lines], marks: bool) -> str:
+def _legend_html(
+    memory: list[bq.Lines], util: list[bq.Lines], marks: bool, nodes: Sequence[bq.Lines] = ()
+) -> str:
     """The timelines' key: a swatch per line, then what a band and a dashed line mean."""
     border = {"solid": "solid", "dashed": "dashed", "dotted": "dotted", "dash_dotted": "dashed"}
 
@@ -716,7 +763,7 @@ def _legend_html(memory: list[bq.Lines], util: list[bq.Lines], marks: bool) -> s
         ]
         return f"<b>{title}</b> " + " &nbsp; ".join(items) if items else ""
 
-    parts = [group("memory", memory), group("utilization", util)]
+    parts = [group("memory", memory), group("utilization", util), group("other nodes", list(nodes))]
     parts.append(swatch(f"width:14px;height:10px;background:{_BAND_COLORS[0]}") + "cell [N]")
     if marks:
         parts.append(swatch(f"width:0;height:12px;border-left:2px dashed {_MARK_COLOR}") + "mark")
