@@ -41,6 +41,8 @@ run allocator_reads 150 "$@"
 run holder_scan 120 "$@"
 run trace_cost 240 "$@"
 run tick_cost 180 "$@"
+run cluster_tick 120 "$@"
+run exporter_scrape 120 "$@"
 run training_loop 360 "$@"
 
 echo "=== summary" | tee -a "$LOG"

@@ -91,6 +91,17 @@ def test_a_series_without_hostname_is_grouped_by_its_scrape_target_host():
     assert reading_from(1.0, [s]).values == {column("gpu-7", "gpu3", "gpu_util"): 12.0}
 
 
+def test_another_label_can_name_the_node():
+    s = Series({"__name__": "DCGM_FI_DEV_GPU_UTIL", "gpu": "0", "Hostname": "dcgm-exporter-x7k2p",
+                "kubernetes_node": "gpu-node-3"}, ((1.0, 5.0),))  # fmt: skip
+    assert list(reading_from(1.0, [s], "kubernetes_node").values) == [
+        column("gpu-node-3", "gpu0", "gpu_util")
+    ]
+    assert list(reading_from(1.0, [s]).values) == [
+        column("dcgm-exporter-x7k2p", "gpu0", "gpu_util")
+    ]
+
+
 def test_label_matchers_are_checked_before_they_reach_the_server():
     assert check_match(' Hostname=~"node-1.*" , job="dcgm"') == 'Hostname=~"node-1.*" , job="dcgm"'
     assert gpu_query('job="dcgm"').endswith(', job="dcgm"}')
@@ -362,7 +373,7 @@ def test_the_magic_reads_a_cluster_and_the_snapshot_status_and_listing_show_its_
     assert node_a in runs[3].text
     listing = runs[4].text
     assert "gpu1 NVIDIA A100-SXM4-40GB: 29.3 GiB of 39.5 GiB, 45%, 250 W, 48 °C" in listing
-    assert runs[5].text.strip() == "'Hostname=~\"node-.*\", job=\"dcgm\"'"
+    assert runs[5].text.strip() == '\'Hostname=~"node-.*", job="dcgm"\''
     assert runs[6].stderr.count("\n") == 1 and "not a list of label matchers" in runs[6].stderr
     assert runs[7].stdout == f"nbgpumon: stopped reading {url}\n"
     assert runs[8].text.startswith(f"cluster: stopped reading {url}\n  node-a")

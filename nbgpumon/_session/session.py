@@ -50,8 +50,12 @@ TRACE_LINES = 5  # traced lines printed under a cell (the record keeps them all)
 _LIVE_SETTINGS = [
     "interval", "allocator_interval", "detail_interval", "slow_interval", "peak_mode",
     "record_path", "cupy_peak_hook", "prometheus_url", "prometheus_match", "cluster_interval",
-    "cluster_timeout",
+    "cluster_timeout", "cluster_host_label",
 ]  # fmt: skip
+_CLUSTER_SETTINGS = (
+    "prometheus_url", "prometheus_match", "cluster_interval", "cluster_timeout",
+    "cluster_host_label",
+)  # fmt: skip
 CLUSTER_WAIT = 3.0  # seconds read_cluster() waits for the server's first answer
 
 
@@ -143,7 +147,7 @@ class Session:
             self.cupy.hook_wanted = value  # armed when the next cell begins
             if not value:
                 self.cupy.close()
-        elif name in ("prometheus_url", "prometheus_match", "cluster_interval", "cluster_timeout"):
+        elif name in _CLUSTER_SETTINGS:
             self._cluster_setting_changed(name, change["old"])
         elif name == "record_path" and not self._syncing_record_path:
             try:
@@ -300,27 +304,36 @@ class Session:
         return float(getattr(self.sampler.remote, "interval", 0.0))
 
     def read_cluster(
-        self, url: str | None, match: str | None = None, wait: float = CLUSTER_WAIT
+        self,
+        url: str | None,
+        match: str | None = None,
+        host_label: str | None = None,
+        wait: float = CLUSTER_WAIT,
     ) -> str:
         """Read other nodes' GPUs from the Prometheus server at ``url`` from now on (None:
-        stop); ``match``: label matchers that narrow it (None: GPUMon.prometheus_match).
+        stop); ``match``: label matchers that narrow it (None: GPUMon.prometheus_match);
+        ``host_label``: the label naming a GPU's node (None: GPUMon.cluster_host_label).
         Waits up to ``wait`` seconds for the first answer; one line back."""
         if url is None:
             had = self.sampler.remote
             self._stop_cluster()
-            self._sync_cluster_settings("", self.config.prometheus_match)
+            self._sync_cluster_settings(
+                "", self.config.prometheus_match, self.config.cluster_host_label
+            )
             return (
                 f"stopped reading {had.url}"
                 if isinstance(had, PrometheusSource)
                 else ("not reading a cluster")
             )
         match = self.config.prometheus_match if match is None else match
+        host_label = self.config.cluster_host_label if host_label is None else host_label
         try:
             source = PrometheusSource(
                 url,
                 match,
                 interval=self.config.cluster_interval,
                 timeout=self.config.cluster_timeout,
+                host_label=host_label,
             )
         except ValueError as exc:
             raise UsageError(str(exc)) from None
@@ -329,7 +342,7 @@ class Session:
         self._cluster_url = source.url
         self.sampler.remote = source
         source.start()
-        self._sync_cluster_settings(url, source.match)
+        self._sync_cluster_settings(url, source.match, source.host_label)
         if wait > 0 and source.wait_first(wait):
             self._take_now(source)  # so that what is shown next has the first answer
             return f"cluster: {source.status}"
@@ -352,11 +365,12 @@ class Session:
             self._last_cluster_status = remote.status
             self._take_now(remote)  # what it fetched and no tick took yet
 
-    def _sync_cluster_settings(self, url: str, match: str) -> None:
+    def _sync_cluster_settings(self, url: str, match: str, host_label: str) -> None:
         self._syncing_cluster = True
         try:
             self.config.prometheus_url = url
             self.config.prometheus_match = match
+            self.config.cluster_host_label = host_label
         finally:
             self._syncing_cluster = False
 

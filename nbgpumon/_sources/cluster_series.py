@@ -40,9 +40,14 @@ SERIES_NAMES = (*DCGM, DCGM_FREE, DCGM_RESERVED, *NBGPUMON, NBGPUMON_ALLOCATED)
 _INFO_LABELS = {"modelName": "model", "UUID": "uuid", "pod": "pod", "namespace": "namespace"}
 
 
-def gpu_key(labels: dict[str, str]) -> tuple[str, str] | None:
-    """(host, gpu) of a series, or None when it names no GPU."""
-    host = labels.get("Hostname") or _instance_host(labels.get("instance", ""))
+def gpu_key(labels: dict[str, str], host_label: str = "Hostname") -> tuple[str, str] | None:
+    """(host, gpu) of a series, or None when it names no GPU: the host is the ``host_label``
+    label's value, else ``Hostname``'s, else the scrape target's host."""
+    host = (
+        labels.get(host_label)
+        or labels.get("Hostname")
+        or _instance_host(labels.get("instance", ""))
+    )
     index = labels.get("gpu", "")
     if not host or not index.isdigit():
         return None
@@ -57,8 +62,11 @@ def _instance_host(instance: str) -> str:
     return instance.rpartition(":")[0] if instance.count(":") == 1 else instance
 
 
-def reading_from(time: float, series: Iterable[Series]) -> NodeReading:
-    """One instant's series (their last points) as cluster columns and GPU labels."""
+def reading_from(
+    time: float, series: Iterable[Series], host_label: str = "Hostname"
+) -> NodeReading:
+    """One instant's series (their last points) as cluster columns and GPU labels, each GPU
+    under the host its ``host_label`` label names (:func:`gpu_key`)."""
     values: dict[tuple[str, str], dict[str, float]] = defaultdict(dict)
     dcgm: dict[tuple[str, str], dict[str, float]] = defaultdict(dict)
     allocated: dict[tuple[str, str], float] = defaultdict(float)
@@ -66,7 +74,7 @@ def reading_from(time: float, series: Iterable[Series]) -> NodeReading:
     for s in series:
         if not s.points:
             continue
-        key = gpu_key(s.labels)
+        key = gpu_key(s.labels, host_label)
         name = s.labels.get("__name__", "")
         if key is None or name not in SERIES_NAMES:
             continue
@@ -106,10 +114,10 @@ def reading_from(time: float, series: Iterable[Series]) -> NodeReading:
     return NodeReading(time, columns, gpus)
 
 
-def readings_over_time(series: Iterable[Series]) -> list[NodeReading]:
+def readings_over_time(series: Iterable[Series], host_label: str = "Hostname") -> list[NodeReading]:
     """A range query's series as one reading per evaluation time, oldest first."""
     at: dict[float, list[Series]] = defaultdict(list)
     for s in series:
         for t, v in s.points:
             at[t].append(Series(s.labels, ((t, v),)))
-    return [reading_from(t, group) for t, group in sorted(at.items())]
+    return [reading_from(t, group, host_label) for t, group in sorted(at.items())]

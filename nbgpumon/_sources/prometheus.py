@@ -53,6 +53,13 @@ def check_match(match: str) -> str:
     return match
 
 
+def check_label_name(name: str) -> str:
+    """A label name as Prometheus allows them; ValueError otherwise."""
+    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+        raise ValueError(f"{name!r} is not a label name (letters, digits and _)")
+    return name
+
+
 def gpu_query(match: str = "") -> str:
     """The PromQL selector of every GPU series nbgpumon reads, narrowed by ``match``."""
     names = "|".join(SERIES_NAMES)
@@ -71,6 +78,7 @@ class PrometheusSource:
         interval: float = 0.0,
         timeout: float = 5.0,
         backfill: float = BACKFILL,
+        host_label: str = "Hostname",
     ) -> None:
         self.client = PrometheusClient(url, timeout)  # ValueError for a bad URL
         self.url = shown_url(self.client.url)
@@ -79,6 +87,7 @@ class PrometheusSource:
         self.wanted_interval = interval  # 0: the server's scrape interval
         self.interval = max(interval, MIN_INTERVAL) if interval else DEFAULT_INTERVAL
         self.backfill = backfill
+        self.host_label = check_label_name(host_label)
         self.answers = 0  # answers with GPU series
         self.failures = 0
         self.last_answer = 0.0  # unix seconds
@@ -146,7 +155,7 @@ class PrometheusSource:
                     self._put(past)
                     filled = True
                 at, series = self.client.query(self.query)
-                reading = reading_from(at, series)
+                reading = reading_from(at, series, self.host_label)
                 if stop.is_set():
                     return
                 self._put([reading])
@@ -178,7 +187,7 @@ class PrometheusSource:
         end = time.time()
         step = max(self.interval, self.backfill / BACKFILL_POINTS)
         series = self.client.query_range(self.query, end - self.backfill, end, step)
-        return readings_over_time(series)
+        return readings_over_time(series, self.host_label)
 
     def _put(self, readings: list[NodeReading]) -> None:
         with self._lock:
