@@ -10,6 +10,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from nbgpumon._foundation.errors import UsageError
+from nbgpumon._foundation.metrics import node_of
 from nbgpumon._session.config import GPUMon
 from nbgpumon._session.session import Session
 from nbgpumon._sources.cluster_series import reading_from
@@ -100,6 +101,20 @@ def test_another_label_can_name_the_node():
     assert list(reading_from(1.0, [s]).values) == [
         column("dcgm-exporter-x7k2p", "gpu0", "gpu_util")
     ]
+
+
+def test_the_cluster_timeline_keeps_a_bounded_number_of_gpus_and_says_how_many_it_left_out():
+    from nbgpumon._sampling.node_timeline import NodeTimeline
+
+    nodes = NodeTimeline(max_gpus=4)
+    reading = reading_from(1.0, series_of(DCGM_TEXT))  # 5 GPUs
+    nodes.add(reading)
+    assert len(nodes.gpus()) == 4 and nodes.refused_gpus == 1
+    assert {node_of(c) for c in nodes.columns} == set(nodes.gpus())
+    nodes.add(type(reading)(2.0, reading.values, reading.gpus))  # the same answer again
+    assert nodes.cursor == 2 and len(nodes.columns) == len(set(nodes.columns))
+    nodes.add(type(reading)(1.5, reading.values, reading.gpus))  # older than the last: dropped
+    assert nodes.cursor == 2
 
 
 def test_label_matchers_are_checked_before_they_reach_the_server():

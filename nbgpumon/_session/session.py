@@ -296,9 +296,14 @@ class Session:
 
     def _cluster_status(self) -> str:
         remote = self.sampler.remote
-        if remote is not None:
-            return remote.status
-        return self._last_cluster_status or "not reading a cluster"
+        line = remote.status if remote is not None else self._last_cluster_status
+        refused = self._nodes.refused_gpus if self._nodes is not None else 0
+        if refused:
+            line += (
+                f" · {refused} more GPUs not kept (nbgpumon keeps {self._nodes.max_gpus}; "
+                "narrow with --match)"
+            )
+        return line or "not reading a cluster"
 
     def _cluster_every(self) -> float:
         return float(getattr(self.sampler.remote, "interval", 0.0))
