@@ -143,7 +143,7 @@ class TextTarget:
         target = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
-            def do_GET(self):  # noqa: N802 - http.server's name
+            def do_GET(self):
                 body = target.text.encode()
                 self.send_response(200)
                 self.send_header("Content-Type", "text/plain; version=0.0.4")
@@ -176,7 +176,7 @@ class FakeApi:
         api = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
-            def do_GET(self):  # noqa: N802
+            def do_GET(self):
                 api.requests += 1
                 mode = api.mode
                 if mode == "slow":
@@ -213,4 +213,3 @@ class FakeApi:
         self._release.set()
         self._server.shutdown()
         self._server.server_close()
-
