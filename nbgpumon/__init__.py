@@ -2,7 +2,7 @@
 
 In IPython/Jupyter: ``%load_ext nbgpumon``, then ``%gpumon``. From Python: :func:`monitor`,
 :func:`cells`, :func:`cells_frame`, :func:`mark`, :func:`track`, :func:`holders`,
-:func:`free`, :func:`load`.
+:func:`free`, :func:`load`, :func:`serve`.
 
 This module is the public API and re-exports nothing else; everything under a ``_`` name is
 internal (the layers are described in docs/architecture.md).
@@ -14,6 +14,7 @@ import warnings
 from typing import TYPE_CHECKING, Any
 
 from ._api import current as _current
+from ._api import exporter as _exporter
 from ._api.monitor import Monitor
 from ._api.recorded import Recorded, load_recorded
 from ._forensics.holder_scan import HolderScan
@@ -47,6 +48,7 @@ __all__ = [
     "load",
     "mark",
     "monitor",
+    "serve",
     "sessions",
     "track",
 ]
@@ -98,6 +100,22 @@ def load(path: str, session: int | None = None) -> Recorded:
     if recorded.damage:
         warnings.warn(recorded.damage, RuntimeWarning, stacklevel=2)
     return recorded
+
+
+def serve(port: int | None = None, host: str | None = None) -> str:
+    """Serve this process's metrics for Prometheus at ``http://HOST:PORT/metrics``, starting
+    the monitor if needed (also outside IPython): NVML's per-GPU figures, each framework's
+    allocator in this process, host memory and the cells. ``port``: 9476 unless given; in a
+    job launched by torchrun (LOCAL_RANK set), ``port + LOCAL_RANK``, so that the ranks of a
+    node each serve their own. ``host``: ``GPUMon.export_host`` (127.0.0.1) unless given.
+    Returns one line; a port in use raises :class:`UsageError`. ``monitor().export(None)``
+    stops it."""
+    mon = monitor()
+    if port is None and host is None and mon.exporter_line:
+        return f"exporting on {mon.exporter_line}"  # already serving (a second call)
+    chosen, note = _exporter.rank_port(_exporter.DEFAULT_PORT if port is None else port)
+    line = mon.export(chosen, host, retry="serve(port=PORT) picks another")
+    return f"{line} ({note})" if note else line
 
 
 def track(label: str) -> Region:

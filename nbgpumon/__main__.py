@@ -1,24 +1,58 @@
-"""``python -m nbgpumon report PATH -o report.html``: a recording as a self-contained HTML page."""
+"""``python -m nbgpumon report PATH -o report.html``: a recording as a self-contained HTML page.
+``python -m nbgpumon serve [--port P] [--host H] [SCRIPT [ARGS...]]``: the Prometheus exporter,
+around a script (in each rank of a torchrun job) or on its own until Ctrl-C."""
 
 from __future__ import annotations
 
 import argparse
+import os
+import runpy
+import signal
 import sys
+import threading
 from pathlib import Path
+from typing import NoReturn
+
+USAGE_ERROR = 2  # what argparse, and Python itself, exit with for a command line it can't take
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        """A bad command line: one line (what is wrong, where help is) and exit code 2."""
+        self.exit(USAGE_ERROR, f"{self.prog}: {message} ({self.prog} -h for help)\n")
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="python -m nbgpumon",
         description="Write an nbgpumon recording (made with %gpumon record PATH) as one "
-        "HTML page that opens without a network: python -m nbgpumon report PATH -o report.html",
+        "HTML page that opens without a network: python -m nbgpumon report PATH -o report.html; "
+        "or serve this process's GPU metrics for Prometheus: python -m nbgpumon serve",
     )
-    commands = parser.add_subparsers(dest="command", required=True)
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     report = commands.add_parser("report", help="write a recording as one HTML page")
     report.add_argument("path", help="the SQLite file %%gpumon record wrote")
     report.add_argument("-o", "--output", default="report.html", help="the HTML file to write")
     report.add_argument("--session", type=int, default=None, help="session id (default: newest)")
+    serve = commands.add_parser(
+        "serve",
+        help="serve GPU metrics for Prometheus, around a script or until Ctrl-C",
+        description="Serve this process's GPU metrics for Prometheus at "
+        "http://HOST:PORT/metrics. With SCRIPT, run it here as `python SCRIPT ARGS...` would, "
+        "so its own allocator (torch, JAX, CuPy) is exported too, and exit with its exit "
+        "code: torchrun --nproc-per-node 8 -m nbgpumon serve train.py --lr 3e-4. Each rank "
+        "serves on PORT + LOCAL_RANK when LOCAL_RANK is set. Without SCRIPT, serve NVML's "
+        "and the host's figures until Ctrl-C.",
+    )
+    serve.add_argument("--port", type=int, default=None, help="the port (default 9476)")
+    serve.add_argument(
+        "--host", default=None, help="the address to listen on (default 127.0.0.1: this machine)"
+    )
+    serve.add_argument("script", nargs="?", help="a Python script to run while serving")
+    serve.add_argument("args", nargs=argparse.REMAINDER, help="the script's arguments")
     args = parser.parse_args(argv)
+    if args.command == "serve":
+        return _serve(args.port, args.host, args.script, args.args)
 
     from ._api.recorded import load_recorded as load
 
@@ -35,6 +69,72 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(args.output)
     out.write_text(session.report_html(), encoding="utf-8")
     print(f"nbgpumon: wrote {out} (session {session.session_id}, {len(session.records)} cells)")
+    return 0
+
+
+def _serve(port: int | None, host: str | None, script: str | None, script_args: list[str]) -> int:
+    from ._api import current
+    from ._api.exporter import DEFAULT_PORT, rank_port
+    from ._foundation.errors import UsageError
+    from ._session.session import no_shell
+
+    prog = "python -m nbgpumon serve"
+    if script is not None and not Path(script).is_file():
+        print(f"{prog}: no script at {script}", file=sys.stderr)
+        return USAGE_ERROR
+    chosen, note = rank_port(DEFAULT_PORT if port is None else port)
+    mon = current.started(shell=no_shell)
+    try:
+        try:
+            line = mon.export(chosen, host, retry="--port PORT picks another")
+        except UsageError as exc:
+            print(f"{prog}: {exc}", file=sys.stderr)
+            return USAGE_ERROR
+        rank = f"rank {os.environ['RANK']}: " if os.environ.get("RANK") else ""
+        if script is None:
+            return _until_stopped(
+                f"nbgpumon: {rank}{line} ({note + '; ' if note else ''}NVML and host "
+                "metrics; Ctrl-C stops)"
+            )
+        print(f"nbgpumon: {rank}{line}{f' ({note})' if note else ''} while {script} runs",
+              file=sys.stderr)  # fmt: skip
+        return _run_script(script, script_args)
+    finally:
+        mon.close()
+
+
+def _until_stopped(line: str) -> int:
+    """Say ``line``, then serve until Ctrl-C or SIGTERM (a scheduler's stop); exit code 0
+    either way, however soon after the line it comes."""
+    stop = threading.Event()
+    previous = signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    try:
+        print(line, file=sys.stderr)
+        while not stop.wait(1.0):
+            pass
+    except KeyboardInterrupt:
+        pass
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    return 0
+
+
+def _run_script(script: str, script_args: list[str]) -> int:
+    """Run ``script`` as ``python script ARGS`` would (``sys.argv``, ``__main__``, its folder
+    first on ``sys.path``); its exit code (1 after an exception, whose traceback Python's own
+    way prints)."""
+    sys.argv = [script, *script_args]
+    sys.path.insert(0, str(Path(script).resolve().parent))
+    try:
+        runpy.run_path(script, run_name="__main__")
+    except SystemExit as exc:
+        code = exc.code
+        if code is None:
+            return 0
+        if isinstance(code, int):
+            return code
+        print(code, file=sys.stderr)  # sys.exit("message"), as Python prints it
+        return 1
     return 0
 
 

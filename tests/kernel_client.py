@@ -17,7 +17,14 @@ class Kernel:
 
     def run(self, code: str, timeout: float = 60) -> list[dict]:
         """Execute ``code``; return the iopub messages it caused, in order."""
-        msg_id = self.client.execute(code)
+        return self.wait(self.submit(code), timeout)
+
+    def submit(self, code: str) -> str:
+        """Start executing ``code`` without waiting for it; :meth:`wait` collects it."""
+        return self.client.execute(code)
+
+    def wait(self, msg_id: str, timeout: float = 60) -> list[dict]:
+        """The iopub messages of the execution ``msg_id``, once the kernel is idle after it."""
         got: list[dict] = []
         deadline = time.time() + timeout
         while time.time() < deadline:
@@ -30,7 +37,7 @@ class Kernel:
                 got.append(msg)
                 if msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
                     return got
-        raise TimeoutError(f"no idle after {code!r}")
+        raise TimeoutError(f"no idle after request {msg_id}")
 
     def stop(self) -> None:
         self.client.stop_channels()

@@ -215,7 +215,8 @@ export class Chart {
    * Draw the current state.
    * @param {object} f
    * @param {import("./store.js").Store} f.store
-   * @param {object[]} f.specs from panelSpecs
+   * @param {object[]} f.specs from panelSpecs (or nodes.js's nodePanelSpecs, whose
+   *   `totalColumns` are several ceilings, of which the largest is drawn)
    * @param {number|null} f.window seconds shown, or null for all
    * @param {number} f.width CSS px
    * @param {object[]} f.cells valid ledger entries
@@ -252,8 +253,11 @@ export class Chart {
       }
       p.stale = false;
       p.range = Number.isFinite(t1) ? [t0, t1] : [0, 1];
-      if (p.spec.totalColumn) {
-        const total = store.latest(p.spec.totalColumn);
+      if (p.spec.totalColumn || p.spec.totalColumns) {
+        // several (a node's GPUs): the largest is the panel's ceiling
+        const totals = (p.spec.totalColumns ?? [p.spec.totalColumn]).map((n) => store.latest(n));
+        const known = totals.filter((v) => v !== null && Number.isFinite(v));
+        const total = known.length ? Math.max(...known) : null;
         p.total = total ?? (Number.isFinite(p.spec.totalFallback) ? p.spec.totalFallback : null);
       }
       p.u.setData([x, ...p.spec.series.map((s) => byName.get(s.column))], true);
@@ -545,6 +549,11 @@ export class Chart {
     }
     this.panels = [];
     this.layout = null;
+  }
+
+  /** Remove every panel (the next update builds them again). */
+  clear() {
+    this._destroyPanels();
   }
 
   destroy() {

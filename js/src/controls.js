@@ -1,6 +1,8 @@
 // The row of controls above the chart: time window (with a note of how much data there is while
-// that is less), GPU selector (only with more than one GPU), and toggles for the optional
-// panels. They change view state only; nothing goes to the kernel.
+// that is less), host selector (only once other nodes answered: this kernel, all nodes, or one
+// host), GPU selector (only with more than one GPU), and toggles for the optional panels. The
+// last two are this kernel's, hidden while other nodes are shown. They change view state only;
+// nothing goes to the kernel.
 
 export const WINDOWS = [
   { label: "1 min", seconds: 60 },
@@ -16,9 +18,15 @@ const TOGGLES = [
   { key: "rss", label: "host RSS" },
 ];
 
+// Values of the host selector: this kernel's panels, every node's, or one host's ("host:NAME").
+export const LOCAL = "local";
+export const ALL_NODES = "all";
+export const hostValue = (host) => `host:${host}`;
+
 export class Controls {
   /**
-   * @param {{state: object, onChange: (patch: object) => void}} o state: {window, gpu, toggles}
+   * @param {{state: object, onChange: (patch: object) => void}} o state: {window, node, gpu,
+   *   toggles}; node: LOCAL, ALL_NODES or hostValue(host)
    */
   constructor({ state, onChange }) {
     this.onChange = onChange;
@@ -51,6 +59,15 @@ export class Controls {
     });
     this.deviceKey = null;
 
+    this.hostLabel = document.createElement("label");
+    this.hostLabel.className = "nbgpumon-host";
+    this.hostLabel.hidden = true;
+    this.hostSelect = document.createElement("select");
+    this.hostSelect.className = "nbgpumon-host-select";
+    this.hostLabel.append(document.createTextNode("node "), this.hostSelect);
+    this._listen(this.hostSelect, "change", () => this.onChange({ node: this.hostSelect.value }));
+    this.hostKey = null;
+
     const toggles = document.createElement("div");
     toggles.className = "nbgpumon-toggles";
     this.toggles = TOGGLES.map((t) => {
@@ -64,7 +81,8 @@ export class Controls {
       return { ...t, label, box };
     });
 
-    this.el.append(group, this.shown, this.gpuSelect, toggles);
+    this.togglesEl = toggles;
+    this.el.append(group, this.shown, this.hostLabel, this.gpuSelect, toggles);
     this.update({ devices: [], columns: [], state, shown: "" });
   }
 
@@ -73,8 +91,11 @@ export class Controls {
     this.listeners.push([target, type, fn]);
   }
 
-  /** Reflect devices, columns (their metadata) and the view state; `shown`: the note next to the window. */
-  update({ devices, columns, state, shown = "" }) {
+  /**
+   * Reflect devices, columns (their metadata), the other nodes' `hosts` and the view state;
+   * `shown`: the note next to the window.
+   */
+  update({ devices, columns, state, shown = "", hosts = [] }) {
     if (this.shown.textContent !== shown) this.shown.textContent = shown;
     this.shown.hidden = !shown;
     for (const b of this.windowButtons) {
@@ -101,8 +122,28 @@ export class Controls {
       }
       this.gpuSelect.replaceChildren(...options);
     }
-    this.gpuSelect.hidden = devices.length <= 1;
+    const local = (state.node ?? LOCAL) === LOCAL;
+    this.gpuSelect.hidden = devices.length <= 1 || !local;
     this.gpuSelect.value = String(state.gpu);
+    this.togglesEl.hidden = !local;
+
+    const hostKey = JSON.stringify(hosts);
+    if (hostKey !== this.hostKey) {
+      this.hostKey = hostKey;
+      const option = (value, text) => {
+        const o = document.createElement("option");
+        o.value = value;
+        o.textContent = text; // a host name is user data: text, never HTML
+        return o;
+      };
+      this.hostSelect.replaceChildren(
+        option(LOCAL, "this kernel"),
+        option(ALL_NODES, "all nodes"),
+        ...hosts.map((h) => option(hostValue(h), h)),
+      );
+    }
+    this.hostLabel.hidden = hosts.length === 0;
+    this.hostSelect.value = state.node ?? LOCAL;
 
     const drawn = (panel, host) =>
       columns.some((c) => c && c.chart === "series" && c.panel === panel && (c.device === null) === host);

@@ -56,12 +56,12 @@ function isCount(x) {
 }
 
 /**
- * A `samples` message as { start, rows, width, gap, times: Float64Array(rows),
- * values: Float32Array(rows*width) }, or null when it is not one or is malformed
- * (a wrong type, missing buffers, or buffers shorter than the header says).
+ * A `samples` message (or, with `type`, a `node_samples` one) as { start, rows, width, gap,
+ * version, times: Float64Array(rows), values: Float32Array(rows*width) }, or null when it is not
+ * one or is malformed (a wrong type, missing buffers, or buffers shorter than the header says).
  */
-export function decodeSamples(msg, buffers) {
-  if (!msg || msg.type !== "samples") return null;
+export function decodeSamples(msg, buffers, type = "samples") {
+  if (!msg || msg.type !== type) return null;
   const { start, rows, width } = msg;
   if (!isCount(rows) || !isCount(width) || !Number.isFinite(start)) return null;
   if (!buffers || buffers.length < 2) return null;
@@ -74,6 +74,7 @@ export function decodeSamples(msg, buffers) {
     rows,
     width,
     gap: msg.gap === true,
+    version: Number.isInteger(msg.version) ? msg.version : null,
     times: readFloat64(tv, 0, rows),
     values: readFloat32(vv, 0, rows * width),
   };

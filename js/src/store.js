@@ -12,7 +12,8 @@ import { DEFAULT_CAPACITY, Ring, bisect } from "./ring.js";
 const stores = new WeakMap();
 const storesByUid = new Map();
 
-function uidOf(model) {
+/** The widget's `_uid` (what keys a model's stores), or null. */
+export function uidOf(model) {
   const uid = typeof model.get === "function" ? model.get("_uid") : null;
   return uid ? String(uid) : null;
 }
@@ -203,17 +204,27 @@ export function forgetStore(model) {
   else stores.delete(model);
 }
 
+// The traits and the custom message that feed the timeline's store.
+const TIMELINE = { columns: "columns", history: "history", samples: "samples" };
+
 /**
  * Feed `model`'s store from the kernel: `columns` and `history` now and on change, `samples`
  * custom messages as they come. Returns the cleanup that removes every listener it added.
  * Connecting twice (e.g. a hot reload) replaces the first connection.
  */
 export function connectModel(model, options) {
-  const store = storeFor(model, options);
+  return connectStore(model, storeFor(model, options), TIMELINE);
+}
+
+/**
+ * Feed `store` from `model`'s traits `names.columns` and `names.history` and its custom
+ * messages of type `names.samples` (the timeline's, or the cluster's: node-store.js).
+ */
+export function connectStore(model, store, names) {
   if (store.disconnect) store.disconnect();
 
   const readHistory = () => {
-    const h = decodeHistory(model.get("history"));
+    const h = decodeHistory(model.get(names.history));
     if (h === null) {
       // Empty bytes: no snapshot yet. Keep whatever is held (it is at least as new).
       return;
@@ -221,25 +232,25 @@ export function connectModel(model, options) {
     store.setHistory(h);
   };
   const onColumns = () => {
-    store.setColumns(model.get("columns"));
+    store.setColumns(model.get(names.columns));
     readHistory(); // a snapshot that arrived before its columns did is usable now
   };
   const onHistory = () => {
-    store.setColumns(model.get("columns")); // no-op unless the columns changed too
+    store.setColumns(model.get(names.columns)); // no-op unless the columns changed too
     readHistory();
   };
   const onMessage = (msg, buffers) => {
-    if (msg && msg.type === "samples") store.appendSamples(decodeSamples(msg, buffers));
+    if (msg && msg.type === names.samples) store.appendSamples(decodeSamples(msg, buffers, names.samples));
   };
 
   onColumns();
-  model.on("change:columns", onColumns);
-  model.on("change:history", onHistory);
+  model.on(`change:${names.columns}`, onColumns);
+  model.on(`change:${names.history}`, onHistory);
   model.on("msg:custom", onMessage);
 
   const disconnect = () => {
-    model.off("change:columns", onColumns);
-    model.off("change:history", onHistory);
+    model.off(`change:${names.columns}`, onColumns);
+    model.off(`change:${names.history}`, onHistory);
     model.off("msg:custom", onMessage);
     if (store.disconnect === disconnect) store.disconnect = null;
   };

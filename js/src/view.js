@@ -1,17 +1,23 @@
-// One view of the widget: builds the DOM (status line, controls, chart, table) under `el`,
-// draws on animation frames when the store or the view state changed, and returns the cleanup
-// that undoes all of it. Views hold no timeline data; the model's store does.
+// One view of the widget: builds the DOM (status line, controls, chart or the other nodes'
+// view, table) under `el`, draws on animation frames when a store or the view state changed,
+// and returns the cleanup that undoes all of it. Views hold no timeline data; the model's
+// stores do (this kernel's timeline, and the cluster's).
 
 import { runningCell, validCells } from "./cells.js";
 import { Chart, panelSpecs } from "./chart.js";
-import { Controls } from "./controls.js";
+import { ALL_NODES, Controls, LOCAL, hostValue } from "./controls.js";
 import { formatSpan } from "./format.js";
+import { nodeStoreFor } from "./node-store.js";
+import { hostsOf, validNodeColumns, validNodes } from "./nodes.js";
+import { NodesView } from "./nodes-view.js";
 import { storeFor } from "./store.js";
 import { styleElement } from "./style.js";
 import { CellTable } from "./table.js";
 
 const DEFAULT_WIDTH = 640; // CSS px, until the element is laid out
 const VIEW_TRAITS = ["cells", "running", "marks", "status", "devices"];
+// Refreshed every 2 s while other nodes answer: their texts change, not the panels' rows.
+const TEXT_TRAITS = ["nodes", "cluster_status"];
 let views = 0;
 
 function validDevices(value) {
@@ -24,6 +30,14 @@ function validMarks(value) {
   return value.filter((m) => m && typeof m === "object" && Number.isFinite(m.time));
 }
 
+/** The host selector's value to show: `wanted` while it names a host that answered, else
+ * this kernel's panels (no other node) or all nodes. */
+export function shownNode(wanted, hosts) {
+  if (!hosts.length) return LOCAL;
+  if (wanted === LOCAL || wanted === ALL_NODES) return wanted;
+  return hosts.some((h) => hostValue(h) === wanted) ? wanted : ALL_NODES;
+}
+
 /** "8 s of data" while the chosen window is longer than what is held, else "". */
 export function shownNote(store, window) {
   const span = store.lastTime - store.firstTime;
@@ -34,7 +48,8 @@ export function shownNote(store, window) {
  * Render a view of `model` into `el`.
  * @param {{model: object, el: HTMLElement}} ctx anywidget's render arguments
  * @param {object} deps UPlot (constructor), and optionally requestFrame / cancelFrame /
- *   ResizeObserver / IntersectionObserver (defaults: the browser's)
+ *   ResizeObserver / IntersectionObserver (defaults: the browser's) and now (unix seconds,
+ *   for the age of other nodes' answers; default the clock)
  * @returns {() => void} cleanup
  */
 export function createView({ model, el }, deps) {
@@ -44,10 +59,13 @@ export function createView({ model, el }, deps) {
   const cancelFrame =
     deps.cancelFrame ?? globalThis.cancelAnimationFrame?.bind(globalThis) ?? ((id) => clearTimeout(id));
   const Observer = deps.ResizeObserver ?? globalThis.ResizeObserver;
+  const now = deps.now ?? (() => Date.now() / 1000);
 
   const store = storeFor(model);
+  const nodeStore = nodeStoreFor(model);
   const state = {
     window: 600, // seconds, or null for all
+    node: LOCAL, // LOCAL: this kernel's panels; ALL_NODES; or hostValue(host): one host's
     gpu: null, // nvml index, "all", or null: the first GPU
     toggles: { power: false, temperature: false, rss: false },
     highlight: null, // cellKey of the selected cell
@@ -68,7 +86,9 @@ export function createView({ model, el }, deps) {
 
   let frame = null;
   let dirty = true;
+  let textsDirty = false;
   let drawnRevision = -1;
+  let drawnNodeRevision = -1;
   let width = 0;
   let cellsRaw;
   let cells = [];
@@ -89,6 +109,7 @@ export function createView({ model, el }, deps) {
     state: { ...state, gpu: "all" },
     onChange: (patch) => {
       if ("window" in patch) state.window = patch.window;
+      if ("node" in patch) state.node = patch.node;
       if ("gpu" in patch) state.gpu = patch.gpu;
       if (patch.toggles) state.toggles = { ...state.toggles, ...patch.toggles };
       invalidate();
@@ -106,9 +127,24 @@ export function createView({ model, el }, deps) {
     onVisible: invalidate,
     IntersectionObserver: deps.IntersectionObserver,
   });
+  const nodesView = new NodesView({
+    UPlot,
+    syncKey: `nbgpumon-nodes-${views}`,
+    onHost: (host) => {
+      state.node = hostValue(host);
+      invalidate();
+    },
+    onSelect: (key) => {
+      select(key === state.highlight ? null : key);
+      if (key) table.reveal(key);
+    },
+    onSeriesToggle: (key, show) => (show ? state.hidden.delete(key) : state.hidden.add(key)),
+    onVisible: invalidate,
+    IntersectionObserver: deps.IntersectionObserver,
+  });
   const table = new CellTable({ onSelect: select });
 
-  root.append(styleElement(), status, controls.el, chartEl, empty, table.el);
+  root.append(styleElement(), status, controls.el, chartEl, empty, nodesView.el, table.el);
   el.append(root);
 
   // Columns found with a value (allocator lines join their panel then); once seen, kept.
@@ -123,9 +159,15 @@ export function createView({ model, el }, deps) {
 
   function draw() {
     frame = null;
-    if (!dirty && store.revision === drawnRevision) return;
+    const nodesChanged = nodeStore.revision !== drawnNodeRevision;
+    if (!dirty && !textsDirty && store.revision === drawnRevision && !nodesChanged) return;
+    // Other nodes' panels change with their rows (one per scrape interval) and the view state,
+    // not with this kernel's samples (twice a second): those only refresh their tables' texts.
+    const panelsChanged = dirty || nodesChanged;
     dirty = false;
+    textsDirty = false;
     drawnRevision = store.revision;
+    drawnNodeRevision = nodeStore.revision;
 
     const devices = validDevices(model.get("devices"));
     const raw = model.get("cells");
@@ -141,30 +183,52 @@ export function createView({ model, el }, deps) {
     let gpu = state.gpu ?? (devices.length ? devices[0].index : "all");
     if (gpu !== "all" && !devices.some((d) => d.index === gpu)) gpu = devices.length ? devices[0].index : "all";
     const columns = store.columnInfo;
-    controls.update({ devices, columns, state: { ...state, gpu }, shown: shownNote(store, state.window) });
+    const nodes = validNodes(model.get("nodes"));
+    const nodeColumns = validNodeColumns(nodeStore.columnInfo);
+    const hosts = hostsOf(nodes, nodeColumns);
+    const node = shownNode(state.node, hosts);
+    const local = node === LOCAL;
+    const shown = shownNote(local ? store : nodeStore, state.window);
+    controls.update({ devices, columns, state: { ...state, gpu, node }, shown, hosts });
 
-    const specs = panelSpecs({ devices, columns, gpu, toggles: state.toggles, seen });
     width = root.clientWidth || el.clientWidth || width || DEFAULT_WIDTH;
-    chart.update({
-      store,
-      specs,
-      window: state.window,
-      width,
-      cells,
-      running,
-      marks,
-      highlight: state.highlight,
-      hidden: state.hidden,
-    });
-    empty.hidden = specs.length > 0;
+    const shared = { window: state.window, width, cells, running, marks, highlight: state.highlight, hidden: state.hidden };
+    chartEl.hidden = !local;
+    nodesView.el.hidden = local;
+    if (local) {
+      const specs = panelSpecs({ devices, columns, gpu, toggles: state.toggles, seen });
+      chart.update({ store, specs, ...shared });
+      empty.hidden = specs.length > 0;
+      nodesView.clear();
+    } else {
+      empty.hidden = true;
+      const clusterStatus = model.get("cluster_status");
+      nodesView.update({
+        store: nodeStore,
+        nodes,
+        columns: nodeColumns,
+        host: node === ALL_NODES ? null : node.slice(hostValue("").length),
+        status: typeof clusterStatus === "string" ? clusterStatus : "",
+        now: now(),
+        panels: panelsChanged,
+        ...shared,
+      });
+    }
     table.update(cells, state.highlight, running);
     root.dataset.points = String(store.size);
   }
 
   const unsubscribe = store.subscribe(schedule);
+  const unsubscribeNodes = nodeStore.subscribe(schedule);
   const onTrait = () => invalidate();
+  const onText = () => {
+    textsDirty = true;
+    schedule();
+  };
   const traitEvents = VIEW_TRAITS.map((name) => `change:${name}`);
+  const textEvents = TEXT_TRAITS.map((name) => `change:${name}`);
   for (const ev of traitEvents) model.on(ev, onTrait);
+  for (const ev of textEvents) model.on(ev, onText);
 
   let observer = null;
   if (typeof Observer === "function") {
@@ -181,10 +245,13 @@ export function createView({ model, el }, deps) {
     if (frame !== null) cancelFrame(frame);
     frame = null;
     unsubscribe();
+    unsubscribeNodes();
     for (const ev of traitEvents) model.off(ev, onTrait);
+    for (const ev of textEvents) model.off(ev, onText);
     if (observer) observer.disconnect();
     controls.destroy();
     chart.destroy();
+    nodesView.destroy();
     table.destroy();
     root.remove();
   };

@@ -2,6 +2,7 @@
 // from the kernel; `render` runs once per view and only draws. See docs/widget-protocol.md.
 
 import uPlot from "uplot";
+import { connectNodes, forgetNodeStore } from "./node-store.js";
 import { connectModel, forgetStore } from "./store.js";
 import { createView } from "./view.js";
 
@@ -11,9 +12,12 @@ export function createWidget(deps = {}) {
   return {
     initialize({ model }) {
       const disconnect = connectModel(model);
+      const disconnectNodes = connectNodes(model);
       return () => {
         disconnect();
+        disconnectNodes();
         forgetStore(model);
+        forgetNodeStore(model);
       };
     },
     render({ model, el }) {

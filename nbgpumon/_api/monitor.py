@@ -8,13 +8,17 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
+from traitlets import TraitError
+
 from .._forensics.modules import fp32_cuda_modules
+from .._foundation.errors import UsageError
 from .._session.config import GPUMon
 from .._session.session import Session, no_shell
 from .._views.advisor import advise, evidence, hints_text
 from .._views.frames import cells_frame, samples_frame
 from .._views.static_view import StaticView
 from .._views.widget import GPUMonWidget, Publisher
+from .exporter import Exporter, process_rank
 
 if TYPE_CHECKING:
     import pandas
@@ -33,11 +37,19 @@ class Monitor(Session):
         super().__init__(config, nvml_module, shell)
         self._publisher: Publisher | None = None
         self._static_views: list[StaticView] = []
+        self._exporter: Exporter | None = None
+        self._collector: Any = None  # the exporter's SessionCollector, kept across restarts
+        self._syncing_export = False  # set while export() writes GPUMon.export_port/host
+        self.config.observe(self._export_setting_changed, names=_EXPORT_SETTINGS)
 
     def close(self) -> None:
-        """Stop sampling for good, close the widget and release NVML."""
+        """Stop sampling for good, stop the exporter, close the widget and release NVML."""
         if self.closed:
             return
+        self.config.unobserve(self._export_setting_changed, names=_EXPORT_SETTINGS)
+        if self._exporter is not None:
+            self._exporter.stop()
+            self._exporter = None
         if self._publisher is not None:
             self._publisher.close()
             self._publisher = None
@@ -45,6 +57,85 @@ class Monitor(Session):
             view.close()
         self._static_views.clear()
         super().close()
+
+    # -- the Prometheus exporter ----------------------------------------------------------
+    def export(self, port: int | None, host: str | None = None, *, retry: str = "") -> str:
+        """Serve this session's metrics for Prometheus at ``http://HOST:PORT/metrics`` (HOST:
+        ``host``, else ``GPUMon.export_host``, 127.0.0.1 by default); ``None`` or 0 stops.
+        Returns one line. A port in use, a bad host or port raise :class:`UsageError` and
+        leave the exporter as it was; ``GPUMon.export_port``/``export_host`` always say what is
+        served. ``retry``: what the line of a port in use says to do (how the caller picks
+        another port)."""
+        if self.closed:
+            raise UsageError("this monitor is closed; nbgpumon.monitor() gives the current one")
+        old = self._exporter
+        if not port:
+            self._exporter = None
+            if old is not None:
+                old.stop()
+            self._sync_export()
+            return "exporter stopped" if old is not None else "not exporting"
+        host = self.config.export_host if host is None else host
+        if old is not None and (old.host, old.port) == (host, port):
+            return f"exporting on {old.line}"
+        if old is not None and old.port == port:
+            old.stop()  # the same port on another address: let it go first
+        try:
+            self._exporter = Exporter(self._exporter_collector(), host, port, retry or _RETRY)
+        except UsageError:
+            if old is not None and not old.running:  # put back what was served
+                self._exporter = _restart(old)
+            self._sync_export()
+            raise
+        if old is not None:
+            old.stop()
+        self._sync_export()
+        return f"exporting on {self._exporter.url}"
+
+    @property
+    def exporter_line(self) -> str:
+        """Where the exporter serves and how many scrapes it answered; "" when it is off."""
+        return self._exporter.line if self._exporter is not None else ""
+
+    def _exporter_collector(self) -> Any:
+        if self._collector is None:
+            from .._views.prometheus_export import SessionCollector  # prometheus_client: on use
+
+            self._collector = SessionCollector(self, rank=process_rank())
+        return self._collector
+
+    def _export_setting_changed(self, change: dict) -> None:
+        if self._syncing_export:
+            return
+        name, old = change["name"], change["old"]
+        try:
+            if name == "export_port":
+                line = self.export(change["new"] or None)
+            elif self._exporter is not None:  # export_host: serve on the new address
+                line = self.export(self._exporter.port, host=change["new"])
+            else:
+                return  # used by the next start
+        except UsageError as exc:
+            self._sync_export(**{name: old})  # the setting keeps saying what is served
+            raise TraitError(str(exc)) from None
+        print(f"nbgpumon: {line}")
+
+    def _sync_export(self, **given: Any) -> None:
+        # GPUMon.export_port/export_host say what is served, however it was started; the flag
+        # keeps the observer from acting on its own writes.
+        exporter = self._exporter
+        values = (
+            {"export_port": exporter.port, "export_host": exporter.host}
+            if exporter is not None
+            else {"export_port": 0}
+        )
+        values.update(given)
+        self._syncing_export = True
+        try:
+            for name, value in values.items():
+                setattr(self.config, name, value)
+        finally:
+            self._syncing_export = False
 
     # -- views ----------------------------------------------------------------------------
     def widget(self) -> GPUMonWidget:
@@ -96,3 +187,15 @@ class Monitor(Session):
         shell = self._shell()
         fp32 = fp32_cuda_modules(shell) if shell is not None else None
         return hints_text(advise(evidence(self, retries, fp32)))
+
+
+_EXPORT_SETTINGS = ["export_port", "export_host"]
+_RETRY = "%gpumon export PORT picks another"
+
+
+def _restart(stopped: Exporter) -> Exporter | None:
+    """The exporter ``stopped`` was, started again (None if its port was taken meanwhile)."""
+    try:
+        return Exporter(stopped.collector, stopped.host, stopped.port, _RETRY)
+    except UsageError:
+        return None

@@ -86,15 +86,21 @@ REGISTRY: tuple[Metric, ...] = (
     _gpu("torch", "active", "bytes", "memory", "active (torch)", export="allocator_active_bytes"),
     _gpu("torch", "inactive_split", "bytes", "memory", "fragmented (torch)",
          export="allocator_inactive_split_bytes"),
+    # each allocator's peak counter (AllocatorStats.peak_allocated): exported and recorded,
+    # not drawn; torch's restarts at each cell in peak_mode "reset", JAX's counts from the
+    # process's start, CuPy has one only with GPUMon.cupy_peak_hook
+    _gpu("torch", "peak", "bytes", "memory", "peak (torch)", export="allocator_peak_bytes"),
     # JAX's allocator (XLA's BFC pool): "reserved" is the pool it holds from the driver,
     # which preallocation makes 75% of the GPU
     _gpu("jax", "reserved", "bytes", "memory", "pool (JAX)", SERIES, "allocator_reserved_bytes"),
     _gpu("jax", "allocated", "bytes", "memory", "in use (JAX)", SERIES,
          "allocator_allocated_bytes"),
+    _gpu("jax", "peak", "bytes", "memory", "peak (JAX)", export="allocator_peak_bytes"),
     # CuPy's default memory pool: "reserved" is total_bytes(), "allocated" used_bytes()
     _gpu("cupy", "reserved", "bytes", "memory", "pool (CuPy)", SERIES, "allocator_reserved_bytes"),
     _gpu("cupy", "allocated", "bytes", "memory", "in use (CuPy)", SERIES,
          "allocator_allocated_bytes"),
+    _gpu("cupy", "peak", "bytes", "memory", "peak (CuPy)", export="allocator_peak_bytes"),
     Metric("host", "rss", "bytes", "rss", "RSS", SERIES, scope="host", export="host_rss_bytes"),
     Metric("host", "sys_used", "bytes", "system", "system used", scope="host",
            export="host_memory_used_bytes"),

@@ -49,6 +49,11 @@ def load(ip: Any) -> None:
             print(f"nbgpumon: {mon.record(config.record_path)}")
         except RecordingError as exc:
             print(f"nbgpumon: {exc}")
+    if config.export_port:  # set in ipython_config.py: serve from the start
+        try:
+            print(f"nbgpumon: {mon.export(config.export_port)}")
+        except UsageError as exc:
+            print(f"nbgpumon: {exc}")
 
 
 def unload(ip: Any) -> None:

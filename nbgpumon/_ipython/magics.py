@@ -86,11 +86,12 @@ class GPUMonMagics(Magics):
           %gpumon export off      stop the exporter and free its port
           %gpumon start | stop    start or stop the sampler thread (the ledger keeps going)
           %gpumon mark LABEL      put a labelled marker on the timeline
-          %gpumon cluster URL [--match MATCHERS] [--job NAME]
+          %gpumon cluster URL [--match MATCHERS] [--job NAME] [--host-label LABEL]
                                   read other nodes' GPUs from a Prometheus server (the
                                   DCGM exporter's metrics, and nbgpumon's exported ones);
                                   MATCHERS narrow it as PromQL writes them, e.g.
-                                  --match 'Hostname=~"node-1.*"'; the chart gets a host
+                                  --match 'Hostname=~"node-1.*"'; LABEL names a GPU's
+                                  node (default Hostname); the chart gets a host
                                   selector, the snapshot and status list the nodes
           %gpumon cluster         every node and GPU now; %gpumon cluster off stops
 
@@ -229,16 +230,19 @@ class GPUMonMagics(Magics):
         if words == ["off"]:
             print(f"nbgpumon: {mon.read_cluster(None)}")
             return
-        url, matchers = words[0], []
+        url, matchers, host_label = words[0], [], None
         options = iter(words[1:])
         for option in options:
             value = next(options, None)
-            if option not in ("--match", "--job") or value is None:
+            if option not in ("--match", "--job", "--host-label") or value is None:
                 raise UsageError(CLUSTER_USAGE)
-            matchers.append(value if option == "--match" else f'job="{_quoted(value)}"')
+            if option == "--host-label":
+                host_label = value
+            else:
+                matchers.append(value if option == "--match" else f'job="{_quoted(value)}"')
         if url.startswith("-"):
             raise UsageError(CLUSTER_USAGE)
-        print(f"nbgpumon: {mon.read_cluster(url, ', '.join(matchers))}")
+        print(f"nbgpumon: {mon.read_cluster(url, ', '.join(matchers), host_label)}")
 
     def _export(self, mon: Monitor, rest: list[str]) -> None:
         if len(rest) > 1 or (rest and rest[0] != "off" and not rest[0].isdigit()):
@@ -278,7 +282,8 @@ class GPUMonMagics(Magics):
 
 
 CLUSTER_USAGE = (
-    "usage: %gpumon cluster URL [--match 'LABEL=~\"REGEX\"'] [--job NAME] | off, "
+    "usage: %gpumon cluster URL [--match 'LABEL=~\"REGEX\"'] [--job NAME] "
+    "[--host-label LABEL] | off, "
     "e.g. %gpumon cluster http://prometheus:9090 --match 'Hostname=~\"node-1.*\"'"
 )
 

@@ -80,6 +80,12 @@ class GPUMon(Configurable):
         "when it does not say). Never faster than the scrape interval.",
     ).tag(config=True)
 
+    cluster_host_label = Unicode(
+        "Hostname",
+        help="The label that names a GPU's node (the DCGM exporter's Hostname by default; e.g. "
+        "'kubernetes_node' where a relabelling put the node's name there). A series without "
+        "it is grouped by its Hostname, else by its scrape target's host.",
+    ).tag(config=True)
     cluster_timeout = Float(
         5.0, help="Seconds to wait for the Prometheus server's answer before saying so (0.1 to 60)."
     ).tag(config=True)

@@ -110,7 +110,7 @@ class CupyAllocatorSource:
         return True
 
     def timeline_values(self, stats: AllocatorStats) -> list[float | None]:
-        return [getattr(stats, m.name) for m in self.metrics]
+        return [stats.metric_value(m.name) for m in self.metrics]
 
     def release_cache(self) -> None:
         """``free_all_blocks()`` on each device's pool and on the pinned host pool."""

@@ -112,7 +112,7 @@ class JaxAllocatorSource:
         return False  # JAX's peak can't be reset: a cell's peak is exact when it set a new high
 
     def timeline_values(self, stats: AllocatorStats) -> list[float | None]:
-        return [getattr(stats, m.name) for m in self.metrics]
+        return [stats.metric_value(m.name) for m in self.metrics]
 
     def watch_thread(self) -> None:
         """No thread-local hooks to arm."""

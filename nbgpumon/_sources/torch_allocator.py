@@ -91,8 +91,8 @@ class TorchAllocatorSource:
         )
 
     def timeline_values(self, stats: AllocatorStats) -> list[float | None]:
-        """The counters the timeline keeps (allocated, reserved, active, inactive_split)."""
-        return [getattr(stats, m.name) for m in self.metrics]
+        """The counters the timeline keeps (reserved, allocated, active, inactive_split, peak)."""
+        return [stats.metric_value(m.name) for m in self.metrics]
 
     def reset_peak(self, cuda_index: int) -> bool:
         """Restart torch's peak counters on one device; False when CUDA is not up."""

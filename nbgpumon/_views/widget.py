@@ -28,13 +28,14 @@ from .svg import timeline_svg
 from .text import framework_figures, retention_text, shown_peak_and_kept, summary_line
 
 if TYPE_CHECKING:
-    from .._session.data import SessionData
+    from .._session.data import Cluster, SessionData
 
 BUNDLE = Path(__file__).parent.parent / "static" / "widget.js"  # nbgpumon/static
 SEND_EVERY = 0.5  # seconds between samples messages: <= 2 messages/s, <= 1 s latency
 HISTORY_EVERY = 30.0  # at most one history refresh per this many seconds (it is ~1 MB a GPU)
 STATUS_EVERY = 2.0
 HISTORY_ROWS = 4000
+NODE_HISTORY_ROWS = 1500  # the cluster's rows come every scrape interval: fewer of them
 CELLS_KEPT = 500
 
 
@@ -60,6 +61,11 @@ class GPUMonWidget(anywidget.AnyWidget):
     marks = List(Dict()).tag(sync=True)
     status = Unicode("").tag(sync=True)
     interval = Float(0.1).tag(sync=True)
+    # other nodes' GPUs (a cluster read from Prometheus); empty until there is one
+    node_columns = List(Dict()).tag(sync=True)  # each: name, node, gpu, unit, panel, ...
+    nodes = List(Dict()).tag(sync=True)  # each: host, gpus [{gpu, model, pod, ...}], last_seen
+    node_history = Bytes(b"").tag(sync=True)
+    cluster_status = Unicode("").tag(sync=True)
     # anywidget gives initialize() and each render() its own proxy of the model; the front
     # end finds the one store they share by this id
     _uid = Unicode().tag(sync=True)
@@ -94,6 +100,12 @@ class Publisher:
         self._next_send = self._next_history = self._next_status = 0.0
         self.bytes_sent = 0  # payload bytes of samples messages, for the benchmark
         self.messages_sent = 0
+        # the cluster's: its version when its columns were last sent (None: never), the
+        # width sent then, its cursor just past the last row sent
+        self._node_version: int | None = None
+        self._node_width = 0
+        self._node_cursor = 0
+        self.node_messages_sent = 0
         with self._lock:
             widget.columns = describe_columns(data.columns)
             widget.devices = [
@@ -107,7 +119,7 @@ class Publisher:
             ]
         self._publish_ledger()
         self._publish_status()
-        self.refresh_history(force=True)
+        self.refresh_history(force=True)  # the cluster's too, if there is one
         self._unsubscribe = data.subscribe(self)
 
     def __call__(self, cursor: int) -> None:
@@ -116,9 +128,11 @@ class Publisher:
             return
         self._next_send = now + SEND_EVERY
         self.send_new()
-        if now >= self._next_status:
+        details = now >= self._next_status
+        if details:
             self._next_status = now + STATUS_EVERY
             self._publish_status()
+        self.sync_cluster(details=details)
 
     def send_new(self) -> None:
         """Send every sample appended since the last call (one message, or none)."""
@@ -139,6 +153,61 @@ class Publisher:
         self._cursor = chunk.end
         self.bytes_sent += len(times) + len(values)
         self.messages_sent += 1
+
+    def sync_cluster(self, details: bool = False, history: bool = False) -> None:
+        """Other nodes' GPUs, if a cluster is read (it may start after the widget was made).
+
+        Sends the rows new since the last call (a ``node_samples`` message). When columns were
+        added (new nodes answered: the cluster's ``version`` grew) it first sends the columns,
+        the nodes and the history again, in one update; rows already sent stay valid (the new
+        columns are missing in them), so the cursor keeps its place, except the first time,
+        when the history covers what came before. ``details``: the nodes and the status line
+        too (the nodes' ``last_seen`` moves with every answer); ``history``: the history too.
+        """
+        cluster = self._data.cluster
+        if cluster is None:
+            return
+        with self._lock:
+            version = cluster.version
+            if version != self._node_version:
+                first = self._node_version is None
+                cursor = cluster.cursor  # before the window: rows it holds may come twice,
+                columns = cluster.columns  # and the browser skips those, but none is missed
+                packed = _node_history(cluster, columns)
+                with self.widget.hold_sync():
+                    self.widget.node_columns = describe_columns(columns)
+                    self.widget.nodes = node_rows(cluster)
+                    self.widget.node_history = packed
+                    self.widget.cluster_status = cluster.status
+                self._node_version, self._node_width = version, len(columns)
+                if first:
+                    self._node_cursor = cursor
+            else:
+                if history:
+                    self.widget.node_history = _node_history(cluster, cluster.columns)
+                if details:
+                    with self.widget.hold_sync():
+                        self.widget.nodes = node_rows(cluster)
+                        self.widget.cluster_status = cluster.status
+            self._send_node_rows(cluster)
+
+    def _send_node_rows(self, cluster: Cluster) -> None:
+        chunk = cluster.since(self._node_cursor)
+        if chunk.end <= chunk.start or chunk.values.shape[1] != self._node_width:
+            return  # nothing new, or rows of columns not sent yet: the next call sends them
+        times = chunk.times.astype("<f8").tobytes()
+        values = chunk.values.astype("<f4").tobytes()
+        header = {
+            "type": "node_samples",
+            "start": chunk.start,
+            "rows": chunk.end - chunk.start,
+            "width": chunk.values.shape[1],
+            "version": self._node_version,
+            "gap": chunk.gap,
+        }
+        self.widget.send(header, buffers=[times, values])
+        self._node_cursor = chunk.end
+        self.node_messages_sent += 1
 
     def running_changed(self) -> None:
         """A cell began (main thread): show it as running, growing, until the ledger has it."""
@@ -180,6 +249,7 @@ class Publisher:
         history = pack_history(self._data.window().downsample(HISTORY_ROWS))
         with self._lock:
             self.widget.history = history
+        self.sync_cluster(details=True, history=True)
 
     def close(self) -> None:
         self._unsubscribe()
@@ -219,6 +289,26 @@ def running_row(data: SessionData) -> dict[str, Any]:
         "name": cell.name, "count": cell.count, "kind": cell.kind, "label": cell.label,
         "start": cell.start, "baseline": dict(cell.baseline),
     }  # fmt: skip
+
+
+_GPU_FIELDS = ("gpu", "model", "uuid", "pod", "namespace", "origin", "mig_profile")
+
+
+def node_rows(cluster: Cluster) -> list[dict[str, Any]]:
+    """The hosts that answered as the ``nodes`` trait holds them."""
+    return [
+        {
+            "host": n.host,
+            "last_seen": n.last_seen,
+            "gpus": [{name: getattr(g, name) for name in _GPU_FIELDS} for g in n.gpus],
+        }
+        for n in cluster.nodes()
+    ]
+
+
+def _node_history(cluster: Cluster, columns: tuple[str, ...]) -> bytes:
+    # exactly these columns, so the snapshot's width is that of the columns sent with it
+    return pack_history(cluster.window(columns=columns).downsample(NODE_HISTORY_ROWS))
 
 
 def pack_history(window: Window) -> bytes:
