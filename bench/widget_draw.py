@@ -14,12 +14,15 @@ from __future__ import annotations
 
 import functools
 import http.server
+import json
 import threading
 from pathlib import Path
 from typing import Any
 
 import result_file
 import stats
+
+from nbgpumon._foundation.metrics import REGISTRY, describe_columns
 
 ROOT = Path(__file__).resolve().parent.parent
 TARGET_MS = 8.0
@@ -52,20 +55,13 @@ function fakeModel(state) {
 }
 window.n = 0;
 window.cleanups = [];
-window.setup = (gpus, rows) => {
-  const metrics = ["mem_used", "mem_reserved", "mem_total", "gpu_util", "mem_util", "temperature",
-    "power", "power_limit", "sm_clock", "pcie_tx", "pcie_rx"];
-  const cols = [];
-  for (let g = 0; g < gpus; g++) for (const m of metrics) cols.push(`gpu${g}.${m}`);
-  const torch = ["allocated", "reserved", "active", "inactive_split"];
-  for (let g = 0; g < gpus; g++) for (const m of torch) cols.push(`gpu${g}.${m}`);
-  cols.push("host.rss", "host.sys_used", "host.sys_available");
+window.setup = (gpus, rows, cols) => {  // cols: the registry's metadata, from the kernel side
   const devices = [...Array(gpus).keys()].map((g) => ({index: g, name: "GPU " + g,
     memory_total: 150e9, cuda_index: g}));
   const model = fakeModel({columns: cols, devices, history: new DataView(new ArrayBuffer(0)),
     cells: [], marks: [], status: "benchmark", interval: 0.1, _uid: `bench-${gpus}-${++window.n}`});
   window.model = model; window.width = cols.length; window.t = 1.7e9; window.cursor = 0;
-  window.scale = cols.map((c) => (/util/.test(c) ? 50 : /temperature/.test(c) ? 40 : 1e9));
+  window.scale = cols.map((c) => (c.unit === "percent" ? 50 : c.unit === "celsius" ? 40 : 1e9));
   for (const cleanup of window.cleanups) cleanup();  // the previous case's view and model
   const el = document.getElementById("out"); el.textContent = "";
   window.cleanups = [widget.initialize({model}), widget.render({model, el})];
@@ -114,6 +110,15 @@ def time_frames(page: Any, frames: int) -> list[float]:
     return [float(v) for v in page.evaluate("window.frames_ms")]
 
 
+def columns_of(gpus: int) -> list[dict[str, object]]:
+    """What the kernel's widget sends as ``columns`` for ``gpus`` GPUs: NVML's and torch's
+    metrics per GPU and the host's, with the registry's metadata (the front end builds its
+    panels from it)."""
+    names = [m.column(g) for g in range(gpus) for m in REGISTRY if m.source in ("nvml", "torch")]
+    names += [m.column() for m in REGISTRY if m.scope == "host"]
+    return describe_columns(names)
+
+
 def main() -> None:
     from playwright.sync_api import sync_playwright
 
@@ -137,7 +142,7 @@ def main() -> None:
             cases = ((1, "first", 900), (8, "first", 900), (8, "all", 900), (8, "all", 3200))
             for gpus, view, height in cases:
                 page.set_viewport_size({"width": 1100, "height": height})
-                page.evaluate(f"window.setup({gpus}, {rows})")
+                page.evaluate(f"window.setup({gpus}, {rows}, {json.dumps(columns_of(gpus))})")
                 page.click('[data-window="all"]')
                 if view == "all":
                     page.select_option(".nbgpumon-gpu", value="all")

@@ -3,6 +3,7 @@ scrapes recorded DCGM-exporter text for two "nodes"; and the faults a server can
 
 from __future__ import annotations
 
+import socket
 import time
 from pathlib import Path
 
@@ -18,7 +19,7 @@ from nbgpumon._sources.prometheus import check_match, gpu_query
 from nbgpumon._sources.prometheus_http import PrometheusClient, Series, shown_url
 from nbgpumon._views.cluster_text import cluster_lines
 
-from prometheus_server import FakeApi, PrometheusServer, TextTarget, wait_for
+from prometheus_server import FakeApi, PrometheusServer, TextTarget, free_port, wait_for
 
 DCGM_TEXT = (Path(__file__).parent / "data" / "dcgm-two-nodes.prom").read_text()
 MIB = 2**20
@@ -392,3 +393,98 @@ def test_the_magic_reads_a_cluster_and_the_snapshot_status_and_listing_show_its_
     assert runs[6].stderr.count("\n") == 1 and "not a list of label matchers" in runs[6].stderr
     assert runs[7].stdout == f"nbgpumon: stopped reading {url}\n"
     assert runs[8].text.startswith(f"cluster: stopped reading {url}\n  node-a")
+
+
+THIS_HOST = socket.gethostname()
+KERNEL_GPUS = [
+    {"name": "Fake H200", "uuid": "GPU-aaaa", "used": 3 * 2**30, "total": 141 * 2**30,
+     "util": 87, "temperature": 61, "power_mw": 412_500},
+    {"name": "Fake H200", "uuid": "GPU-bbbb", "used": 5 * 2**30, "total": 141 * 2**30, "util": 3},
+]  # fmt: skip
+WAIT_FOR_THREE_HOSTS = (
+    "import time as _t, nbgpumon as _n\n"
+    "_d = _t.monotonic() + 60\n"
+    "while len(_n.monitor().cluster.nodes()) < 3 and _t.monotonic() < _d:\n"
+    "    _t.sleep(0.1)\n"
+    "print('HOSTS', [n.host for n in _n.monitor().cluster.nodes()])"
+)
+
+
+def test_a_kernel_s_exporter_and_two_dcgm_nodes_come_back_through_prometheus(tmp_path, dcgm_target):
+    # (a) a real kernel's exporter and (b) recorded DCGM-exporter text for two other nodes,
+    # both scraped by a real Prometheus; the same kernel reads the cluster back from it
+    from notebook_runner import fake_nvml_env, run_cells
+
+    port = free_port()
+    targets = {"dcgm": [dcgm_target.address], "nbgpumon": [f"127.0.0.1:{port}"]}
+    server = PrometheusServer(tmp_path, targets).start()
+    try:
+        runs = run_cells(
+            [
+                "%load_ext nbgpumon",
+                f"%gpumon export {port}",
+                f"%gpumon cluster {server.url}",
+                WAIT_FOR_THREE_HOSTS,
+                "%gpumon cluster",
+            ],
+            env=fake_nvml_env(devices=KERNEL_GPUS),
+        )
+    finally:
+        server.stop()
+    assert runs[3].stdout.strip() == f"HOSTS {sorted(['node-a', 'node-b', THIS_HOST])!r}"
+    listing = runs[4].text
+    assert f"  {THIS_HOST}: 2 GPUs, 8.0 GiB of 282 GiB used, utilization 45% (max 87%)" in listing
+    assert "    gpu0 Fake H200: 3.0 GiB of 141 GiB, 87%, 412 W, 61 °C" in listing
+    assert "  node-a: 2 GPUs, 41.0 GiB of 159 GiB used, utilization 44% (max 87%)" in listing
+    assert "    gpu1 NVIDIA A100-SXM4-40GB: 29.3 GiB of 39.5 GiB, 45%, 250 W, 48 °C" in listing
+
+
+COUNT_WORKERS = (
+    "import threading\n"
+    "print('WORKERS', len([t for t in threading.enumerate() if t.name == 'nbgpumon-prometheus']))"
+)
+
+
+def test_reload_and_unload_leave_no_cluster_worker_behind():
+    from notebook_runner import run_cells
+
+    api = FakeApi()
+    try:
+        runs = run_cells(
+            [
+                "%load_ext nbgpumon",
+                f"%gpumon cluster {api.url}",
+                COUNT_WORKERS,
+                "%reload_ext nbgpumon",
+                f"%gpumon cluster {api.url}",
+                "%reload_ext nbgpumon",
+                COUNT_WORKERS,
+                "%unload_ext nbgpumon",
+                COUNT_WORKERS,
+            ]
+        )
+    finally:
+        api.close()
+    assert runs[2].stdout.split() == ["WORKERS", "1"]
+    assert runs[6].stdout.split() == ["WORKERS", "0"]  # a new monitor reads no cluster
+    assert runs[8].stdout.split() == ["WORKERS", "0"]
+
+
+def test_a_config_file_s_prometheus_url_starts_reading_at_load(prometheus, tmp_path):
+    from notebook_runner import run_cells
+
+    ipython_dir = tmp_path / "ipython"
+    (ipython_dir / "profile_default").mkdir(parents=True)
+    (ipython_dir / "profile_default" / "ipython_kernel_config.py").write_text(
+        f"c.GPUMon.prometheus_url = {prometheus.url!r}\n"
+        "c.GPUMon.prometheus_match = 'Hostname=\"node-a\"'\n"
+    )
+    wait = (
+        "import time, nbgpumon\n_d = time.monotonic() + 30\n"
+        "while not nbgpumon.monitor().cluster.nodes() and time.monotonic() < _d:\n"
+        "    time.sleep(0.05)\n"
+        "print('NODES', [n.host for n in nbgpumon.monitor().cluster.nodes()])"
+    )
+    runs = run_cells(["%load_ext nbgpumon", wait], env={"IPYTHONDIR": str(ipython_dir)})
+    assert f"nbgpumon: cluster: reading {prometheus.url}; no answer yet" in runs[0].text
+    assert runs[1].stdout.split() == ["NODES", "['node-a']"]

@@ -54,6 +54,11 @@ def load(ip: Any) -> None:
             print(f"nbgpumon: {mon.export(config.export_port)}")
         except UsageError as exc:
             print(f"nbgpumon: {exc}")
+    if config.prometheus_url:  # set in ipython_config.py: read the cluster from the start
+        try:
+            print(f"nbgpumon: {mon.read_cluster(config.prometheus_url, wait=0)}")
+        except UsageError as exc:
+            print(f"nbgpumon: {exc}")
 
 
 def unload(ip: Any) -> None:
