@@ -339,6 +339,9 @@ def test_a_recording_keeps_the_nodes_and_loads_them_back(prometheus, tmp_path):
     assert recorded.nodes()[0].gpus == live.nodes()[0].gpus  # model, UUID, pod, MIG profile
     assert recorded.cursor == live.cursor  # every answer since the recording began
     assert recorded.latest() == live.latest()
+    page = load_recorded(path).report_html()  # the self-contained page lists them too
+    assert "<h2>Other nodes</h2>" in page
+    assert "<td>node-a</td><td>2 (NVIDIA H100 80GB HBM3)</td><td>41.0 GiB</td><td>44%</td>" in page
 
 
 def test_the_report_draws_a_memory_and_a_utilization_line_per_node(prometheus):

@@ -7,7 +7,11 @@ from __future__ import annotations
 import html
 from typing import TYPE_CHECKING
 
-from .._foundation.units import format_utc
+import numpy as np
+
+from .._foundation.units import format_bytes, format_utc
+from .._session.data import Cluster
+from .report_nodes import node_series
 from .svg import timeline_svg
 from .text import cells_table
 
@@ -47,11 +51,40 @@ def session_html(session: Recorded, max_points: int = 1200) -> str:
         for t, label in session.marks
     )
     table = cells_table(session.records).html
+    nodes = _nodes_html(Cluster(session.nodes, session.cluster_server)) if session.nodes else ""
     return (
         "<!doctype html><html><head><meta charset='utf-8'>"
         f"<title>nbgpumon session {session.session_id}</title><style>{_STYLE}</style></head>"
         f"<body><h1>nbgpumon session {session.session_id}</h1><dl>{rows}</dl>"
         f"<div class='timeline'>{picture}</div>"
         + (f"<h2>Marks</h2><ul>{marks}</ul>" if marks else "")
+        + nodes
         + f"<h2>Cells</h2>{table}</body></html>"
+    )
+
+
+def _nodes_html(cluster: Cluster | None) -> str:
+    """Other nodes the session read: per node its GPUs, the most memory they used together
+    and their mean utilization over the recording."""
+    series = node_series(cluster)
+    if cluster is None or not series:
+        return ""
+    gpus = {n.host: n.gpus for n in cluster.nodes()}
+    rows = []
+    for s in sorted(series, key=lambda s: s.host):
+        used = s.used[~np.isnan(s.used)]
+        util = s.util[~np.isnan(s.util)]
+        models = sorted({g.model for g in gpus.get(s.host, ()) if g.model})
+        cells = [
+            s.host,
+            f"{s.gpus} ({', '.join(models)})" if models else str(s.gpus),
+            format_bytes(float(used.max())) if len(used) else "—",
+            f"{float(util.mean()):.0f}%" if len(util) else "—",
+        ]
+        rows.append("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in cells) + "</tr>")
+    head = "".join(f"<th>{h}</th>" for h in ("node", "GPUs", "most memory used", "mean util"))
+    source = html.escape(cluster.url or "a Prometheus server")
+    return (
+        f"<h2>Other nodes</h2><p>read from {source}</p>"
+        f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
     )
