@@ -172,6 +172,8 @@ class FakeApi:
         self.delay = delay
         self.good = good or {"status": "success", "data": {"resultType": "vector", "result": []}}
         self.requests = 0
+        self.targets = [{"scrapeInterval": "1s"}]  # /api/v1/targets' activeTargets
+        self.config_yaml = ""  # /api/v1/status/config's yaml
         self._release = threading.Event()  # ends every sleeping answer at close
         api = self
 
@@ -204,7 +206,9 @@ class FakeApi:
 
     def _answer(self, path: str) -> dict:
         if path.startswith("/api/v1/targets"):
-            return {"status": "success", "data": {"activeTargets": [{"scrapeInterval": "1s"}]}}
+            return {"status": "success", "data": {"activeTargets": self.targets}}
+        if path.startswith("/api/v1/status/config"):
+            return {"status": "success", "data": {"yaml": self.config_yaml}}
         if path.startswith("/api/v1/query_range"):
             return {"status": "success", "data": {"resultType": "matrix", "result": []}}
         return self.good

@@ -126,6 +126,24 @@ def test_label_matchers_are_checked_before_they_reach_the_server():
             check_match(bad)
 
 
+def test_the_scrape_interval_comes_from_the_targets_else_from_the_configuration():
+    api = FakeApi()
+    try:
+        client = PrometheusClient(api.url)
+        api.targets = [{"scrapeInterval": "30s"}, {"scrapeInterval": "1m"}]
+        assert client.scrape_interval() == 30
+        api.targets = []  # a server just started lists no target for a few seconds
+        api.config_yaml = (
+            "global:\n  scrape_interval: 15s\nscrape_configs:\n- job_name: dcgm\n"
+            "  scrape_interval: 5s\n"
+        )
+        assert client.scrape_interval() == 5
+        api.config_yaml = "global:\n  evaluation_interval: 1m\n"
+        assert client.scrape_interval() is None
+    finally:
+        api.close()
+
+
 def test_a_url_with_credentials_is_shown_without_them():
     assert shown_url("http://me:secret@prom.example:9090/") == "http://prom.example:9090"
     client = PrometheusClient("http://me:secret@prom.example:9090")

@@ -26,6 +26,7 @@ MIN_INTERVAL = 1.0
 BACKFILL = 1800.0  # seconds of history asked for when reading starts
 BACKFILL_POINTS = 720  # at most this many rows of it
 RELEARN = 300.0  # seconds between asking the server its scrape interval again
+ASKS = 3  # times it is asked in a row, while the server does not say
 PENDING = 4096  # readings kept for the sampler at most (a stopped sampler takes none)
 
 # One label matcher: name, operator, a double-quoted value (escapes allowed).
@@ -141,13 +142,16 @@ class PrometheusSource:
 
     def _run(self, stop: threading.Event) -> None:
         filled = False  # the recent past, once per start
-        learned = -math.inf  # when the scrape interval was last asked for
+        ask_at = -math.inf  # when to ask the server its scrape interval next
+        misses = 0  # asked and not told (a server just started lists no target yet)
         while not stop.is_set():
             started = time.monotonic()
             try:
-                if started - learned > RELEARN:
-                    self._learn_interval()
-                    learned = started
+                if started >= ask_at:
+                    told = self._learn_interval()
+                    misses = 0 if told else misses + 1
+                    if told or misses >= ASKS:  # then again in a while, not every answer
+                        ask_at, misses = started + RELEARN, 0
                 if not filled:
                     past = self._recent_past()
                     if stop.is_set():
@@ -171,15 +175,20 @@ class PrometheusSource:
                 self.failures += 1
                 self._status = f"Prometheus at {self.url}: {type(exc).__name__}: {exc}"
             self._first.set()
-            stop.wait(max(0.0, self.interval - (time.monotonic() - started)))
+            # not told the scrape interval yet: ask again soon (a few times) rather than
+            # waiting out the 15 s guess
+            every = min(self.interval, MIN_INTERVAL) if misses else self.interval
+            stop.wait(max(0.0, every - (time.monotonic() - started)))
 
-    def _learn_interval(self) -> None:
+    def _learn_interval(self) -> bool:
+        """Ask the server how often it scrapes; True when it said."""
         scrape = self.client.scrape_interval()
         wanted = max(self.wanted_interval, MIN_INTERVAL) if self.wanted_interval else 0.0
         if scrape is None:  # the server does not say (or did not answer): as before
             self.interval = wanted or self.interval
-        else:
-            self.interval = max(scrape, wanted)  # never faster than the server scrapes
+            return False
+        self.interval = max(scrape, wanted)  # never faster than the server scrapes
+        return True
 
     def _recent_past(self) -> list[NodeReading]:
         if self.backfill <= 0:

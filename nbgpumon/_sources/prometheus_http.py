@@ -110,17 +110,18 @@ class PrometheusClient:
         return out
 
     def scrape_interval(self) -> float | None:
-        """The shortest scrape interval of the server's active targets (seconds), None when
-        it does not say."""
+        """The shortest scrape interval of the server's active targets, else of its
+        configuration (a server just started lists no target for a few seconds), in seconds;
+        None when it does not say."""
         try:
             data = self._get("/api/v1/targets", {"state": "active"})
+            targets = data.get("activeTargets", [])
+            intervals = [_duration(t.get("scrapeInterval")) for t in targets if isinstance(t, dict)]
+            if not any(intervals):
+                config = self._get("/api/v1/status/config", {}).get("yaml", "")
+                intervals = [_duration(v) for v in _SCRAPE_INTERVAL.findall(str(config))]
         except PrometheusError:
             return None
-        intervals = [
-            _duration(t.get("scrapeInterval", ""))
-            for t in data.get("activeTargets", [])
-            if isinstance(t, dict)
-        ]
         found = [s for s in intervals if s is not None and s > 0]
         return min(found) if found else None
 
@@ -211,6 +212,7 @@ def _one_line(text: object, limit: int = 200) -> str:
     return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
+_SCRAPE_INTERVAL = re.compile(r"^\s*scrape_interval:\s*(\S+)\s*$", re.MULTILINE)
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d|w|y)")
 _SECONDS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800, "y": 31536000}
 
