@@ -12,6 +12,11 @@ import { timeAxis } from "./time-axis.js";
 
 export const PANEL_HEIGHT = 160; // CSS px, axes included
 
+// A node's rows come once per scrape interval (15 s by default): until a panel holds a few,
+// its lines would be too short to see (one row draws none), so its points are drawn too.
+const FEW_ROWS = 32;
+const SPARSE_POINTS = { show: (u) => u.data[0].length <= FEW_ROWS, size: 5 };
+
 // Colours by source and metric, then by metric (its registry name); a metric without one
 // takes the palette's next.
 const SOURCE_COLOR = {
@@ -342,7 +347,7 @@ export class Chart {
             const x = idx == null ? lastValue(u.data[si]) : v;
             return x == null ? "\u2014" : unit.value(x);
           },
-          points: { show: false },
+          points: spec.sparse ? SPARSE_POINTS : { show: false },
         })),
       ],
       hooks: {

@@ -106,6 +106,7 @@ export function nodePanelSpecs(columns, host) {
     out.push({
       id: `node:${host}:${panel}`,
       title: `${host} ${TITLE[panel] ?? panel}`,
+      sparse: true, // a row per Prometheus answer: the chart marks the points while few
       unit: p.series[0].unit,
       series: [...p.series].sort(byGpu).map((c) => ({
         label: metrics.size > 1 ? `${gpuLabel(c.gpu)} ${String(c.label ?? c.metric)}` : gpuLabel(c.gpu),
