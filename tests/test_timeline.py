@@ -102,3 +102,34 @@ def test_latest_names_every_column():
 def test_eight_gpus_for_a_day_at_10_hz_fit_in_64_mb():
     columns = [f"gpu{g}.m{m}" for g in range(8) for m in range(15)] + ["h1", "h2", "h3"]
     assert Timeline(columns).nbytes() <= 64 * 2**20
+
+
+def test_running_stats_see_every_row_from_their_start_exactly_however_long():
+    # a raw ring of 100 rows: after 5,000 rows the window holds 1 s buckets, whose means a
+    # range read can only average; the running sums saw every row
+    tl = Timeline(["a", "b"], raw_capacity=100)
+    for i in range(10):
+        tl.append(1000.0 + i * 0.1, [5.0, None])
+    tracker = tl.track(["a", "b", "missing"], since=1000.5)  # rows already there count too
+    for i in range(10, 5000):
+        tl.append(1000.0 + i * 0.1, [float(i % 7), float(i) if i % 2 else None])
+    a = [5.0] * 5 + [float(i % 7) for i in range(10, 5000)]
+    b = [float(i) for i in range(10, 5000) if i % 2]
+    stats = tl.untrack(tracker)
+    assert stats["a"] == (pytest.approx(sum(a) / len(a)), 6.0)
+    assert stats["b"] == (pytest.approx(sum(b) / len(b)), 4999.0)
+    assert stats["missing"] is None
+    tl.append(2000.0, [100.0, 100.0])  # untracked: no longer counted
+    assert tracker.result() == stats
+
+
+def test_a_tracker_counts_no_row_before_its_start_and_unclosed_ones_are_let_go():
+    tl = Timeline(["a"])
+    tl.append(1.0, [9.0])
+    tracker = tl.track(["a"], since=2.0)
+    tl.append(1.5, [8.0])  # a sample taken before the start, appended after it
+    tl.append(2.0, [1.0])
+    assert tracker.result() == {"a": (1.0, 1.0)}
+    for _ in range(100):
+        tl.track(["a"], since=0.0)
+    assert len(tl._trackers) == 64  # MAX_TRACKERS: the oldest go

@@ -26,7 +26,7 @@ from typing import Any
 
 from .._foundation.clock import wall_clock
 from .._foundation.metrics import metric
-from .._sampling.timeline import Timeline
+from .._sampling.timeline import RunningStats, Timeline
 from .._sources.allocator_columns import read_by_cuda_index
 from .._sources.base import AllocatorSource, AllocatorStats
 from .._sources.host import HostSource
@@ -58,6 +58,10 @@ class Measurement:
     peak_reset: set[tuple[str, int]] = field(default_factory=set)
     carried_peak: dict[tuple[str, int], int] = field(default_factory=dict)
     carried_rss_peak: int = 0
+    # running mean/max while it runs: utilization and RSS from the start, the allocators'
+    # allocated bytes from a read that must have happened inside it (allocator_lag)
+    sampled: RunningStats | None = None
+    allocated_seen: RunningStats | None = None
 
 
 class Ledger:
@@ -123,6 +127,10 @@ class Ledger:
             opened.rss_reset = host.reset_peak()
         if not opened.rss_reset:
             opened.rss_peak_start = host.peak_rss()
+        opened.sampled = self.timeline.track(self._sampled_columns(), opened.start)
+        opened.allocated_seen = self.timeline.track(
+            self._allocated_columns(), opened.start + self.allocator_lag
+        )
         self._stack.append(opened)
         return opened
 
@@ -134,24 +142,22 @@ class Ledger:
         execution_count: int | None = None,
     ) -> CellRecord:
         """Close a measurement begun with :meth:`begin` and store its record."""
-        if opened in self._stack:
-            # closing an outer measurement closes anything left open inside it
-            del self._stack[self._stack.index(opened) :]
         end = wall_clock()
         duration = time.perf_counter() - opened.started
-        after = self.read_allocators()
-        used_after = self.nvml.read_memory()
-        sampled = self.timeline.column_stats(self._sampled_columns(), opened.start, end)
+        sampled = self._stop_tracking(opened)
+        if opened in self._stack:
+            # closing an outer measurement closes anything left open inside it
+            at = self._stack.index(opened)
+            for inner in self._stack[at + 1 :]:
+                self._stop_tracking(inner)
+            del self._stack[at:]
         # An allocator column carries its last read until the next one, so the first rows of
         # a cell may still hold a value from before it: only rows after a read that must have
         # happened inside the cell count towards a sampled peak.
-        fresh = opened.start + self.allocator_lag
-        allocated = self._allocated_columns()
-        sampled.update(
-            self.timeline.column_stats(allocated, fresh, end)
-            if fresh < end
-            else dict.fromkeys(allocated)
-        )
+        if opened.start + self.allocator_lag >= end:
+            sampled.update(dict.fromkeys(self._allocated_columns()))
+        after = self.read_allocators()
+        used_after = self.nvml.read_memory()
         devices = tuple(
             self._device_usage(
                 opened, d.nvml_index, d.cuda_index, d.name, after, used_after, sampled
@@ -220,6 +226,17 @@ class Ledger:
             opened.peak_reset.add(key)
             if source.name == "torch" and not self._reset_notice_given:
                 self.reset_notice_due = self._reset_notice_given = True  # torch's API changes
+
+    def _stop_tracking(self, opened: Measurement) -> dict[str, tuple[float, float] | None]:
+        """What the running stats of ``opened`` saw, by column (None: no value); they stop."""
+        out: dict[str, tuple[float, float] | None] = dict.fromkeys(
+            [*self._sampled_columns(), *self._allocated_columns()]
+        )
+        for tracker in (opened.sampled, opened.allocated_seen):
+            if tracker is not None:
+                out.update(self.timeline.untrack(tracker))
+        opened.sampled = opened.allocated_seen = None
+        return out
 
     def _sampled_columns(self) -> list[str]:
         """What a record takes from every sample in the cell: utilization and RSS."""

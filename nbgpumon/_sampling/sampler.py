@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from .._foundation.clock import wall_clock
 from .._sources.base import ALLOCATOR, DETAIL, FAST, SLOW, RemoteSource, Source
 from .node_timeline import NodeTimeline
+from .sampler_cost import CostReport, SamplerCost
 from .timeline import Timeline
 
 Subscriber = Callable[[int], None]
@@ -59,6 +60,7 @@ class Sampler:
         # it has fetched since (never waiting for it) into the cluster timeline.
         self.remote: RemoteSource | None = None
         self.nodes: NodeTimeline | None = None
+        self.cost = SamplerCost(self.sources)  # its own CPU and wall time, by tick class
         _live_samplers.add(self)
 
     # -- control --------------------------------------------------------------------------
@@ -70,6 +72,7 @@ class Sampler:
         """Start the thread; does nothing when it already runs."""
         if self.running:
             return
+        self.cost.reset()  # a share of a core while it runs, not across a pause
         # Each thread gets its own stop event: one stuck in a slow driver call past stop()'s
         # timeout still ends when that call returns, and never runs beside its successor.
         self._stop = threading.Event()
@@ -114,34 +117,50 @@ class Sampler:
 
     def tick(self) -> None:
         """One round of reads; callable directly (tests, benchmarks). Never raises."""
+        cost = self.cost
         with self._lock:
-            started = time.perf_counter()
+            start = cost.clock()
+            due = _FAST_ONLY
             try:
-                self._read_into_timeline()
+                due = self._read_into_timeline()
                 self.error = ""
             except Exception as exc:  # contained: the thread must outlive any one bad read
                 self.error = f"{type(exc).__name__}: {exc}"
-            self.last_tick_seconds = time.perf_counter() - started
+            read = cost.clock()
+            cost.tick_read(due, start, read)
+            self.last_tick_seconds = (read[1] - start[1]) / 1e9
             self.ticks += 1
         cursor = self.timeline.cursor
-        for callback in list(self._subscribers):
+        subscribers = list(self._subscribers)
+        for callback in subscribers:
             try:
                 callback(cursor)
             except Exception as exc:
                 self.error = f"subscriber failed: {type(exc).__name__}: {exc}"
+        if subscribers:
+            cost.subscribers_ran(read, cost.clock())
 
-    def _read_into_timeline(self) -> None:
+    def cost_report(self) -> CostReport:
+        """What the sampler thread took since it started: CPU and wall time by tick class and
+        source, and the NVML calls it made."""
+        return self.cost.report()
+
+    def _read_into_timeline(self) -> frozenset[str]:
         now = wall_clock()
         mono = time.monotonic()
         due = self._due(mono)
         row: list[float | None] = []
-        for source in self.sources:
+        clock, cost = time.perf_counter_ns, self.cost
+        for i, source in enumerate(self.sources):
+            t0 = clock()
             row.extend(source.read(due))
+            cost.source_read(i, clock() - t0)
         self.timeline.append(now, row)
         remote, nodes = self.remote, self.nodes
         if remote is not None and nodes is not None:
             for reading in remote.take():
                 nodes.add(reading)
+        return due
 
     def _due(self, mono: float) -> frozenset[str]:
         """The cadences due at ``mono`` (FAST always); each due one is scheduled again."""

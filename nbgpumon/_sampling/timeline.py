@@ -123,6 +123,50 @@ def _first_at_or_after(ring: _Ring, t: float, strictly_after: bool = False) -> i
     return lo
 
 
+class RunningStats:
+    """Mean and max of some columns over the rows appended from ``since`` on, kept as running
+    sums while rows arrive, so that reading them costs the same after an hour-long cell as
+    after a one-second one (:meth:`Timeline.track`)."""
+
+    __slots__ = ("_count", "_index", "_max", "_sum", "columns", "since", "wanted")
+
+    def __init__(
+        self, wanted: Sequence[str], columns: Sequence[str], index: Sequence[int], since: float
+    ) -> None:
+        self.wanted = tuple(wanted)  # as asked for, unknown columns included
+        self.columns = tuple(columns)  # those the timeline has, at ``index``
+        self.since = since
+        self._index = tuple(index)
+        self._sum = [0.0] * len(self._index)
+        self._count = [0] * len(self._index)
+        self._max = [-math.inf] * len(self._index)
+
+    def add(self, t: float, row: Sequence[float | None]) -> None:
+        if t < self.since:
+            return
+        total, count, top = self._sum, self._count, self._max
+        for k, i in enumerate(self._index):
+            v = row[i]
+            if v is None or v != v:  # missing, or NaN
+                continue
+            total[k] += v
+            count[k] += 1
+            if v > top[k]:
+                top[k] = v
+
+    def result(self) -> dict[str, tuple[float, float] | None]:
+        """{column: (mean, max)}, None for a column with no value in the rows seen (or one
+        the timeline lacks); the same shape as :meth:`Timeline.column_stats`."""
+        out: dict[str, tuple[float, float] | None] = dict.fromkeys(self.wanted)
+        for k, c in enumerate(self.columns):
+            if self._count[k]:
+                out[c] = (self._sum[k] / self._count[k], self._max[k])
+        return out
+
+
+MAX_TRACKERS = 64  # open trackers at most: one a cell or region and a few columns each
+
+
 class Timeline:
     """Columnar samples with bounded memory; thread-safe for one writer and many readers."""
 
@@ -140,6 +184,7 @@ class Timeline:
         self._bucket_seconds = [float(seconds) for seconds, _ in levels]
         # for each level: (bucket id being filled, first cursor of the finer ring in it)
         self._open: list[tuple[int, int] | None] = [None] * len(levels)
+        self._trackers: list[RunningStats] = []
         self._lock = threading.Lock()
 
     # -- writing --------------------------------------------------------------------------
@@ -147,6 +192,8 @@ class Timeline:
         """Add one sample at unix time ``t``; ``None`` means missing. Returns the new cursor."""
         row = np.array(values, dtype=np.float64)  # None becomes NaN
         with self._lock:
+            for tracker in self._trackers:
+                tracker.add(t, values)
             raw = self._raw
             slot = raw.count % raw.capacity
             raw.times[slot] = t
@@ -206,6 +253,30 @@ class Timeline:
             self._col = {name: i for i, name in enumerate(self.columns)}
             for ring in (self._raw, *self._levels):
                 ring.widen(len(self.columns))
+
+    def track(self, columns: Sequence[str], since: float) -> RunningStats:
+        """Running mean and max of ``columns`` (unknown ones: None) over the rows from unix
+        time ``since`` on, including those already appended, until :meth:`untrack`."""
+        known = [c for c in columns if c in self._col]
+        tracker = RunningStats(columns, known, [self._col[c] for c in known], since)
+        with self._lock:
+            raw = self._raw
+            back = raw.count
+            while back > raw.first and raw.times[(back - 1) % raw.capacity] >= since:
+                back -= 1  # rows a sample taken before ``since`` was called may have added
+            for cursor in range(back, raw.count):
+                slot = cursor % raw.capacity
+                tracker.add(float(raw.times[slot]), raw.mean[slot].tolist())
+            self._trackers.append(tracker)
+            del self._trackers[:-MAX_TRACKERS]  # a measurement never closed is let go
+        return tracker
+
+    def untrack(self, tracker: RunningStats) -> dict[str, tuple[float, float] | None]:
+        """Stop ``tracker`` and return what it saw (:meth:`RunningStats.result`)."""
+        with self._lock:
+            if tracker in self._trackers:
+                self._trackers.remove(tracker)
+            return tracker.result()
 
     # -- reading --------------------------------------------------------------------------
     @property

@@ -105,6 +105,8 @@ class Session:
                 SLOW: cfg.slow_interval,
             },
         )
+        library = self.nvml.library  # (not self: the sampler must not keep the session alive)
+        self.sampler.cost.nvml_counter = lambda: library.calls
         self.ledger = Ledger(
             self.nvml,
             self.allocators,

@@ -67,6 +67,7 @@ def status_lines(mon: Session, reads: Reads | None = None) -> list[str]:
         f"{cfg.detail_interval:g} s, processes every {cfg.slow_interval:g} s), "
         f"{s.ticks} ticks, last tick {s.last_tick_seconds * 1e6:.0f} µs",
     ]
+    lines.append(s.cost_report().line())
     if s.error:
         lines.append(f"sampler error: {s.error}")
     if lib.available:

@@ -68,6 +68,7 @@ class NvmlLibrary:
         self._missing_functions: set[str] = set()
         self.lost_devices: set[int] = set()
         self._lock = threading.Lock()  # guards the dicts above; NVML itself is thread-safe
+        self.calls = 0  # NVML calls made (each releases the GIL while it waits on the driver)
 
     # -- life cycle ---------------------------------------------------------------------
     def init(self) -> bool:
@@ -138,6 +139,7 @@ class NvmlLibrary:
         if fn is None:
             self._note_missing(function)
             return NA
+        self.calls += 1
         try:
             return fn(*args, **kwargs)
         except Exception as exc:
@@ -159,6 +161,7 @@ class NvmlLibrary:
             if fn is None:
                 self._missing_functions.add(name)
                 continue
+            self.calls += 1
             try:
                 return fn(*args)
             except Exception as exc:
