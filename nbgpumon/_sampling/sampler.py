@@ -151,15 +151,18 @@ class Sampler:
         due = self._due(mono)
         row: list[float | None] = []
         clock, cost = time.perf_counter_ns, self.cost
+        t0 = clock()
         for i, source in enumerate(self.sources):
-            t0 = clock()
             row.extend(source.read(due))
-            cost.source_read(i, clock() - t0)
+            t1 = clock()
+            cost.source_read(i, t1 - t0)
+            t0 = t1
         self.timeline.append(now, row)
         remote, nodes = self.remote, self.nodes
         if remote is not None and nodes is not None:
             for reading in remote.take():
                 nodes.add(reading)
+        cost.source_read(len(self.sources), clock() - t0)
         return due
 
     def _due(self, mono: float) -> frozenset[str]:

@@ -3,7 +3,8 @@
 Each tick is classed by the slowest cadence it read (a ``fast`` tick read memory and
 utilization only; a ``detail`` tick also temperature, power, clocks and PCIe; and so on), and
 the thread's CPU time (``time.thread_time_ns``) and wall time of its reads are added to its
-class; the wall time of each source's ``read`` to that source; what the subscribers (the
+class; the wall time of each source's ``read`` to that source, and of the timeline's append
+to ``timeline``; what the subscribers (the
 widget's publisher, the static view) take after the reads to ``subscribers``. The share of a
 core is the thread's CPU time over the wall time it ran for. Two clock reads a tick for the
 thread's CPU time (about 0.6 µs each on the 2-core VM) and one per source for wall time: the
@@ -20,6 +21,7 @@ from dataclasses import dataclass, field
 from .._sources.base import ALLOCATOR, CADENCES, DETAIL, FAST, SLOW
 
 SUBSCRIBERS = "subscribers"
+TIMELINE = "timeline"  # a tick's own work after its sources: the append, the cluster's rows
 _ORDER = {FAST: 0, ALLOCATOR: 1, DETAIL: 2, SLOW: 3}  # the slowest due cadence names a tick
 
 
@@ -88,6 +90,7 @@ class SamplerCost:
 
     def __init__(self, sources: Sequence[object]) -> None:
         self._names = [str(getattr(s, "name", type(s).__name__)) for s in sources]
+        self._names.append(TIMELINE)  # the row's append (and the cluster's), after the reads
         self._lock = threading.Lock()
         self.nvml_counter: Callable[[], int] | None = None  # NVML's calls so far, if any
         self.reset()
