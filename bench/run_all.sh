@@ -44,7 +44,7 @@ run tick_cost 180 "$@"
 run sampler_share 150 "$@"
 run cluster_tick 120 "$@"
 run exporter_scrape 120 "$@"
-run training_loop 360 "$@"
+run training_loop 510 "$@"
 
 echo "=== summary" | tee -a "$LOG"
 "$PY" "$HERE/summarize.py" "$OUT" 2>&1 | tee -a "$LOG"
