@@ -1,16 +1,20 @@
 // The uPlot panels: which panels exist for the current devices, columns and toggles
 // (panelSpecs, pure), and the Chart that builds one uPlot per panel, feeds it downsampled rows,
 // and draws cell bands (the running cell's an open one that grows), marks and the total-memory
-// line in uPlot's draw hooks.
+// line in uPlot's draw hooks. The panels on screen share a frame's points budget (budget.js);
+// those off screen are not drawn until they come back.
 //
 // Everything drawn from user strings goes through canvas fillText or textContent.
 
 import { cellAt, cellEnd, cellId, cellKey } from "./cells.js";
 import { formatBytes, formatBytesAxis, formatPercent, formatSeconds, ledgerLine, runningLine } from "./format.js";
-import { Downsampler } from "./downsample.js";
+import { bucketColumns } from "./budget.js";
+import { Downsampler, bucketSeconds } from "./downsample.js";
+import { linePath } from "./line-path.js";
 import { timeAxis } from "./time-axis.js";
 
 export const PANEL_HEIGHT = 160; // CSS px, axes included
+const TEXT_WIDTHS_KEPT = 1000; // label widths remembered (cells' names, totals)
 
 // A node's rows come once per scrape interval (15 s by default): until a panel holds a few,
 // its lines would be too short to see (one row draws none), so its points are drawn too.
@@ -191,7 +195,8 @@ export class Chart {
     this.syncKey = syncKey;
     this.panels = [];
     // Panels scrolled out of view are not redrawn (8 GPUs make 16 panels, a few screens tall):
-    // they are marked stale and drawn when they come back.
+    // they are marked stale and drawn when they come back. The panels on screen share the
+    // points budget, so when fewer are on screen the rest are drawn again, finer.
     const Observer = IntersectionObserver ?? globalThis.IntersectionObserver;
     this.observer =
       typeof Observer === "function"
@@ -203,17 +208,37 @@ export class Chart {
               panel.visible = e.isIntersecting;
               if (panel.visible && panel.stale) wake = true;
             }
+            if (this.span !== null && bucketSeconds(this.span, this.columns()) !== this.dt) wake = true;
             if (wake && onVisible) onVisible();
           })
         : null;
     this.layout = null;
     this.width = 0;
+    this.hidden = new Set();
+    this.span = null; // seconds drawn by the last update, and its bucket width (downsample.js)
+    this.dt = NaN;
     this.frame = { cells: [], marks: [], highlight: null, now: NaN };
     this.downsampler = new Downsampler();
+    this.textWidths = new Map(); // `${font}|${text}` -> px: each panel measures the same labels each frame
   }
 
   pxRatio() {
     return this.UPlot.pxRatio || globalThis.devicePixelRatio || 1;
+  }
+
+  /** The lines (series not switched off) of the panels on screen. */
+  linesOnScreen() {
+    let lines = 0;
+    for (const p of this.panels) {
+      if (!p.visible) continue;
+      for (const s of p.spec.series) if (!this.hidden.has(`${p.spec.id}:${s.column}`)) lines += 1;
+    }
+    return lines;
+  }
+
+  /** The pixel columns a frame downsamples to: the budget shared by the lines on screen. */
+  columns() {
+    return bucketColumns(this.width, this.linesOnScreen());
   }
 
   /**
@@ -238,6 +263,7 @@ export class Chart {
     }
     this.layout = layout;
     this.width = width;
+    this.hidden = hidden;
 
     const t1 = store.lastTime;
     const now = t1;
@@ -247,8 +273,11 @@ export class Chart {
     if (!(t1 > t0)) t0 = t1 - 1;
 
     const names = [...new Set(specs.flatMap((s) => s.series.map((x) => x.column)))];
-    const index = names.map((n) => store.columns.indexOf(n));
-    const { x, ys } = this.downsampler.run(store, index, t0, Math.max(1, Math.round(width)));
+    const index = names.map((n) => store.columnIndex.get(n) ?? -1);
+    const columns = this.columns();
+    const { x, ys } = this.downsampler.run(store, index, t0, columns);
+    this.span = Math.max(t1 - t0, 0);
+    this.dt = bucketSeconds(this.span, columns);
     const byName = new Map(names.map((n, i) => [n, ys[i]]));
 
     for (const p of this.panels) {
@@ -341,6 +370,7 @@ export class Chart {
           label: s.label,
           stroke: s.color,
           width: 1.25,
+          paths: linePath,
           show: !hidden.has(`${spec.id}:${s.column}`),
           // Not hovering (idx null): the newest value, so the legend reads as a live readout.
           value: (u, v, si, idx) => {
@@ -372,6 +402,18 @@ export class Chart {
       panel.u.over.addEventListener("mouseleave", panel.onLeave);
     }
     return panel;
+  }
+
+  /** ctx.measureText(text).width in the context's font, measured once per font and text. */
+  _textWidth(ctx, text) {
+    const key = `${ctx.font}|${text}`;
+    let w = this.textWidths.get(key);
+    if (w === undefined) {
+      if (this.textWidths.size >= TEXT_WIDTHS_KEPT) this.textWidths.clear();
+      w = ctx.measureText(text).width;
+      this.textWidths.set(key, w);
+    }
+    return w;
   }
 
   _visibleCells(u) {
@@ -439,7 +481,7 @@ export class Chart {
       const x0 = Math.max(bbox.left, u.valToPos(c.start, "x", true));
       const x1 = Math.min(bbox.left + bbox.width, u.valToPos(cellEnd(c, now), "x", true));
       const labels = c.running ? [`${name} ${formatSeconds(c.duration)}`, name] : [name];
-      const label = labels.find((l) => name && x1 - x0 >= ctx.measureText(l).width + 4 * pr);
+      const label = labels.find((l) => name && x1 - x0 >= this._textWidth(ctx, l) + 4 * pr);
       if (label) ctx.fillText(label, x0 + 2 * pr, bbox.top + 2 * pr);
     }
 
@@ -459,7 +501,7 @@ export class Chart {
       const above = y - bbox.top > 14 * pr;
       const right = bbox.left + bbox.width - 3 * pr;
       const ty = above ? y - 2 * pr : y + 2 * pr;
-      const tw = ctx.measureText(text).width;
+      const tw = this._textWidth(ctx, text);
       // On a backing box: cell labels and lines may run under it.
       ctx.globalAlpha = 0.85;
       ctx.fillStyle = this.colors.background;

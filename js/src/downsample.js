@@ -7,7 +7,9 @@
 // that has closed never changes: as the window slides or new rows arrive only the open bucket
 // and the new rows are reduced again. Closed buckets are kept until they leave the window, or
 // until anything other than an append changes the data (the store's epoch), the columns drawn,
-// or the bucket width.
+// or the bucket width. The bucket width follows the points budget (budget.js): it changes when
+// panels scroll in or out of view, so the reductions of the last few widths are kept, and
+// scrolling back and forth resumes them instead of walking every row again.
 
 import { bisect } from "./ring.js";
 
@@ -170,9 +172,12 @@ function firstAtOrAfter(xs, t) {
   return bisect(0, xs.length, (i) => xs[i] < t);
 }
 
+// Reductions kept, one per bucket width and set of columns (the most recently used).
+const KEPT = 4;
+
 export class Downsampler {
   constructor() {
-    this.cache = null;
+    this.caches = new Map(); // `${dt}|${columns}` -> reduction, least recently used first
     this.rowsReduced = 0; // rows the last run walked (what caching saves shows here)
   }
 
@@ -194,21 +199,21 @@ export class Downsampler {
     const dt = bucketSeconds(Math.max(t1 - t0, 0), pixels);
     const before = timeBefore(segments, t0);
     const from = Math.floor((Number.isFinite(before) ? before : t0) / dt) * dt;
-    const key = `${store.epoch}|${dt}|${columns.join(",")}`;
+    const key = `${dt}|${columns.join(",")}`;
     const ring = store.ring;
 
-    let c = this.cache;
+    let c = this.caches.get(key);
+    this.caches.delete(key); // put back last: the most recently used
     const resumable =
       c &&
-      c.key === key &&
+      c.epoch === store.epoch &&
       c.ring === ring &&
       ring.length > 0 &&
       c.from <= from &&
       c.resume >= ring.dropped;
     if (!resumable) {
-      c = { key, ring, from, resume: 0, closed: new Points(columns.length) };
+      c = { key, epoch: store.epoch, ring, from, resume: 0, closed: new Points(columns.length) };
       const parts = segments.map((seg) => ({ seg, from: lowerBound(seg, from), to: seg.end }));
-      this.cache = c;
       return this._finish(c, parts, columns, dt, from);
     }
     // Resume at the open bucket's first row: everything before it is final.
@@ -221,9 +226,17 @@ export class Downsampler {
     this.rowsReduced = parts.reduce((n, p) => n + Math.max(0, p.to - p.from), 0);
     const start = reduce(parts, columns, dt, c.closed, open);
     const ring = c.ring;
+    let keep = true;
     if (start.seg === null) c.resume = ring.total; // nothing open: resume after the last row
     else if (start.seg.ring === ring) c.resume = ring.dropped + start.row;
-    else this.cache = null; // the open bucket starts in the history: no resuming into it
+    else keep = false; // the open bucket starts in the history: no resuming into it
+    if (keep) {
+      this.caches.set(c.key, c);
+      for (const k of this.caches.keys()) {
+        if (this.caches.size <= KEPT) break;
+        this.caches.delete(k);
+      }
+    }
 
     // Forget closed buckets that have left the window.
     const cut = firstAtOrAfter(c.closed.x, from);

@@ -23,6 +23,7 @@ export class Store {
   constructor({ capacity = DEFAULT_CAPACITY } = {}) {
     this.capacity = capacity;
     this.columns = []; // names, in the order of each row's values
+    this.columnIndex = new Map(); // name -> its index in `columns` (a cluster has hundreds)
     this.columnInfo = []; // the same columns with their metadata
     this.ring = new Ring(0, capacity);
     this.history = null; // decoded `history`: { rows, width, times, mean, low, high }
@@ -65,6 +66,8 @@ export class Store {
       : new Ring(next.length, this.capacity);
     this.history = this.history ? remapHistory(this.history, old, next) : null;
     this.columns = next;
+    this.columnIndex = new Map();
+    next.forEach((n, i) => this.columnIndex.has(n) || this.columnIndex.set(n, i)); // the first, as indexOf
     this.pendingGap = false;
     this.epoch += 1;
     this._changed();
@@ -122,7 +125,7 @@ export class Store {
 
   /** The newest non-NaN value of column `name` (looking back at most `lookback` rows), or null. */
   latest(name, lookback = 2000) {
-    const c = this.columns.indexOf(name);
+    const c = this.columnIndex.get(name) ?? -1;
     if (c < 0) return null;
     const r = this.ring;
     for (let i = r.length - 1; i >= Math.max(0, r.length - lookback); i--) {

@@ -24,6 +24,7 @@ export function incrsFor(seconds) {
   return seconds < SUBSECOND_SPAN ? TIME_INCRS : WHOLE_INCRS;
 }
 
+const LABELS_KEPT = 2000; // tick labels remembered (a few screens' worth of panels and windows)
 const CHAR_PX = 7; // a generous average glyph width of the axis font (10px sans-serif)
 const GAP_PX = 12; // between two labels
 
@@ -50,13 +51,26 @@ export function timeLabels({ locale, timeZone } = {}) {
       .join("");
   };
 
-  const label = (t, incr) => {
+  const format = (t, incr) => {
     // round to the millisecond: splits like 100.30000000000001 must not read as .2
     const date = new Date(Math.round(t * 1000));
     if (incr < 1) return withTenths(date);
     if (incr < MIN) return seconds.format(date);
     if (incr >= DAY || (incr >= HOUR && clock24.format(date) === "00:00")) return day.format(date);
     return minutes.format(date);
+  };
+  // Every panel labels the same ticks, frame after frame, and Intl formatting is the dearest
+  // part of an axis (about 1 ms a frame for 16 panels): each label is made once.
+  const made = new Map();
+  const label = (t, incr) => {
+    const key = `${t}|${incr}`;
+    let text = made.get(key);
+    if (text === undefined) {
+      if (made.size >= LABELS_KEPT) made.clear();
+      text = format(t, incr);
+      made.set(key, text);
+    }
+    return text;
   };
 
   // The widest seconds label of this locale (a two-digit hour, AM/PM where it has them).

@@ -90,6 +90,7 @@ export function createView({ model, el }, deps) {
   let drawnRevision = -1;
   let drawnNodeRevision = -1;
   let width = 0;
+  let observedWidth = 0; // root.clientWidth as the ResizeObserver last saw it (0: not yet)
   let cellsRaw;
   let cells = [];
 
@@ -178,7 +179,8 @@ export function createView({ model, el }, deps) {
     const running = runningCell(model.get("running"), cells, store.lastTime, (name) => store.latest(name));
     const marks = validMarks(model.get("marks"));
     const text = model.get("status");
-    status.textContent = typeof text === "string" ? text : "";
+    const line = typeof text === "string" ? text : "";
+    if (status.textContent !== line) status.textContent = line; // the same text: no layout to redo
 
     let gpu = state.gpu ?? (devices.length ? devices[0].index : "all");
     if (gpu !== "all" && !devices.some((d) => d.index === gpu)) gpu = devices.length ? devices[0].index : "all";
@@ -191,7 +193,9 @@ export function createView({ model, el }, deps) {
     const shown = shownNote(local ? store : nodeStore, state.window);
     controls.update({ devices, columns, state: { ...state, gpu, node }, shown, hosts });
 
-    width = root.clientWidth || el.clientWidth || width || DEFAULT_WIDTH;
+    // The observer's width once it has one: reading clientWidth here would lay the page out
+    // again whenever anything above changed it, every frame.
+    width = observedWidth || root.clientWidth || el.clientWidth || width || DEFAULT_WIDTH;
     const shared = { window: state.window, width, cells, running, marks, highlight: state.highlight, hidden: state.hidden };
     chartEl.hidden = !local;
     nodesView.el.hidden = local;
@@ -234,6 +238,7 @@ export function createView({ model, el }, deps) {
   if (typeof Observer === "function") {
     observer = new Observer(() => {
       const w = root.clientWidth;
+      if (w) observedWidth = w;
       if (w && w !== width) invalidate();
     });
     observer.observe(root);

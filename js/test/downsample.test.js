@@ -104,6 +104,22 @@ describe("Downsampler", () => {
     expect(store.stats.gaps).toBeGreaterThan(0);
   });
 
+  test("switching between bucket widths (panels scrolling in and out) resumes each one's pass", () => {
+    const width = 2;
+    const f = (i, c) => Math.cos(i / 7 + c) * 50;
+    const store = storeOf(20_500, width, { t0: 0, dt: 0.1, f }); // 2,050 s: 16 s or 4 s buckets
+    const live = new Downsampler();
+    let rows = 20_500;
+    for (let step = 0; step < 40; step++) {
+      appendRows(store, 1, width, { t0: 0, dt: 0.1, f, start: rows });
+      rows += 1;
+      const pixels = step % 2 ? 1000 : 250; // the budget's share as the panels on screen change
+      const got = live.run(store, [0, 1], store.firstTime, pixels);
+      expect(got).toEqual(new Downsampler().run(store, [0, 1], store.firstTime, pixels));
+      if (step > 1) expect(live.rowsReduced).toBeLessThan(200); // not all 20,500 rows again
+    }
+  });
+
   test("after the columns change the next pass starts over", () => {
     const store = storeOf(1000, 2, { t0: 0 });
     const live = new Downsampler();

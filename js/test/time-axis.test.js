@@ -28,6 +28,15 @@ describe("time axis labels", () => {
     expect(us.space).toBeGreaterThan(timeLabels(UTC).space);
   });
 
+  test("a label made once reads the same when asked again, and a finer step still gets its own", () => {
+    const { label } = timeLabels(UTC);
+    for (let k = 0; k < 3; k++) expect(label(T, 1)).toBe("12:03:05"); // the same tick, every panel
+    expect(label(T, 0.5)).toBe("12:03:05.0");
+    expect(label(T, 60)).toBe("12:03");
+    for (let k = 0; k < 5000; k++) label(T + k, 1); // more than are remembered: still right
+    expect(label(T + 30, 5)).toBe("12:03:35");
+  });
+
   test("hour ticks show the date at midnight, day ticks always", () => {
     const { label } = timeLabels(UTC);
     const midnight = Date.UTC(2026, 11, 2) / 1000;

@@ -7,6 +7,7 @@ import { FakeIntersectionObserver, FakeModel, manualFrames } from "./fake-model.
 import { packHistory, samples } from "./protocol.js";
 import { StubUPlot } from "./stub-uplot.js";
 import { columns } from "./columns.js";
+import { POINT_BUDGET, bucketColumns } from "../src/budget.js";
 
 const GiB = 2 ** 30;
 const COLUMNS = columns(
@@ -334,6 +335,72 @@ describe("a view", () => {
     expect(util.data[0].at(-1)).toBe(102);
     cleanup();
     expect(observer.disconnected).toBe(true);
+  });
+
+  test("the panels on screen share the frame's points budget; those off screen get none until back", () => {
+    FakeIntersectionObserver.instances = [];
+    const seen = createWidget({
+      UPlot: StubUPlot,
+      requestFrame: frames.requestFrame,
+      cancelFrame: frames.cancelFrame,
+      IntersectionObserver: FakeIntersectionObserver,
+    });
+    // 8 GPUs, 5 lines each (memory: used, torch's allocated and reserved; utilization: 2)
+    const names = [];
+    for (let g = 0; g < 8; g++) {
+      for (const m of ["nvml.mem_used", "nvml.gpu_util", "nvml.mem_util", "torch.allocated", "torch.reserved"]) {
+        names.push(`gpu${g}.${m}`);
+      }
+    }
+    const devices = Array.from({ length: 8 }, (_, g) => ({ ...DEVICE, index: g }));
+    const model = new FakeModel({ columns: columns(...names), devices, status: "sampling" });
+    seen.initialize({ model });
+    seen.render({ model, el });
+    // 6,000 rows at 10 Hz: the 10 min window; GPU 0's memory spikes for one sample
+    const times = Array.from({ length: 6000 }, (_, i) => 1000 + i / 10);
+    const rows = times.map((t, i) => names.map((n, c) => (i === 4321 && c === 0 ? 99 * GiB : (1 + Math.sin(i / 50 + c)) * GiB)));
+    model.custom(...samples(0, times, rows));
+    const select = el.querySelector(".nbgpumon-gpu");
+    select.value = "all";
+    select.dispatchEvent(new Event("change"));
+    frames.flush();
+
+    const live = () => StubUPlot.instances.filter((u) => !u.destroyed);
+    const panels = [...el.querySelectorAll("[data-panel]")];
+    expect(panels).toHaveLength(16);
+    const points = (u) => u.data[0].length * (u.data.length - 1);
+    // all 16 on screen (40 lines): the budget's share, every bucket's extremes kept
+    const columns16 = bucketColumns(640, 40);
+    expect(columns16).toBeLessThan(640);
+    expect(live().reduce((n, u) => n + points(u), 0)).toBeLessThanOrEqual(POINT_BUDGET + 40 * 4);
+    const memory0 = live()[0];
+    expect(Math.max(...memory0.data[1])).toBe(99 * GiB);
+    const coarse = memory0.data[0].length;
+    expect(coarse).toBeLessThanOrEqual(2 * columns16 + 2);
+
+    // 11 scroll out of view: the 5 left (13 lines) are drawn again, finer; the 11 are not
+    const [observer] = FakeIntersectionObserver.instances;
+    const calls = () => live().map((u) => u.setDataCalls);
+    const before = calls();
+    for (const p of panels.slice(5)) observer.report(p, false);
+    expect(frames.flush()).toBe(1);
+    const after = calls();
+    expect(after.slice(0, 5)).toEqual(before.slice(0, 5).map((n) => n + 1));
+    expect(after.slice(5)).toEqual(before.slice(5));
+    expect(memory0.data[0].length).toBeGreaterThan(coarse);
+    expect(Math.max(...memory0.data[1])).toBe(99 * GiB);
+
+    // a row arrives: only the panels on screen take it
+    model.custom(...samples(6000, [1600], [names.map(() => GiB)]));
+    frames.flush();
+    const last = live()[15];
+    expect(live()[0].data[0].at(-1)).toBe(1600);
+    expect(last.data[0].at(-1)).toBeLessThan(1600);
+    // one comes back: drawn at once, with the row it missed and the share of the 6 on screen
+    observer.report(panels[15], true);
+    expect(frames.flush()).toBe(1);
+    expect(last.data[0].at(-1)).toBe(1600);
+    expect(last.data[0].length).toBe(live()[0].data[0].length);
   });
 
   test("controls: window, toggles and GPU selection change the panels without the kernel", () => {
