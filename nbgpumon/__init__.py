@@ -10,24 +10,49 @@ internal (the layers are described in docs/architecture.md).
 
 from __future__ import annotations
 
+import os
 import warnings
 from typing import TYPE_CHECKING, Any
 
 from ._api import current as _current
 from ._api import exporter as _exporter
 from ._api.monitor import Monitor
-from ._api.recorded import Recorded, load_recorded
-from ._forensics.holder_scan import HolderScan
 from ._foundation.errors import RecordingError, RecordingNotFound, UsageError
 from ._foundation.version import __version__
 from ._ipython.shell import current_shell as _current_shell
 from ._ledger.records import CellRecord, DeviceUsage
-from ._recording.reader import sessions
 from ._session.config import GPUMon
 from ._session.region import Region
 
 if TYPE_CHECKING:
     import pandas
+
+    from ._api.recorded import Recorded
+    from ._forensics.holder_scan import HolderScan
+
+# Reading recordings (numpy, SQLite) and scanning holders are imported on first use, so that
+# ``%load_ext nbgpumon`` does not wait for them; ``nbgpumon.Recorded`` and
+# ``nbgpumon.HolderScan`` still name the classes (:func:`__getattr__`).
+_LAZY = {
+    "Recorded": ("._api.recorded", "Recorded"),
+    "HolderScan": ("._forensics.holder_scan", "HolderScan"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _LAZY:
+        raise AttributeError(f"module 'nbgpumon' has no attribute {name!r}")
+    import importlib
+
+    module, attribute = _LAZY[name]
+    value = getattr(importlib.import_module(module, __name__), attribute)
+    globals()[name] = value  # found by the next lookup without coming here
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})
+
 
 __all__ = [
     "CellRecord",
@@ -96,10 +121,20 @@ def load(path: str, session: int | None = None) -> Recorded:
     not a recording or is damaged; :class:`RecordingNotFound` when nothing is at ``path``. A
     file cut short loads as far as it goes, with a warning of what was lost (also in
     ``.damage``). The file is only read."""
+    from ._api.recorded import load_recorded
+
     recorded = load_recorded(path, session)
     if recorded.damage:
         warnings.warn(recorded.damage, RuntimeWarning, stacklevel=2)
     return recorded
+
+
+def sessions(path: str | os.PathLike[str]) -> list[int]:
+    """The ids of the sessions recorded in the file at ``path``, oldest first (for
+    ``load(path, session=N)``)."""
+    from ._recording.reader import sessions as recorded_sessions
+
+    return recorded_sessions(path)
 
 
 def serve(port: int | None = None, host: str | None = None) -> str:

@@ -188,3 +188,49 @@ def test_a_hundred_reloads_leave_no_descriptor_exit_handler_monitor_or_widget_be
     assert eval(after[1]) == alive, runs[3].text
     settled = runs[4].stdout.split()
     assert settled[0] == "DESCRIPTORS" and int(settled[2]) <= descriptors, runs[4].text
+
+
+# What %load_ext must not wait for (docs/benchmarks.md, issue 13): the views' libraries,
+# numpy (the sampler's thread imports it after the load returns), the recorder, the cluster
+# client and the exporter.
+HEAVY = (
+    "numpy", "pandas", "anywidget", "ipywidgets", "bqplot", "sqlite3", "urllib.request",
+    "prometheus_client",
+)  # fmt: skip
+# A finder that only notes which thread first asked for each of them, and finds nothing.
+WATCH_IMPORTS = (
+    "import sys, threading\n"
+    "first_import = {}\n"
+    "class Watch:\n"
+    "    def find_spec(self, name, path=None, target=None):\n"
+    f"        if name in {HEAVY!r}:\n"
+    "            first_import.setdefault(name, threading.current_thread().name)\n"
+    "sys.meta_path.insert(0, Watch())\n"
+    f"print('HAD', [m for m in {HEAVY!r} if m in sys.modules] or ['none'])"
+)
+
+
+def test_load_imports_no_numpy_or_views_and_the_sampler_fills_the_timeline_after():
+    runs = run_cells(
+        [
+            WATCH_IMPORTS,
+            "%load_ext nbgpumon",
+            "import nbgpumon, sys, time\n"
+            "mon = nbgpumon.monitor()\n"
+            "deadline = time.monotonic() + 30\n"
+            "while mon.timeline.cursor < 2 and time.monotonic() < deadline:\n"
+            "    time.sleep(0.01)\n"
+            "print('FILLED', mon.timeline.cursor >= 2)\n"
+            "print('IMPORTED', sorted(first_import.items()))",
+            "x = sum(range(1000))",
+            "print('CELLS', [r.label for r in nbgpumon.cells()][-1:])",
+        ],
+        env=fake_nvml_env(gpus=1),
+    )
+    assert runs[0].stdout.startswith("HAD") and "numpy" not in runs[0].stdout, runs[0].text
+    assert "nbgpumon" in runs[1].stdout and runs[1].error is None, runs[1].text
+    lines = runs[2].stdout.splitlines()
+    assert lines[0] == "FILLED True", runs[2].text
+    # numpy came with the sampler's first row, on its thread; nothing else heavy came at all
+    assert lines[1] == "IMPORTED [('numpy', 'nbgpumon-sampler')]", runs[2].text
+    assert runs[4].stdout.strip() == "CELLS ['x = sum(range(1000))']", runs[4].text

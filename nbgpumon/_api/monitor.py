@@ -10,18 +10,19 @@ from typing import TYPE_CHECKING, Any
 
 from traitlets import TraitError
 
-from .._forensics.modules import fp32_cuda_modules
 from .._foundation.errors import UsageError
 from .._session.config import GPUMon
 from .._session.session import Session, no_shell
-from .._views.advisor import advise, evidence, hints_text
-from .._views.frames import cells_frame, samples_frame
-from .._views.static_view import StaticView
-from .._views.widget import GPUMonWidget, Publisher
 from .exporter import Exporter, process_rank
 
 if TYPE_CHECKING:
     import pandas
+
+    from .._views.static_view import StaticView
+    from .._views.widget import GPUMonWidget, Publisher
+
+# The views (anywidget and ipywidgets, numpy, pandas) are imported when first used, not by
+# ``%load_ext``: together they cost more than the rest of loading (docs/benchmarks.md).
 
 
 class Monitor(Session):
@@ -90,6 +91,7 @@ class Monitor(Session):
         if old is not None:
             old.stop()
         self._sync_export()
+        self.wait_for_samples()  # a scrape at once gets the GPUs' figures, not an empty page
         return f"exporting on {self._exporter.url}"
 
     @property
@@ -140,6 +142,8 @@ class Monitor(Session):
     # -- views ----------------------------------------------------------------------------
     def widget(self) -> GPUMonWidget:
         """The live chart; one per monitor, so showing it twice gives two views of one model."""
+        from .._views.widget import GPUMonWidget, Publisher
+
         if self._publisher is None:
             self._publisher = Publisher(self, GPUMonWidget(self))
         else:
@@ -149,6 +153,8 @@ class Monitor(Session):
     def static_view(self, display: Callable[..., Any]) -> StaticView:
         """An SVG picture shown with ``display`` (IPython's) that updates in place about once
         a second (Colab)."""
+        from .._views.static_view import StaticView
+
         view = StaticView(self, display)
         self._static_views.append(view)
         return view
@@ -165,12 +171,16 @@ class Monitor(Session):
 
     def cells_frame(self) -> pandas.DataFrame:
         """The ledger as a pandas DataFrame, one row per record."""
+        from .._views.frames import cells_frame
+
         return cells_frame(self.cells())
 
     def samples_frame(self, t0: float | None = None, t1: float | None = None) -> pandas.DataFrame:
         """The timeline between unix times ``t0`` and ``t1`` (default: all of it) as a
         DataFrame: ``time`` (UTC) and one column per timeline column. Older parts come from
         the 1 s / 10 s / 1 min buckets (their means)."""
+        from .._views.frames import samples_frame
+
         window = self.timeline.window(
             -math.inf if t0 is None else t0, math.inf if t1 is None else t1
         )
@@ -178,6 +188,9 @@ class Monitor(Session):
 
     def advise(self) -> str:
         """Hints from what this session measured, each with the numbers behind it."""
+        from .._forensics.modules import fp32_cuda_modules
+        from .._views.advisor import advise, evidence, hints_text
+
         stats = self.ledger.read_allocator()
         retries = {
             d.nvml_index: stats[d.cuda_index].alloc_retries

@@ -148,10 +148,12 @@ class GPUMonMagics(Magics):
 
     def _snapshot(self, mon: Monitor, rest: list[str]) -> None:
         _no_args("snapshot", rest)
+        mon.wait_for_samples()  # (run at once after %load_ext: the first is a moment away)
         display(snapshot_view(mon))
 
     def _status(self, mon: Monitor, rest: list[str]) -> None:
         _no_args("status", rest)
+        mon.wait_for_samples()
         display(status_view(mon))
 
     def _summary(self, mon: Monitor, rest: list[str]) -> None:

@@ -53,6 +53,7 @@ class Sampler:
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()
         self._wake = threading.Event()
+        self._prepared = threading.Event()  # set once the thread has built the timeline
         self._lock = threading.Lock()  # held for the duration of a tick
         self._next = dict.fromkeys(self.intervals, 0.0)  # monotonic time each cadence is due
         self._soonest = 0.0  # the earliest of those
@@ -81,6 +82,22 @@ class Sampler:
         )
         self._thread.start()
 
+    def wait_until_prepared(self, timeout: float) -> None:
+        """Wait at most ``timeout`` seconds while the running thread builds the timeline
+        (importing numpy). A cell begins only after it, so that the import's memory is not
+        the cell's and no fork happens mid-import (a child would inherit the module's import
+        lock held, by a thread it does not have)."""
+        if self.running and not self._prepared.is_set():
+            self._prepared.wait(timeout)
+
+    def wait_for_first_tick(self, timeout: float) -> bool:
+        """Wait at most ``timeout`` seconds for the running thread's first sample (it builds
+        the timeline first, numpy included); True once there is one."""
+        deadline = time.monotonic() + timeout
+        while self.ticks == 0 and self.running and time.monotonic() < deadline:
+            time.sleep(0.005)
+        return self.ticks > 0
+
     def stop(self, timeout: float = 2.0) -> None:
         """Stop the thread and wait for it (at most ``timeout`` seconds)."""
         thread = self._thread
@@ -104,6 +121,12 @@ class Sampler:
 
     # -- the thread -----------------------------------------------------------------------
     def _run(self, stop: threading.Event) -> None:
+        try:
+            self.timeline.prepare()  # numpy and the rings: here, off the load path
+        except Exception as exc:  # (out of memory): the first append tries again
+            self.error = f"{type(exc).__name__}: {exc}"
+        finally:
+            self._prepared.set()
         next_tick = time.monotonic()
         while not stop.is_set():
             self.tick()
@@ -179,6 +202,7 @@ class Sampler:
 
     # -- fork safety ----------------------------------------------------------------------
     def _before_fork(self) -> None:
+        self.wait_until_prepared(PREPARE_WAIT)
         self._lock.acquire()
         self.timeline._lock_for_fork()
         self._forked_nodes = self.nodes  # the one whose lock is held, should nodes change
@@ -199,6 +223,9 @@ class Sampler:
             self.remote = None  # its worker thread is the parent's
         else:
             self._lock.release()
+
+
+PREPARE_WAIT = 5.0  # seconds a cell or a fork waits at most for the timeline to be built
 
 
 def timeline_columns(sources: Sequence[Source]) -> list[str]:

@@ -11,39 +11,42 @@ import os
 import weakref
 from collections.abc import Callable, Sequence
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from traitlets import TraitError
 
-from .._forensics import holder_scan
-from .._forensics.holder_scan import HolderScan
 from .._forensics.leaks import LeakWatch
-from .._forensics.postmortem import gather as gather_oom_facts
-from .._forensics.postmortem import report as post_mortem_report
-from .._forensics.release import MemoryNow, freed_line, release
-from .._forensics.tracing import AllocationTracer, format_traced
 from .._foundation.errors import RecordingError, UsageError
 from .._foundation.metrics import metric
 from .._ledger.ledger import MAX_LABEL, Ledger
 from .._ledger.outcome import is_host_out_of_memory
 from .._ledger.records import CellRecord
-from .._recording.writer import RecordingWriter
 from .._sampling.node_timeline import NodeTimeline
-from .._sampling.sampler import Sampler, timeline_columns
-from .._sampling.timeline import Chunk, Timeline, Window
+from .._sampling.sampler import PREPARE_WAIT, Sampler, timeline_columns
+from .._sampling.timeline import Timeline
 from .._sources.allocator_columns import AllocatorColumns
 from .._sources.base import ALLOCATOR, DETAIL, SLOW
 from .._sources.cupy_allocator import CupyAllocatorSource
 from .._sources.host import HostSource
 from .._sources.jax_allocator import JaxAllocatorSource
 from .._sources.nvml import GpuProcess, NvmlSource
-from .._sources.prometheus import PrometheusSource
 from .._sources.torch_allocator import TorchAllocatorSource
 from .config import GPUMon
 from .data import Cluster, Device, RunningCell, Status
 from .info import session_info
 from .region import Region
 from .status import live_status
+
+if TYPE_CHECKING:
+    from .._forensics.holder_scan import HolderScan
+    from .._forensics.release import MemoryNow
+    from .._forensics.tracing import AllocationTracer
+    from .._recording.writer import RecordingWriter
+    from .._sampling.windows import Chunk, Window
+    from .._sources.prometheus import PrometheusSource
+
+# What only some sessions use (the recorder, the cluster source, holder scans, the OOM
+# post-mortem, tracing) is imported on first use: ``%load_ext`` waits for every import here.
 
 TRACE_MIN_BYTES = 2**20  # traced lines smaller than this are not shown
 TRACE_LINES = 5  # traced lines printed under a cell (the record keeps them all)
@@ -57,6 +60,7 @@ _CLUSTER_SETTINGS = (
     "cluster_host_label",
 )  # fmt: skip
 CLUSTER_WAIT = 3.0  # seconds read_cluster() waits for the server's first answer
+FIRST_SAMPLE_WAIT = 2.0  # seconds a snapshot or a new exporter waits for the first sample
 
 
 MEM_USED = metric("nvml", "mem_used")
@@ -188,6 +192,11 @@ class Session:
         """Start sampling (no-op when running)."""
         if not self.closed:
             self.sampler.start()
+
+    def wait_for_samples(self, timeout: float = FIRST_SAMPLE_WAIT) -> bool:
+        """Wait (at most ``timeout`` s) for the sampler's first sample, which comes a little
+        after loading; for what is shown or served at once. True once there is one."""
+        return self.sampler.wait_for_first_tick(timeout)
 
     def stop(self) -> None:
         """Stop sampling; the timeline and ledger stay readable."""
@@ -321,6 +330,8 @@ class Session:
         stop); ``match``: label matchers that narrow it (None: GPUMon.prometheus_match);
         ``host_label``: the label naming a GPU's node (None: GPUMon.cluster_host_label).
         Waits up to ``wait`` seconds for the first answer; one line back."""
+        from .._sources.prometheus import PrometheusSource
+
         if url is None:
             had = self.sampler.remote
             self._stop_cluster()
@@ -367,6 +378,10 @@ class Session:
 
     def _stop_cluster(self) -> None:
         remote, self.sampler.remote = self.sampler.remote, None
+        if remote is None:
+            return
+        from .._sources.prometheus import PrometheusSource
+
         if isinstance(remote, PrometheusSource):
             remote.stop()
             self._last_cluster_status = remote.status
@@ -407,6 +422,8 @@ class Session:
         JAX, CuPy) has the GPU up in this kernel, else "host". Stops after ``budget`` seconds
         with a partial answer.
         """
+        from .._forensics import holder_scan
+
         if device is None:
             device = "cuda" if self.gpu_framework_active() else "host"
         if not isinstance(device, str) or not holder_scan.DEVICES.match(device):
@@ -419,6 +436,8 @@ class Session:
         collect garbage and give torch's cache and CuPy's unused pool blocks back; never a
         variable of yours. Says what came back.
         """
+        from .._forensics.release import freed_line, release
+
         before = self._memory_now()
         cleared, frames = release(self._shell(), self.allocators)
         after = self._memory_now()
@@ -436,6 +455,8 @@ class Session:
         retention = self._leaks(shell).verdict(record, self.config.leak_threshold)
         traced: tuple[str, ...] = ()
         if self._tracer is not None and self._tracer.armed:
+            from .._forensics.tracing import format_traced
+
             found = self._tracer.cell_finished(record.execution_count)
             traced = tuple(format_traced(a) for a in found if a.bytes >= TRACE_MIN_BYTES)
             out += [f"nbgpumon trace: {line}" for line in traced[:TRACE_LINES]]
@@ -446,6 +467,9 @@ class Session:
         # host MemoryError is "oom" in the ledger too, but this post-mortem is about the GPU
         gpu_oom = error is not None and not is_host_out_of_memory(error)
         if record.status == "oom" and gpu_oom and self.config.oom_report:
+            from .._forensics.postmortem import gather as gather_oom_facts
+            from .._forensics.postmortem import report as post_mortem_report
+
             out.append(post_mortem_report(gather_oom_facts(self, shell, record, error)))
         if self._recorder is not None:
             self._recorder.add_cell(record)
@@ -454,6 +478,7 @@ class Session:
     def cell_started(self, execution_count: int | None = None) -> None:
         """Note the namespace before a cell (ids only), for the leak verdict after it, and
         what is alive on the GPU when tracing is on."""
+        self.sampler.wait_until_prepared(PREPARE_WAIT)  # (only a cell run at once after loading)
         shell = self._shell()
         if shell is None:
             return
@@ -466,6 +491,8 @@ class Session:
         if self._tracer is None:
             if not on:
                 return "allocation tracing was not on"
+            from .._forensics.tracing import AllocationTracer
+
             self._tracer = AllocationTracer(self._shell())
         return self._tracer.start() if on else self._tracer.stop()
 
@@ -490,6 +517,8 @@ class Session:
             old.stop()
             self._sync_record_path("")
             return f"recording stopped; {old.rows_written} samples in {old.path}"
+        from .._recording.writer import RecordingWriter
+
         # checks and opens the new file before the old one stops
         new = RecordingWriter(
             path, self.timeline, session_info(self.nvml), nodes=self._recorded_nodes
@@ -550,6 +579,8 @@ class Session:
         return procs
 
     def _memory_now(self) -> MemoryNow:
+        from .._forensics.release import MemoryNow
+
         stats = self.ledger.read_allocator()
         return MemoryNow(
             allocated=sum(s.allocated for s in stats.values()) if stats else None,
