@@ -22,15 +22,37 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 PROMETHEUS = shutil.which("prometheus") or "/usr/bin/prometheus"
 SCRAPE_SECONDS = 1
+
+# A kernel cell that waits (60 s at most) until the cluster view has three hosts, the two
+# recorded DCGM nodes and this one (through its own exporter), then prints them.
+WAIT_FOR_THREE_HOSTS = (
+    "import time as _t, nbgpumon as _n\n"
+    "_d = _t.monotonic() + 60\n"
+    "while len(_n.monitor().cluster.nodes()) < 3 and _t.monotonic() < _d:\n"
+    "    _t.sleep(0.1)\n"
+    "print('HOSTS', [n.host for n in _n.monitor().cluster.nodes()])"
+)
 
 
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def samples(text: str, name: str) -> list[tuple[dict[str, str], float]]:
+    """Every sample named ``name`` in an exposition text (a scrape), parsed by
+    prometheus_client's own parser."""
+    return [
+        (dict(s.labels), s.value)
+        for family in text_string_to_metric_families(text)
+        for s in family.samples
+        if s.name == name
+    ]
 
 
 def require_prometheus() -> None:

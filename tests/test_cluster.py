@@ -19,7 +19,14 @@ from nbgpumon._sources.prometheus import check_match, gpu_query
 from nbgpumon._sources.prometheus_http import PrometheusClient, Series, shown_url
 from nbgpumon._views.cluster_text import cluster_lines
 
-from prometheus_server import FakeApi, PrometheusServer, TextTarget, free_port, wait_for
+from prometheus_server import (
+    WAIT_FOR_THREE_HOSTS,
+    FakeApi,
+    PrometheusServer,
+    TextTarget,
+    free_port,
+    wait_for,
+)
 
 DCGM_TEXT = (Path(__file__).parent / "data" / "dcgm-two-nodes.prom").read_text()
 MIB = 2**20
@@ -422,13 +429,6 @@ KERNEL_GPUS = [
      "util": 87, "temperature": 61, "power_mw": 412_500},
     {"name": "Fake H200", "uuid": "GPU-bbbb", "used": 5 * 2**30, "total": 141 * 2**30, "util": 3},
 ]  # fmt: skip
-WAIT_FOR_THREE_HOSTS = (
-    "import time as _t, nbgpumon as _n\n"
-    "_d = _t.monotonic() + 60\n"
-    "while len(_n.monitor().cluster.nodes()) < 3 and _t.monotonic() < _d:\n"
-    "    _t.sleep(0.1)\n"
-    "print('HOSTS', [n.host for n in _n.monitor().cluster.nodes()])"
-)
 
 
 def test_a_kernel_s_exporter_and_two_dcgm_nodes_come_back_through_prometheus(tmp_path, dcgm_target):

@@ -21,7 +21,6 @@ from pathlib import Path
 
 import psutil
 import pytest
-from prometheus_client.parser import text_string_to_metric_families
 
 from nbgpumon import GPUMon, Monitor, UsageError
 from nbgpumon._api.exporter import THREAD_NAME, process_rank
@@ -30,6 +29,7 @@ from nbgpumon._views.prometheus_export import SessionCollector
 from fake_frameworks import GIB, FakeJaxClient, FakeJaxDevice, fake_jax
 from kernel_client import Kernel
 from notebook_runner import fake_nvml_env, fake_pynvml
+from prometheus_server import free_port, samples
 
 HOST = socket.gethostname()
 TWO_GPUS = [
@@ -45,16 +45,6 @@ SCRAPES: collections.Counter[int] = collections.Counter()  # by port: this test'
 
 
 # -- helpers ---------------------------------------------------------------------------------
-def samples(text: str, name: str) -> list[tuple[dict[str, str], float]]:
-    """Every sample named ``name`` in a scrape, parsed by prometheus_client's own parser."""
-    return [
-        (dict(s.labels), s.value)
-        for family in text_string_to_metric_families(text)
-        for s in family.samples
-        if s.name == name
-    ]
-
-
 def value(text: str, name: str, **labels: str) -> float | None:
     """The value of the one sample of ``name`` whose labels include ``labels`` (None: none)."""
     found = [v for got, v in samples(text, name) if labels.items() <= got.items()]
@@ -67,12 +57,6 @@ def scrape(port: int, host: str = "127.0.0.1") -> str:
     with urllib.request.urlopen(f"http://{host}:{port}/metrics", timeout=10) as response:
         assert response.status == 200
         return response.read().decode()
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def port_is_free(port: int) -> bool:

@@ -3,31 +3,16 @@
 from __future__ import annotations
 
 import math
-import socket
 import time
 import urllib.request
 
 import pytest
-from prometheus_client.parser import text_string_to_metric_families
 
 from nbgpumon import Monitor
 
+from prometheus_server import free_port, samples
+
 pytestmark = [pytest.mark.gpu, pytest.mark.torch]
-
-
-def samples(text: str, name: str) -> list[tuple[dict[str, str], float]]:
-    return [
-        (dict(s.labels), s.value)
-        for family in text_string_to_metric_families(text)
-        for s in family.samples
-        if s.name == name
-    ]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def test_torch_s_allocated_bytes_are_scraped_exactly_as_torch_counts_them():

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from traitlets import Bool, Enum, Float, Int, TraitError, Unicode, validate
@@ -9,6 +10,31 @@ from traitlets.config import Configurable
 
 from .._ledger.ledger import PEAK_MODES
 from .._sampling.sampler import MAX_INTERVAL, MIN_INTERVAL
+
+_INTERVAL_SAYS = f"must be between {MIN_INTERVAL} and {MAX_INTERVAL:g} seconds"
+_INTERVAL_EXAMPLE = "; e.g. %config GPUMon.{name} = 0.25"
+
+# The numeric settings' ranges: (whether a value is allowed, what the one line says the setting
+# is, an example to end the line with).
+_RANGES: dict[str, tuple[Callable[[float], bool], str, str]] = {
+    **dict.fromkeys(
+        ("interval", "allocator_interval", "detail_interval", "slow_interval"),
+        (lambda v: MIN_INTERVAL <= v <= MAX_INTERVAL, _INTERVAL_SAYS, _INTERVAL_EXAMPLE),
+    ),
+    "leak_threshold": (lambda v: v >= 0, "is a number of bytes >= 0 (0: off)", ""),
+    "cluster_timeout": (lambda v: 0.1 <= v <= 60, "must be 0.1 to 60 seconds", ""),
+    "cluster_interval": (
+        lambda v: v == 0 or 1 <= v <= 3600,
+        "is 0 (the server's scrape interval) or 1 to 3600 seconds",
+        "",
+    ),
+    "export_port": (
+        lambda v: 0 <= v <= 65535,
+        "is 0 (off) or a port from 1 to 65535",
+        "; e.g. %config GPUMon.export_port = 9476",
+    ),
+    "history": (lambda v: 1 <= v <= 10_000_000, "must be between 1 and 10000000", ""),
+}
 
 
 class GPUMon(Configurable):
@@ -111,56 +137,10 @@ class GPUMon(Configurable):
         except TraitError as exc:
             print(f"nbgpumon: {exc}")
 
-    @validate("interval", "allocator_interval", "detail_interval", "slow_interval")
-    def _check_interval(self, proposal):
-        value = proposal["value"]
-        if not MIN_INTERVAL <= value <= MAX_INTERVAL:
-            name = proposal["trait"].name
-            raise TraitError(
-                f"GPUMon.{name} must be between {MIN_INTERVAL} and {MAX_INTERVAL:g} seconds, "
-                f"not {value!r}; e.g. %config GPUMon.{name} = 0.25"
-            )
-        return value
-
-    @validate("leak_threshold")
-    def _check_leak_threshold(self, proposal):
-        value = proposal["value"]
-        if value < 0:
-            raise TraitError(
-                f"GPUMon.leak_threshold is a number of bytes >= 0 (0: off), not {value!r}"
-            )
-        return value
-
-    @validate("cluster_timeout")
-    def _check_cluster_timeout(self, proposal):
-        value = proposal["value"]
-        if not 0.1 <= value <= 60:
-            raise TraitError(f"GPUMon.cluster_timeout must be 0.1 to 60 seconds, not {value!r}")
-        return value
-
-    @validate("cluster_interval")
-    def _check_cluster_interval(self, proposal):
-        value = proposal["value"]
-        if value != 0 and not 1 <= value <= 3600:
-            raise TraitError(
-                f"GPUMon.cluster_interval is 0 (the server's scrape interval) or 1 to 3600 "
-                f"seconds, not {value!r}"
-            )
-        return value
-
-    @validate("export_port")
-    def _check_export_port(self, proposal):
-        value = proposal["value"]
-        if not 0 <= value <= 65535:
-            raise TraitError(
-                f"GPUMon.export_port is 0 (off) or a port from 1 to 65535, not {value!r}; "
-                f"e.g. %config GPUMon.export_port = 9476"
-            )
-        return value
-
-    @validate("history")
-    def _check_history(self, proposal):
-        value = proposal["value"]
-        if not 1 <= value <= 10_000_000:
-            raise TraitError(f"GPUMon.history must be between 1 and 10000000, not {value!r}")
+    @validate(*_RANGES)
+    def _check_range(self, proposal):
+        name, value = proposal["trait"].name, proposal["value"]
+        allowed, says, example = _RANGES[name]
+        if not allowed(value):
+            raise TraitError(f"GPUMon.{name} {says}, not {value!r}{example.format(name=name)}")
         return value

@@ -14,18 +14,12 @@ from test_cluster_widget import SETUP, _legend, _panel, _to_top
 pytestmark = pytest.mark.browser
 
 DCGM_TEXT = (Path(__file__).resolve().parent.parent / "data" / "dcgm-two-nodes.prom").read_text()
-WAIT_FOR_THREE_HOSTS = (
-    "import time, nbgpumon\n_d = time.monotonic() + 60\n"
-    "while len(nbgpumon.monitor().cluster.nodes()) < 3 and time.monotonic() < _d:\n"
-    "    time.sleep(0.1)\n"
-    "print('HOSTS', len(nbgpumon.monitor().cluster.nodes()))"
-)
 
 
 def test_a_real_prometheus_server_s_nodes_show_in_the_chart(page, open_notebook, jupyter, tmp_path):
     from playwright.sync_api import expect
 
-    from prometheus_server import PrometheusServer, TextTarget, free_port
+    from prometheus_server import WAIT_FOR_THREE_HOSTS, PrometheusServer, TextTarget, free_port
 
     port = free_port()
     dcgm = TextTarget(DCGM_TEXT)
@@ -38,10 +32,10 @@ def test_a_real_prometheus_server_s_nodes_show_in_the_chart(page, open_notebook,
         nb = open_notebook(cells)
         for i in range(len(cells)):
             nb.run_cell(i)
-        expect(nb.outputs(4)).to_contain_text("HOSTS 3")
-        select = nb.in_output(5, ".nbgpumon-host-select")
         this_host = socket.gethostname()
         hosts = sorted(["node-a", "node-b", this_host])
+        expect(nb.outputs(4)).to_contain_text(f"HOSTS {hosts!r}")
+        select = nb.in_output(5, ".nbgpumon-host-select")
         expect(select.locator("option")).to_have_text(["this kernel", "all nodes", *hosts])
 
         select.select_option("host:node-b")
