@@ -117,6 +117,20 @@ def test_unsupported_utilization_is_asked_once_and_named_the_same_either_way(way
     assert source.status == "ok"
 
 
+def test_a_kept_call_slow_now_and_then_keeps_the_gil():
+    fake = fake_pynvml(**ONE_GPU)
+    source = NvmlSource(fake)
+    source.open()
+    for _ in range(3):  # slow short of the limit, then quick again: a preempted thread
+        fake._config["call_delay"] = 0.002
+        for _ in range(SLOW_CALLS_ALLOWED - 1):
+            source.read(frozenset({"fast"}))
+        fake._config["call_delay"] = 0
+        source.read(frozenset({"fast"}))
+    assert source.library.gil_kept == KEPT
+    assert not [n for n in source.library.notes if "releasing the GIL" in n]
+
+
 def test_a_kept_call_that_is_slow_goes_back_to_the_binding_and_says_so():
     fake = fake_pynvml(**ONE_GPU, call_delay=0.002)  # 2 ms a device call: a slow driver
     source = NvmlSource(fake)

@@ -13,7 +13,8 @@ are plain getters measured in microseconds: memory info (v1 and v2, 8 µs) and u
 ``GetSamples`` (~1.4 ms), process lists, init and the once-only calls, and also the detail
 cadence's temperature, power and clock (once a second: their hand-offs cost little, and a
 driver slow to answer them would stall every Python thread). A kept call that takes longer than
-``SLOW_CALL_NS`` ``SLOW_CALLS_ALLOWED`` times goes back to the binding's releasing function.
+``SLOW_CALL_NS`` ``SLOW_CALLS_ALLOWED`` times in a row goes back to the binding's releasing
+function (in a row: a thread the OS preempts now and then is not a slow driver).
 
 A hung driver would now hang the sampler with the GIL held, so the whole kernel; but the ledger
 already makes the same memory call on the kernel's own thread at every cell's start and end.
@@ -32,7 +33,7 @@ from types import ModuleType
 from typing import Any
 
 SLOW_CALL_NS = 1_000_000  # a kept call this slow (1 ms) holds every other thread up too long
-SLOW_CALLS_ALLOWED = 3  # ... this many times (a preempted thread can be slow once): give it back
+SLOW_CALLS_ALLOWED = 3  # ... this many times in a row: give it back
 
 
 class Memory(ctypes.Structure):
@@ -75,7 +76,7 @@ def gil_keeping_functions(
 
     Empty where the binding cannot resolve NVML's C functions (another binding, or a driver
     without them): those calls then go through the binding. ``on_slow(name)`` is called once,
-    when a kept call has been too slow too often; the caller should stop using it.
+    when a kept call has been too slow too many times in a row; the caller should stop using it.
     """
     error = getattr(binding, "NVMLError", None)
     memory = _c_function(binding, "nvmlDeviceGetMemoryInfo")
@@ -97,6 +98,8 @@ def gil_keeping_functions(
             ret = call(handle, ctypes.byref(info))
             if time.perf_counter_ns() - start > SLOW_CALL_NS:
                 watch.slow()
+            elif watch.count:
+                watch.count = 0
             if ret:
                 raise error(ret)
             return info
@@ -111,6 +114,8 @@ def gil_keeping_functions(
             ret = utilization(handle, ctypes.byref(rates))
             if time.perf_counter_ns() - start > SLOW_CALL_NS:
                 util_watch.slow()
+            elif util_watch.count:
+                util_watch.count = 0
             if ret:
                 raise error(ret)
             return rates
@@ -120,7 +125,7 @@ def gil_keeping_functions(
 
 
 class _SlowWatch:
-    """Counts a kept call's slow runs; tells ``on_slow`` once, at the limit."""
+    """Counts a kept call's slow runs in a row; tells ``on_slow`` once, at the limit."""
 
     def __init__(self, name: str, on_slow: Callable[[str], None]) -> None:
         self.name, self.on_slow, self.count = name, on_slow, 0
