@@ -162,3 +162,22 @@ def test_nvml_memory_agrees_with_nvidia_smi():
     source.close()
     assert abs(total / 2**20 - total_mib) <= 1
     assert abs(used / 2**20 - used_mib) <= 4
+
+
+def test_the_gil_keeping_nvml_calls_read_what_the_binding_reads():
+    import pynvml
+
+    from nbgpumon._sources.nvml import NvmlSource
+
+    source = NvmlSource()
+    assert source.open()
+    library = source.library
+    assert library.gil_kept == ("nvmlDeviceGetMemoryInfo", "nvmlDeviceGetUtilizationRates")
+    handle = source._state[0].handle
+    kept = library._gil_keeping["nvmlDeviceGetMemoryInfo"](handle, pynvml.nvmlMemory_v2)
+    binding = pynvml.nvmlDeviceGetMemoryInfo(handle, version=pynvml.nvmlMemory_v2)
+    util = library._gil_keeping["nvmlDeviceGetUtilizationRates"](handle)
+    source.close()
+    assert (kept.total, kept.reserved) == (binding.total, binding.reserved)
+    assert abs(kept.used - binding.used) <= 64 * 2**20  # read a moment apart
+    assert 0 <= util.gpu <= 100 and 0 <= util.memory <= 100

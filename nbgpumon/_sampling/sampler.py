@@ -173,19 +173,18 @@ class Sampler:
         mono = time.monotonic()
         due = self._due(mono)
         row: list[float | None] = []
-        clock, cost = time.perf_counter_ns, self.cost
-        t0 = clock()
-        for i, source in enumerate(self.sources):
+        clock = time.perf_counter_ns
+        stamps = [clock()]  # before the first source, after each, after the append
+        for source in self.sources:
             row.extend(source.read(due))
-            t1 = clock()
-            cost.source_read(i, t1 - t0)
-            t0 = t1
+            stamps.append(clock())
         self.timeline.append(now, row)
         remote, nodes = self.remote, self.nodes
         if remote is not None and nodes is not None:
             for reading in remote.take():
                 nodes.add(reading)
-        cost.source_read(len(self.sources), clock() - t0)
+        stamps.append(clock())
+        self.cost.reads_took(stamps)
         return due
 
     def _due(self, mono: float) -> frozenset[str]:

@@ -23,6 +23,7 @@ from .._sources.base import ALLOCATOR, CADENCES, DETAIL, FAST, SLOW
 SUBSCRIBERS = "subscribers"
 TIMELINE = "timeline"  # a tick's own work after its sources: the append, the cluster's rows
 _ORDER = {FAST: 0, ALLOCATOR: 1, DETAIL: 2, SLOW: 3}  # the slowest due cadence names a tick
+_KIND: dict[frozenset[str], str] = {}  # a tick's due cadences -> its class, as first worked out
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,7 +52,8 @@ class CostReport:
     cpu_seconds: float  # the sampler thread's CPU time in ticks and subscribers
     groups: dict[str, GroupCost] = field(default_factory=dict)  # fast, allocator, …, subscribers
     sources: dict[str, GroupCost] = field(default_factory=dict)  # each source's read, wall time
-    nvml_calls: int = 0  # NVML calls made meanwhile, by any thread (each releases the GIL)
+    nvml_calls: int = 0  # NVML calls made meanwhile, by any thread
+    nvml_gil_kept_calls: int = 0  # ... of which kept the GIL (the fast tick's: memory, utilization)
 
     @property
     def core_share(self) -> float:
@@ -74,7 +76,10 @@ class CostReport:
         subs = self.groups.get(SUBSCRIBERS)
         if subs is not None and subs.cpu_seconds:
             parts.append(f"subscribers {_us(subs.cpu_seconds / self.ticks)}/tick")
-        calls = f", {self.nvml_calls_per_second:.0f} NVML calls/s" if self.nvml_calls else ""
+        calls = ""
+        if self.nvml_calls:
+            kept = self.nvml_gil_kept_calls / self.seconds if self.seconds > 0 else 0.0
+            calls = f", {self.nvml_calls_per_second:.0f} NVML calls/s ({kept:.0f} keeping the GIL)"
         return (
             f"sampler cost: {self.core_share * 100:.3g}% of a core over {self.seconds:.0f} s"
             f" ({'; '.join(parts)}){calls}"
@@ -92,7 +97,8 @@ class SamplerCost:
         self._names = [str(getattr(s, "name", type(s).__name__)) for s in sources]
         self._names.append(TIMELINE)  # the row's append (and the cluster's), after the reads
         self._lock = threading.Lock()
-        self.nvml_counter: Callable[[], int] | None = None  # NVML's calls so far, if any
+        # NVML's calls so far (all, and those that kept the GIL), if there is NVML
+        self.nvml_counter: Callable[[], tuple[int, int]] | None = None
         self.reset()
 
     def reset(self) -> None:
@@ -103,7 +109,7 @@ class SamplerCost:
             self._ticks = 0
             self._group = {name: [0, 0, 0] for name in (*CADENCES, SUBSCRIBERS)}  # ticks, cpu, wall
             self._source = [[0, 0] for _ in self._names]  # ticks, wall ns
-            self._nvml0 = self.nvml_counter() if self.nvml_counter is not None else 0
+            self._nvml0 = self.nvml_counter() if self.nvml_counter is not None else (0, 0)
 
     # -- the sampler thread ---------------------------------------------------------------
     @staticmethod
@@ -111,14 +117,18 @@ class SamplerCost:
         """(thread CPU ns, wall ns) now."""
         return time.thread_time_ns(), time.perf_counter_ns()
 
-    def source_read(self, index: int, wall_ns: int) -> None:
-        entry = self._source[index]
-        entry[0] += 1
-        entry[1] += wall_ns
+    def reads_took(self, stamps: list[int]) -> None:
+        """``perf_counter_ns`` before the first source's read and after each (then after the
+        timeline's append); a tick cut short by an exception gives fewer."""
+        for entry, start, end in zip(self._source, stamps, stamps[1:], strict=False):
+            entry[0] += 1
+            entry[1] += end - start
 
     def tick_read(self, due: frozenset[str], start: tuple[int, int], end: tuple[int, int]) -> None:
         """A tick's reads ran from ``start`` to ``end`` (``clock()`` values)."""
-        kind = max(due, key=lambda c: _ORDER.get(c, -1)) if due else FAST
+        kind = _KIND.get(due)  # the sampler passes the same few frozensets: looked up, not sorted
+        if kind is None:
+            kind = _KIND[due] = max(due, key=lambda c: _ORDER.get(c, -1)) if due else FAST
         with self._lock:
             if self._started is None:
                 self._started = start[1]
@@ -152,5 +162,13 @@ class SamplerCost:
                 for name, (n, wall) in zip(self._names, self._source, strict=True)
             }
             cpu = sum(g.cpu_seconds for g in groups.values())
-            nvml = self.nvml_counter() - self._nvml0 if self.nvml_counter is not None else 0
-            return CostReport(seconds, self._ticks, cpu, groups, sources, nvml)
+            calls, kept = self.nvml_counter() if self.nvml_counter is not None else self._nvml0
+            return CostReport(
+                seconds,
+                self._ticks,
+                cpu,
+                groups,
+                sources,
+                calls - self._nvml0[0],
+                kept - self._nvml0[1],
+            )

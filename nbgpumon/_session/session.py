@@ -110,7 +110,7 @@ class Session:
             },
         )
         library = self.nvml.library  # (not self: the sampler must not keep the session alive)
-        self.sampler.cost.nvml_counter = lambda: library.calls
+        self.sampler.cost.nvml_counter = lambda: (library.calls, library.gil_kept_calls)
         self.ledger = Ledger(
             self.nvml,
             self.allocators,

@@ -28,6 +28,8 @@ FAST_METRICS = tuple(m.name for m in METRICS)  # one device's values in a row, i
 EVERY = frozenset(CADENCES)
 _AT = {name: i for i, name in enumerate(FAST_METRICS)}  # a metric's place in a device's values
 _DETAILS = ("temperature", "power", "sm_clock", "pcie_tx", "pcie_rx")  # the detail cadence's
+_MEM_USED, _MEM_RESERVED, _MEM_TOTAL = _AT["mem_used"], _AT["mem_reserved"], _AT["mem_total"]
+_GPU_UTIL, _MEM_UTIL = _AT["gpu_util"], _AT["mem_util"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,28 +170,27 @@ class NvmlSource:
 
     def _read_device(self, i: int, state: _DeviceState) -> list[float | None]:
         """The fast metrics read now; the slower ones as their last reads left them."""
+        # Every tick, every device: positional arguments and fixed slots, no dict built.
         used, reserved, total = self._memory(i, state)
         util = self.library.query(
             "nvmlDeviceGetUtilizationRates", state.handle, device=i, metric="utilization"
         )
         values = state.values
-        values[_AT["mem_used"]], values[_AT["mem_reserved"]] = used, reserved
-        values[_AT["mem_total"]] = total
-        values[_AT["gpu_util"]], values[_AT["mem_util"]] = _attr(util, "gpu"), _attr(util, "memory")
+        values[_MEM_USED], values[_MEM_RESERVED], values[_MEM_TOTAL] = used, reserved, total
+        if util is NA:
+            values[_GPU_UTIL] = values[_MEM_UTIL] = None
+        else:
+            values[_GPU_UTIL], values[_MEM_UTIL] = util.gpu, util.memory
         return values
 
     def _memory(self, i: int, state: _DeviceState) -> tuple[int | None, int | None, int | None]:
         """(used, reserved, total) bytes: v2 (as nvidia-smi counts "used"), else v1."""
         lib, h = self.library, state.handle
-        mem = lib.query(
-            "nvmlDeviceGetMemoryInfo", h, version=_MEMORY_V2, device=i, metric="memory_v2"
-        )
-        reserved = None
-        if mem is NA:
-            mem = lib.query("nvmlDeviceGetMemoryInfo", h, device=i, metric="memory")
-        else:
-            reserved = _attr(mem, "reserved")
-        return _attr(mem, "used"), reserved, _attr(mem, "total")
+        mem = lib.query("nvmlDeviceGetMemoryInfo", h, _MEMORY_V2, device=i, metric="memory_v2")
+        if mem is not NA:
+            return mem.used, mem.reserved, mem.total
+        mem = lib.query("nvmlDeviceGetMemoryInfo", h, device=i, metric="memory")
+        return (None, None, None) if mem is NA else (mem.used, None, mem.total)
 
     def _read_details(self, i: int, state: _DeviceState) -> None:
         lib, h = self.library, state.handle

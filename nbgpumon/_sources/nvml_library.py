@@ -2,8 +2,10 @@
 
 Every call goes through :meth:`NvmlLibrary.query`, which turns an ``NVMLError`` into the
 sentinel ``NA`` plus a remembered reason, so callers above this file never see an NVML
-exception. A metric that answers NotSupported on a device is disabled for that device; a
-function missing from the driver is noted once; a lost GPU marks the device lost.
+exception. The fast tick's calls go to NVML without releasing the GIL (``nvml_held_calls``
+says which and why); the others through the binding, which releases it. A metric that
+answers NotSupported on a device is disabled for that device; a function missing from the
+driver is noted once; a lost GPU marks the device lost.
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ import warnings
 from collections.abc import Callable
 from types import ModuleType
 from typing import Any
+
+from .nvml_held_calls import SLOW_CALL_NS, gil_keeping_functions
 
 NA: Any = None  # the value of a reading NVML could not give
 
@@ -68,7 +72,10 @@ class NvmlLibrary:
         self._missing_functions: set[str] = set()
         self.lost_devices: set[int] = set()
         self._lock = threading.Lock()  # guards the dicts above; NVML itself is thread-safe
-        self.calls = 0  # NVML calls made (each releases the GIL while it waits on the driver)
+        self.calls = 0  # NVML calls made, all of them
+        self.gil_kept_calls = 0  # ... of which kept the GIL (nvml_held_calls says which, and why)
+        # the binding's functions by name, where a GIL-keeping one replaces the binding's own
+        self._gil_keeping: dict[str, Callable[..., Any]] = {}
 
     # -- life cycle ---------------------------------------------------------------------
     def init(self) -> bool:
@@ -94,6 +101,7 @@ class NvmlLibrary:
             self.reason = f"NVML could not start: {self._describe(exc)} (no NVIDIA driver?)"
             return False
         self.available = True
+        self._gil_keeping = gil_keeping_functions(nvml, self._release_gil_for)
         version = self.query("nvmlSystemGetDriverVersion")
         self.driver_version = _text(version)
         return True
@@ -115,6 +123,11 @@ class NvmlLibrary:
     def module(self) -> ModuleType:
         return self._module
 
+    @property
+    def gil_kept(self) -> tuple[str, ...]:
+        """The NVML functions called without releasing the GIL (the fast tick's)."""
+        return tuple(self._gil_keeping)
+
     # -- calls ----------------------------------------------------------------------------
     def query(
         self,
@@ -135,10 +148,14 @@ class NvmlLibrary:
             return NA
         if device is not None and device in self.lost_devices:
             return NA
-        fn: Callable[..., Any] | None = getattr(self._module, function, None)
-        if fn is None:
-            self._note_missing(function)
-            return NA
+        fn: Callable[..., Any] | None = self._gil_keeping.get(function)
+        if fn is not None:
+            self.gil_kept_calls += 1
+        else:
+            fn = getattr(self._module, function, None)
+            if fn is None:
+                self._note_missing(function)
+                return NA
         self.calls += 1
         try:
             return fn(*args, **kwargs)
@@ -210,6 +227,15 @@ class NvmlLibrary:
     def _disable(self, device: int, metric: str, reason: str) -> None:
         with self._lock:
             self._disabled[(device, metric)] = reason
+
+    def _release_gil_for(self, function: str) -> None:
+        """A GIL-keeping call was slow too often: call the binding's own (releasing) one."""
+        with self._lock:
+            if self._gil_keeping.pop(function, None) is not None:
+                self.notes.append(
+                    f"{function} took over {SLOW_CALL_NS / 1e6:g} ms on this driver: "
+                    "now called releasing the GIL"
+                )
 
     def _note_missing(self, function: str) -> None:
         with self._lock:

@@ -14,10 +14,17 @@ and describe the machine in the environment variable ``NBGPUMON_FAKE_NVML`` (JSO
      "processes": [{"pid": "self", "used": 1048576}, {"pid": 0, "used": null}]}
 
 ``configure(dict)`` does the same in-process.
+
+Like the real binding, it also hands out C function pointers (``_nvmlGetFunctionPointer``)
+for the calls nbgpumon makes on every tick, so those can be called the way nbgpumon calls
+the real library's, without the binding: ctypes callbacks that answer as the Python functions
+do (faults included) and write NVML's structures. ``c_calls`` counts the calls made through
+them, ``binding_calls`` those made through the Python functions, by name.
 """
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
 import time
@@ -58,6 +65,8 @@ class NVMLError(Exception):
 
 _config: dict = {}
 _state = {"initialised": False, "device_calls": 0, "started": time.time()}
+c_calls: dict[str, int] = {}
+binding_calls: dict[str, int] = {}
 
 
 def configure(config: dict) -> None:
@@ -65,6 +74,8 @@ def configure(config: dict) -> None:
     _config.clear()
     _config.update(config)
     _state.update(initialised=False, device_calls=0, started=time.time())
+    c_calls.clear()
+    binding_calls.clear()
     for name in _config.get("missing", []):
         globals().pop(name, None)
 
@@ -81,7 +92,17 @@ def _check(name: str) -> None:
         raise NVMLError(NVML_ERROR_NOT_SUPPORTED)
 
 
-def _device(handle: SimpleNamespace, name: str) -> dict:
+class _Handle(ctypes.c_void_p):
+    """A device handle: pointer-sized, as NVML's are, so that a C function can take one."""
+
+    @property
+    def index(self) -> int:
+        return self.value - 1  # handles start at 1: a null pointer is no device
+
+
+def _device(handle: _Handle, name: str, through_c: bool = False) -> dict:
+    calls = c_calls if through_c else binding_calls
+    calls[name] = calls.get(name, 0) + 1
     if not _state["initialised"]:
         raise NVMLError(NVML_ERROR_UNINITIALIZED)
     _state["device_calls"] += 1
@@ -122,27 +143,27 @@ def nvmlDeviceGetCount() -> int:
 nvmlDeviceGetCount_v2 = nvmlDeviceGetCount
 
 
-def nvmlDeviceGetHandleByIndex(index: int) -> SimpleNamespace:
+def nvmlDeviceGetHandleByIndex(index: int) -> _Handle:
     if index >= nvmlDeviceGetCount():
         raise NVMLError(2)
-    return SimpleNamespace(index=index)
+    return _Handle(index + 1)
 
 
 nvmlDeviceGetHandleByIndex_v2 = nvmlDeviceGetHandleByIndex
 
 
 # -- device reads -------------------------------------------------------------------------
-def nvmlDeviceGetName(handle: SimpleNamespace) -> str:
+def nvmlDeviceGetName(handle: _Handle) -> str:
     return _device(handle, "nvmlDeviceGetName").get("name", "Fake GPU")
 
 
-def nvmlDeviceGetUUID(handle: SimpleNamespace) -> str:
+def nvmlDeviceGetUUID(handle: _Handle) -> str:
     default = f"GPU-{handle.index:08d}-fake-0000-0000-000000000000"
     return _device(handle, "nvmlDeviceGetUUID").get("uuid", default)
 
 
-def nvmlDeviceGetMemoryInfo(handle: SimpleNamespace, version: int | None = None):
-    d = _device(handle, "nvmlDeviceGetMemoryInfo")
+def nvmlDeviceGetMemoryInfo(handle: _Handle, version: int | None = None, _c: bool = False):
+    d = _device(handle, "nvmlDeviceGetMemoryInfo", _c)
     total = d.get("total", 80 * 2**30)
     used = d.get("used", 2**30)
     info = SimpleNamespace(total=total, used=used, free=total - used)
@@ -151,28 +172,28 @@ def nvmlDeviceGetMemoryInfo(handle: SimpleNamespace, version: int | None = None)
     return info
 
 
-def nvmlDeviceGetUtilizationRates(handle: SimpleNamespace):
-    d = _device(handle, "nvmlDeviceGetUtilizationRates")
+def nvmlDeviceGetUtilizationRates(handle: _Handle, _c: bool = False):
+    d = _device(handle, "nvmlDeviceGetUtilizationRates", _c)
     return SimpleNamespace(gpu=d.get("util", 42), memory=d.get("mem_util", 17))
 
 
-def nvmlDeviceGetTemperature(handle: SimpleNamespace, sensor: int) -> int:
+def nvmlDeviceGetTemperature(handle: _Handle, sensor: int) -> int:
     return _device(handle, "nvmlDeviceGetTemperature").get("temperature", 55)
 
 
-def nvmlDeviceGetPowerUsage(handle: SimpleNamespace) -> int:
+def nvmlDeviceGetPowerUsage(handle: _Handle) -> int:
     return _device(handle, "nvmlDeviceGetPowerUsage").get("power_mw", 250_000)
 
 
-def nvmlDeviceGetEnforcedPowerLimit(handle: SimpleNamespace) -> int:
+def nvmlDeviceGetEnforcedPowerLimit(handle: _Handle) -> int:
     return _device(handle, "nvmlDeviceGetEnforcedPowerLimit").get("power_limit_mw", 700_000)
 
 
-def nvmlDeviceGetClockInfo(handle: SimpleNamespace, clock: int) -> int:
+def nvmlDeviceGetClockInfo(handle: _Handle, clock: int) -> int:
     return _device(handle, "nvmlDeviceGetClockInfo").get("sm_clock", 1980)
 
 
-def nvmlDeviceGetFieldValues(handle: SimpleNamespace, field_ids: list[int]):
+def nvmlDeviceGetFieldValues(handle: _Handle, field_ids: list[int]):
     _device(handle, "nvmlDeviceGetFieldValues")
     now_us = int(time.time() * 1e6)
     elapsed = now_us / 1e6 - _state["started"]
@@ -189,7 +210,7 @@ def nvmlDeviceGetFieldValues(handle: SimpleNamespace, field_ids: list[int]):
     ]
 
 
-def nvmlDeviceGetComputeRunningProcesses(handle: SimpleNamespace):
+def nvmlDeviceGetComputeRunningProcesses(handle: _Handle):
     d = _device(handle, "nvmlDeviceGetComputeRunningProcesses")
     out = []
     for p in d.get("processes", _config.get("processes", [])):
@@ -202,7 +223,7 @@ def nvmlDeviceGetComputeRunningProcesses(handle: SimpleNamespace):
 nvmlDeviceGetComputeRunningProcesses_v3 = nvmlDeviceGetComputeRunningProcesses
 
 
-def nvmlDeviceGetSamples(handle: SimpleNamespace, kind: int, last_seen_us: int):
+def nvmlDeviceGetSamples(handle: _Handle, kind: int, last_seen_us: int):
     d = _device(handle, "nvmlDeviceGetSamples")
     now_us = int(time.time() * 1e6)
     stamps = range(now_us - 2_000_000, now_us, 200_000)
@@ -211,3 +232,74 @@ def nvmlDeviceGetSamples(handle: SimpleNamespace, kind: int, last_seen_us: int):
         for t in stamps
         if t > last_seen_us
     ]
+
+
+# -- C entry points: NVML's ABI, for callers that skip the binding -------------------------
+class _Memory(ctypes.Structure):
+    _fields_ = [(f, ctypes.c_ulonglong) for f in ("total", "free", "used")]
+
+
+class _MemoryV2(ctypes.Structure):
+    _fields_ = [("version", ctypes.c_uint)] + [
+        (f, ctypes.c_ulonglong) for f in ("total", "reserved", "free", "used")
+    ]
+
+
+class _Utilization(ctypes.Structure):
+    _fields_ = [("gpu", ctypes.c_uint), ("memory", ctypes.c_uint)]
+
+
+_GETTER = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p)
+
+
+def _c_entry(read, layout):
+    """A C function ``nvmlReturn_t f(nvmlDevice_t, T *out)`` answering as ``read`` does."""
+
+    def entry(handle: int | None, out: int | None) -> int:
+        if not handle or not out:
+            return 8  # NVML_ERROR_INVALID_ARGUMENT
+        try:
+            got = read(_Handle(handle))
+        except NVMLError as exc:
+            return exc.value
+        except Exception:  # an exception must not cross a C boundary
+            return 999  # NVML_ERROR_UNKNOWN
+        target = layout.from_address(out)
+        for name, _ in layout._fields_:
+            if name != "version":
+                setattr(target, name, getattr(got, name))
+        return NVML_SUCCESS
+
+    return _GETTER(entry)
+
+
+_C_ENTRIES = {  # C name -> (the Python function it answers as, how it reads, structure)
+    "nvmlDeviceGetMemoryInfo": (
+        "nvmlDeviceGetMemoryInfo",
+        lambda h: nvmlDeviceGetMemoryInfo(h, _c=True),
+        _Memory,
+    ),
+    "nvmlDeviceGetMemoryInfo_v2": (
+        "nvmlDeviceGetMemoryInfo",
+        lambda h: nvmlDeviceGetMemoryInfo(h, nvmlMemory_v2, _c=True),
+        _MemoryV2,
+    ),
+    "nvmlDeviceGetUtilizationRates": (
+        "nvmlDeviceGetUtilizationRates",
+        lambda h: nvmlDeviceGetUtilizationRates(h, _c=True),
+        _Utilization,
+    ),
+}
+_c_functions: dict[str, object] = {}  # kept alive: ctypes callbacks die with their object
+
+
+def _nvmlGetFunctionPointer(name: str):
+    """The C function ``name``, as the real binding resolves it (FUNCTION_NOT_FOUND if none)."""
+    if not _state["initialised"]:
+        raise NVMLError(NVML_ERROR_UNINITIALIZED)
+    entry = _C_ENTRIES.get(name)
+    if entry is None or entry[0] not in globals() or name in _config.get("missing", []):
+        raise NVMLError(NVML_ERROR_FUNCTION_NOT_FOUND)
+    if name not in _c_functions:
+        _c_functions[name] = _c_entry(entry[1], entry[2])
+    return _c_functions[name]

@@ -1,0 +1,149 @@
+"""NVML's every-tick calls, made without giving up the GIL.
+
+Why: the binding (nvidia-ml-py) calls NVML through ``ctypes.CDLL``, which releases the GIL
+around every call. Taking it back from a busy main thread (a training loop) forces a thread
+switch each time: on the H200, a running sampler's two fast-tick calls took ~258 µs of wall
+time against 1-8 µs each in a loop, and each hand-off also cost the loop. A function called
+through a ``ctypes.PYFUNCTYPE`` prototype (what ``ctypes.PyDLL`` gives) keeps the GIL: no
+hand-off, for a call that is over in microseconds.
+
+The rule for which calls keep the GIL: only those made on every tick (the fast cadence) that
+are plain getters measured in microseconds: memory info (v1 and v2, 8 µs) and utilization rates
+(1-2 µs). Every other call releases it, as the binding makes it: field values (~158 µs),
+``GetSamples`` (~1.4 ms), process lists, init and the once-only calls, and also the detail
+cadence's temperature, power and clock (once a second: their hand-offs cost little, and a
+driver slow to answer them would stall every Python thread). A kept call that takes longer than
+``SLOW_CALL_NS`` ``SLOW_CALLS_ALLOWED`` times in a row goes back to the binding's releasing
+function (in a row: a thread the OS preempts now and then is not a slow driver).
+
+A hung driver would now hang the sampler with the GIL held, so the whole kernel; but the ledger
+already makes the same memory call on the kernel's own thread at every cell's start and end.
+
+The binding still loads NVML and resolves each function (``_nvmlGetFunctionPointer``); only
+the calling convention differs. The structures are NVML's ABI (nvml.h), declared here so that
+any binding version works, and the fake binding's C entry points write the same layout.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import time
+from collections.abc import Callable
+from types import ModuleType
+from typing import Any
+
+SLOW_CALL_NS = 1_000_000  # a kept call this slow (1 ms) holds every other thread up too long
+SLOW_CALLS_ALLOWED = 3  # ... this many times in a row: give it back
+
+
+class Memory(ctypes.Structure):
+    """nvmlMemory_t: bytes."""
+
+    _fields_ = [
+        ("total", ctypes.c_ulonglong),
+        ("free", ctypes.c_ulonglong),
+        ("used", ctypes.c_ulonglong),
+    ]
+
+
+class MemoryV2(ctypes.Structure):
+    """nvmlMemory_v2_t: bytes, with what the driver and firmware reserve."""
+
+    _fields_ = [
+        ("version", ctypes.c_uint),
+        ("total", ctypes.c_ulonglong),
+        ("reserved", ctypes.c_ulonglong),
+        ("free", ctypes.c_ulonglong),
+        ("used", ctypes.c_ulonglong),
+    ]
+
+
+class Utilization(ctypes.Structure):
+    """nvmlUtilization_t: percent."""
+
+    _fields_ = [("gpu", ctypes.c_uint), ("memory", ctypes.c_uint)]
+
+
+# nvmlReturn_t f(nvmlDevice_t device, T *out), called with the GIL kept.
+GIL_KEEPING_GETTER = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p)
+
+
+def gil_keeping_functions(
+    binding: ModuleType, on_slow: Callable[[str], None]
+) -> dict[str, Callable[..., Any]]:
+    """Replacements for the binding's every-tick functions, by the binding's names, with the
+    same arguments, results and errors (``binding.NVMLError``), that keep the GIL.
+
+    Empty where the binding cannot resolve NVML's C functions (another binding, or a driver
+    without them): those calls then go through the binding. ``on_slow(name)`` is called once,
+    when a kept call has been too slow too many times in a row; the caller should stop using it.
+    """
+    error = getattr(binding, "NVMLError", None)
+    memory = _c_function(binding, "nvmlDeviceGetMemoryInfo")
+    memory_v2 = _c_function(binding, "nvmlDeviceGetMemoryInfo_v2")
+    utilization = _c_function(binding, "nvmlDeviceGetUtilizationRates")
+    out: dict[str, Callable[..., Any]] = {}
+    if error is None:
+        return out
+    if memory is not None and memory_v2 is not None:
+        watch = _SlowWatch("nvmlDeviceGetMemoryInfo", on_slow)
+
+        def nvmlDeviceGetMemoryInfo(handle: Any, version: int | None = None) -> Any:
+            if version:
+                info: Any = MemoryV2(version)
+                call = memory_v2
+            else:
+                info, call = Memory(), memory
+            start = time.perf_counter_ns()
+            ret = call(handle, ctypes.byref(info))
+            if time.perf_counter_ns() - start > SLOW_CALL_NS:
+                watch.slow()
+            elif watch.count:
+                watch.count = 0
+            if ret:
+                raise error(ret)
+            return info
+
+        out["nvmlDeviceGetMemoryInfo"] = nvmlDeviceGetMemoryInfo
+    if utilization is not None:
+        util_watch = _SlowWatch("nvmlDeviceGetUtilizationRates", on_slow)
+
+        def nvmlDeviceGetUtilizationRates(handle: Any) -> Any:
+            rates = Utilization()
+            start = time.perf_counter_ns()
+            ret = utilization(handle, ctypes.byref(rates))
+            if time.perf_counter_ns() - start > SLOW_CALL_NS:
+                util_watch.slow()
+            elif util_watch.count:
+                util_watch.count = 0
+            if ret:
+                raise error(ret)
+            return rates
+
+        out["nvmlDeviceGetUtilizationRates"] = nvmlDeviceGetUtilizationRates
+    return out
+
+
+class _SlowWatch:
+    """Counts a kept call's slow runs in a row; tells ``on_slow`` once, at the limit."""
+
+    def __init__(self, name: str, on_slow: Callable[[str], None]) -> None:
+        self.name, self.on_slow, self.count = name, on_slow, 0
+
+    def slow(self) -> None:
+        self.count += 1
+        if self.count == SLOW_CALLS_ALLOWED:
+            self.on_slow(self.name)
+
+
+def _c_function(binding: ModuleType, name: str) -> Any:
+    """NVML's C function ``name`` as a GIL-keeping callable, or None where it can't be had."""
+    resolve = getattr(binding, "_nvmlGetFunctionPointer", None)
+    if resolve is None:
+        return None
+    try:
+        pointer = resolve(name)  # the binding's own CDLL function (or the fake's C entry point)
+        address = ctypes.cast(pointer, ctypes.c_void_p).value
+    except Exception:  # missing from this driver, or not a C function: the binding's way
+        return None
+    return GIL_KEEPING_GETTER(address) if address else None
