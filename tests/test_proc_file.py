@@ -1,0 +1,53 @@
+"""The /proc/self files the host source keeps open: read again, and reopened in a forked child
+(whose inherited descriptor would read the parent's)."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import pytest
+
+from nbgpumon._sources.host import HostSource
+from nbgpumon._sources.proc_file import ProcFile
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux's /proc")
+
+
+def pid_in(status: bytes) -> int:
+    line = next(x for x in status.splitlines() if x.startswith(b"Pid:"))
+    return int(line.split()[1])
+
+
+def test_a_kept_file_reads_afresh_each_time_and_in_a_child_reads_the_child():
+    status = ProcFile("status")
+    assert pid_in(status.read(8192)) == os.getpid()
+    reader, writer = os.pipe()
+    child = os.fork()
+    if child == 0:  # pragma: no cover (the child's own exit code says)
+        os.close(reader)
+        os.write(writer, str(pid_in(status.read(8192))).encode())
+        os._exit(0)
+    os.close(writer)
+    said = os.read(reader, 64).decode()
+    os.close(reader)
+    os.waitpid(child, 0)
+    assert int(said) == child  # not the parent's pid: the child opened its own
+    assert pid_in(status.read(8192)) == os.getpid()  # and the parent's is still its own
+    status.close()
+    assert pid_in(status.read(8192)) == os.getpid()  # a read after close opens it again
+
+
+def test_the_peak_rss_mark_resets_through_the_kept_clear_refs():
+    host = HostSource()
+    if not host.can_reset_peak:
+        pytest.skip("this kernel can't reset the peak-RSS mark")
+    for _ in range(2):  # twice: the kept descriptor's second write resets it too
+        block = bytearray(64 * 2**20)
+        block[::4096] = b"\1" * len(block[::4096])  # touch every page
+        before = host.peak_rss()
+        del block
+        assert host.reset_peak()
+        after = host.peak_rss()
+        assert before - after > 48 * 2**20, (before, after)
+    host.close()
