@@ -52,6 +52,12 @@ class GPUMon(Configurable):
         help="Record samples, cells and marks to this SQLite file (crash-safe; "
         "nbgpumon.load(PATH) reads it back); '' stops. Same as %gpumon record PATH|off.",
     ).tag(config=True)
+    record_raw_seconds = Float(
+        1800.0,
+        help="Seconds of the newest samples a recording keeps whole; older ones are folded "
+        "into 10 s buckets (mean, min, max), so that a day of 8 GPUs stays under 200 MB. "
+        "0 keeps every sample. Read when a recording starts.",
+    ).tag(config=True)
     oom_report = Bool(
         True, help="Print a post-mortem under a cell that runs out of GPU memory."
     ).tag(config=True)
@@ -128,6 +134,16 @@ class GPUMon(Configurable):
         if value < 0:
             raise TraitError(
                 f"GPUMon.leak_threshold is a number of bytes >= 0 (0: off), not {value!r}"
+            )
+        return value
+
+    @validate("record_raw_seconds")
+    def _check_record_raw_seconds(self, proposal):
+        value = proposal["value"]
+        if not value >= 0:
+            raise TraitError(
+                f"GPUMon.record_raw_seconds is a number of seconds >= 0 (0: keep every sample), "
+                f"not {value!r}"
             )
         return value
 

@@ -492,7 +492,11 @@ class Session:
             return f"recording stopped; {old.rows_written} samples in {old.path}"
         # checks and opens the new file before the old one stops
         new = RecordingWriter(
-            path, self.timeline, session_info(self.nvml), nodes=self._recorded_nodes
+            path,
+            self.timeline,
+            session_info(self.nvml),
+            nodes=self._recorded_nodes,
+            raw_seconds=self.config.record_raw_seconds,
         )
         if self._recorder is not None:
             self._recorder.stop()
