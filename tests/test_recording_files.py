@@ -24,6 +24,7 @@ from traitlets import TraitError
 import nbgpumon
 from nbgpumon import Monitor, RecordingError, RecordingNotFound
 from nbgpumon._ledger.records import CellRecord
+from nbgpumon._recording.compaction import BUCKET_SECONDS as WIDTH
 from nbgpumon._recording.reader import load, sessions
 from nbgpumon._recording.schema import APPLICATION_ID, SCHEMA_VERSION
 from nbgpumon._recording.writer import RecordingWriter, open_database
@@ -329,13 +330,14 @@ def test_missing_folders_are_made_and_said_and_a_path_that_fails_leaves_none(tmp
     assert not (tmp_path / "made").exists()
 
 
-# -- long sessions: samples older than the raw window are folded into 10 s buckets ----------
+# -- long sessions: samples older than the raw window are folded into 1 min buckets ---------
 
 FOLDED_COLUMNS = ["gpu0.nvml.mem_used", "gpu0.nvml.gpu_util", "host.rss"]
 T0 = 1_700_000_003.0  # mid-bucket: the first bucket holds fewer samples than the others
 INFO = {"host": "test", "pid": 1, "gpus": [{"index": 0, "name": "Fake H200"}], "driver": "",
         "versions": {}}  # fmt: skip
 SPIKE = 100 * 2**30  # one sample's mem_used, in a part that is folded
+FULL = round(WIDTH / 0.1)  # samples in a whole bucket, 0.1 s apart
 
 
 def _sample(i: int) -> list[float | None]:
@@ -378,10 +380,10 @@ def _fed(samples: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def test_samples_older_than_the_raw_window_become_buckets_with_their_min_mean_max(tmp_path):
-    path, n = tmp_path / "long.sqlite", 900  # 90 s of samples, 30 s kept raw
+    path, n = tmp_path / "long.sqlite", 5 * FULL  # five buckets' worth, 30 s kept raw
     writer = _write_folded(path, n)
     times, fed = _fed(n)
-    cutoff = np.floor((times[-1] - 30.0) / 10.0) * 10.0  # the last fold's bucket boundary
+    cutoff = np.floor((times[-1] - 30.0) / WIDTH) * WIDTH  # the last fold's bucket boundary
     with contextlib.closing(sqlite3.connect(path)) as db:
         raw = [t for (t,) in db.execute("SELECT time FROM samples WHERE device = 'host'")]
         buckets = db.execute(
@@ -393,16 +395,16 @@ def test_samples_older_than_the_raw_window_become_buckets_with_their_min_mean_ma
                           "WHERE device = 'host' ORDER BY time").fetchall()  # fmt: skip
     # the newest rows stay raw, exactly those from the last bucket boundary on
     np.testing.assert_array_equal(sorted(raw), times[times >= cutoff])
-    starts = np.arange(np.floor(T0 / 10.0), cutoff / 10.0) * 10.0
+    starts = np.arange(np.floor(T0 / WIDTH), cutoff / WIDTH) * WIDTH
     assert [b[0] for b in buckets] == starts.tolist() and len(host) == len(starts)
     for (start, seconds, count, *figures), (low, high) in zip(buckets, host, strict=True):
-        inside = (times >= start) & (times < start + 10.0)
+        inside = (times >= start) & (times < start + WIDTH)
         used, util, rss = fed[inside].T
-        assert seconds == 10.0 and count == inside.sum()
+        assert seconds == WIDTH and count == inside.sum()
         assert figures[:3] == [pytest.approx(used.mean(), rel=1e-12), used.min(), used.max()]
         assert figures[3:] == [pytest.approx(np.nanmean(util)), np.nanmin(util), np.nanmax(util)]
         assert (low, high) == (rss.min(), rss.max())
-    assert buckets[0][2] < 100 and buckets[1][2] == 100  # the first began mid-bucket
+    assert buckets[0][2] < FULL and buckets[1][2] == FULL  # the first began mid-bucket
     assert writer.compactor.rows_folded == 2 * (n - len(raw))  # a gpu0 and a host row each
     # load: the buckets, then the raw samples; every sample counted once
     session = nbgpumon.load(path)
@@ -422,7 +424,7 @@ def test_the_report_the_chart_and_the_frames_see_a_folded_spike_at_its_height(tm
     from nbgpumon._views.report import _session_data
 
     path = tmp_path / "spike.sqlite"
-    _write_folded(path, 900)
+    _write_folded(path, 3 * FULL)
     session = nbgpumon.load(path)
     at = session.columns.index("gpu0.nvml.mem_used")
     bucket = int(np.searchsorted(session.times, T0 + 12.3, side="right")) - 1
@@ -433,7 +435,7 @@ def test_the_report_the_chart_and_the_frames_see_a_folded_spike_at_its_height(tm
     frame = session.samples_frame(ranges=True)
     assert frame["gpu0.nvml.mem_used.max"].max() == SPIKE
     assert frame["gpu0.nvml.mem_used"].max() < SPIKE  # the means: the live frame's shape
-    assert frame["samples"].sum() == 900 and (frame["samples"][session.buckets :] == 1).all()
+    assert frame["samples"].sum() == 3 * FULL and (frame["samples"][session.buckets :] == 1).all()
     assert session.status().line == (
         f"recorded: {path} (session 1), {len(session.times) - session.buckets:,} samples, "
         f"and {session.buckets} buckets of the older ones"
@@ -443,9 +445,9 @@ def test_the_report_the_chart_and_the_frames_see_a_folded_spike_at_its_height(tm
 
 def test_raw_seconds_0_keeps_every_sample_and_the_setting_reaches_the_writer(tmp_path):
     path = tmp_path / "all.sqlite"
-    _write_folded(path, 900, raw_seconds=0)
+    _write_folded(path, 3 * FULL, raw_seconds=0)
     session = nbgpumon.load(path)
-    assert session.buckets == 0 and len(session.times) == 900
+    assert session.buckets == 0 and len(session.times) == 3 * FULL
     mon = Monitor(GPUMon(record_raw_seconds=120))
     try:
         mon.record(tmp_path / "set.sqlite")
@@ -459,15 +461,15 @@ def test_raw_seconds_0_keeps_every_sample_and_the_setting_reaches_the_writer(tmp
 KILLED_IN_A_FOLD = """
 import os, sys
 sys.path.insert(0, {tests!r})
-from test_recording_files import T0, _sample, Timeline, RecordingWriter, INFO, open_database
+from test_recording_files import T0, FULL, _sample, Timeline, RecordingWriter, INFO, open_database
 timeline = Timeline({columns!r})
 writer = RecordingWriter({path!r}, timeline, INFO, raw_seconds=30.0)
 db = open_database(writer.path)
 db.execute("PRAGMA cache_size = 1")  # the fold's pages spill into the log before its commit
-for i in range(600):
+for i in range(3 * FULL):
     timeline.append(T0 + i * 0.1, _sample(i))
-writer.write_pending(db)  # committed: 60 s, the first 30 of them in buckets
-for i in range(600, 900):
+writer.write_pending(db)  # committed: three buckets' worth, the first two folded
+for i in range(3 * FULL, 4 * FULL):
     timeline.append(T0 + i * 0.1, _sample(i))
 db.create_function("crash", 0, lambda: os.kill(os.getpid(), 9))
 writer.compactor._delete = "SELECT crash()"  # killed after the fold's insert, before its delete
@@ -484,11 +486,12 @@ def test_a_writer_killed_in_the_middle_of_a_fold_leaves_its_last_commit_whole(tm
     assert killed.returncode == -9, killed.stderr.decode()
     assert path.with_name(path.name + "-wal").stat().st_size > 0  # left as a kill leaves it
     session = nbgpumon.load(path)
-    times, fed = _fed(600)
-    cutoff = np.floor((times[-1] - 30.0) / 10.0) * 10.0
-    assert session.sample_counts.sum() == 600  # every committed sample, once; none after
+    times, fed = _fed(3 * FULL)
+    cutoff = np.floor((times[-1] - 30.0) / WIDTH) * WIDTH
+    assert session.buckets == 2
+    assert session.sample_counts.sum() == 3 * FULL  # every committed sample, once; none after
     np.testing.assert_array_equal(session.times[session.buckets :], times[times >= cutoff])
-    assert session.times[session.buckets - 1] == cutoff - 10.0
+    assert session.times[session.buckets - 1] == cutoff - WIDTH
     np.testing.assert_array_equal(session.values[session.buckets :], fed[times >= cutoff])
 
 
@@ -526,13 +529,13 @@ def test_a_schema_2_recording_loads_without_buckets_and_gets_a_session_that_has_
     writer = RecordingWriter(path, timeline, INFO, raw_seconds=30.0)
     db = open_database(path)
     try:
-        for i in range(600):
+        for i in range(3 * FULL):
             timeline.append(T0 + i * 0.1, _sample(i))
         writer.write_pending(db)
     finally:
         db.close()
     assert writer.session_id == 2
     new, old = nbgpumon.load(path), nbgpumon.load(path, session=1)
-    assert new.buckets > 0 and new.sample_counts.sum() == 600
+    assert new.buckets > 0 and new.sample_counts.sum() == 3 * FULL
     np.testing.assert_array_equal(old.times, before.times)
     np.testing.assert_array_equal(old.values, before.values)

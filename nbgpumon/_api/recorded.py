@@ -35,7 +35,7 @@ class Recorded(RecordedSession):
 
     def samples_frame(self, ranges: bool = False) -> pandas.DataFrame:
         """One row per sample: ``time`` (UTC) and one column per timeline column. Samples
-        older than the recording's raw window come as one row per 10 s bucket: its start and
+        older than the recording's raw window come as one row per 1 min bucket: its start and
         its means. ``ranges``: also ``samples`` (how many samples a row stands for, 1 for a raw
         one) and each column's bucket minimum and maximum, as ``{column}.min`` /
         ``{column}.max`` (a raw sample's own value)."""

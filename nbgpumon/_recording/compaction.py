@@ -8,7 +8,8 @@ raw rows they fold deleted in the same commit, so the file holds every sample ei
 its bucket, never both and never neither, whenever it is killed or cut. SQLite reuses the
 pages the deletes free for the next rows, which keeps the file's size bounded by the raw window
 plus the buckets (no VACUUM, which would rewrite the whole file). Each pass folds at most
-``MAX_FOLD_SECONDS`` of samples, so a backlog never stalls the writer for long.
+``MAX_FOLD_SECONDS`` of samples, so a backlog never stalls the writer for long; at 10 Hz a pass
+folds one bucket (600 samples per device) once a minute of samples.
 """
 
 from __future__ import annotations
@@ -19,11 +20,15 @@ from collections.abc import Sequence
 
 from .schema import bucket_columns
 
-BUCKET_SECONDS = 10.0  # the timeline's middle level: 8,640 buckets a day per device
-# The newest samples kept whole by default (GPUMon.record_raw_seconds): twice what the live
-# timeline keeps raw, and what load() reads of 8 GPUs in about a second (bench/recording_scale.py).
-RAW_SECONDS = 1800.0
-MAX_FOLD_SECONDS = 600.0  # samples folded per transaction at most: 60 buckets
+# The timeline's coarsest level: 1,440 buckets a day per device. Finer ones cost load() time
+# (it reads every value; 10 s buckets took it past 2 s for a day of 8 GPUs on a small VM), and
+# the chart draws a day in 4,000 points anyway, each bucket's extremes kept.
+BUCKET_SECONDS = 60.0
+# The newest samples kept whole by default (GPUMon.record_raw_seconds): what the live timeline
+# keeps raw (8,192 rows, 13.7 min at 10 Hz), rounded up. load() reads every raw value through
+# Python floats, about 1 µs a sample per GPU on a small VM: 30 min of 8 GPUs took it to 2 s.
+RAW_SECONDS = 900.0
+MAX_FOLD_SECONDS = 600.0  # samples folded per transaction at most: 10 buckets
 
 
 class Compactor:

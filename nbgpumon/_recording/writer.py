@@ -62,7 +62,7 @@ def open_database(path: Path) -> sqlite3.Connection:
 class RecordingWriter:
     """Writes one session to ``path``, on its own thread, until :meth:`stop`: the samples of
     ``timeline`` as they arrive (the newest ``raw_seconds`` of them whole, older ones folded
-    into 10 s buckets; 0 keeps all whole), and the cells and marks it is given."""
+    into 1 min buckets; 0 keeps all whole), and the cells and marks it is given."""
 
     def __init__(
         self,

@@ -53,9 +53,9 @@ class GPUMon(Configurable):
         "nbgpumon.load(PATH) reads it back); '' stops. Same as %gpumon record PATH|off.",
     ).tag(config=True)
     record_raw_seconds = Float(
-        1800.0,
+        900.0,
         help="Seconds of the newest samples a recording keeps whole; older ones are folded "
-        "into 10 s buckets (mean, min, max), so that a day of 8 GPUs stays under 200 MB. "
+        "into 1 min buckets (mean, min, max), so that a day of 8 GPUs stays under 200 MB. "
         "0 keeps every sample. Read when a recording starts.",
     ).tag(config=True)
     oom_report = Bool(
