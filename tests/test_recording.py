@@ -185,7 +185,7 @@ def test_a_failing_write_stops_the_recording_with_a_status_and_keeps_what_was_wr
         def full(db):  # the disk fills up: sqlite3's own error for it
             raise sqlite3.OperationalError("database or disk is full")
 
-        recorder._flush = full
+        recorder.write_pending = full
         _wait_for(lambda: not recorder.running, 60, "the recorder to stop")
         assert "stopped: database or disk is full; what was written before is intact" in (
             mon.recording

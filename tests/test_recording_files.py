@@ -19,11 +19,16 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from traitlets import TraitError
 
 import nbgpumon
 from nbgpumon import Monitor, RecordingError, RecordingNotFound
+from nbgpumon._ledger.records import CellRecord
+from nbgpumon._recording.compaction import BUCKET_SECONDS as WIDTH
 from nbgpumon._recording.reader import load, sessions
 from nbgpumon._recording.schema import APPLICATION_ID, SCHEMA_VERSION
+from nbgpumon._recording.writer import RecordingWriter, open_database
+from nbgpumon._sampling.timeline import Timeline
 from nbgpumon._session.config import GPUMon
 
 from notebook_runner import fake_pynvml, run_cells
@@ -323,3 +328,214 @@ def test_missing_folders_are_made_and_said_and_a_path_that_fails_leaves_none(tmp
     finally:
         mon.close()
     assert not (tmp_path / "made").exists()
+
+
+# -- long sessions: samples older than the raw window are folded into 1 min buckets ---------
+
+FOLDED_COLUMNS = ["gpu0.nvml.mem_used", "gpu0.nvml.gpu_util", "host.rss"]
+T0 = 1_700_000_003.0  # mid-bucket: the first bucket holds fewer samples than the others
+INFO = {"host": "test", "pid": 1, "gpus": [{"index": 0, "name": "Fake H200"}], "driver": "",
+        "versions": {}}  # fmt: skip
+SPIKE = 100 * 2**30  # one sample's mem_used, in a part that is folded
+FULL = round(WIDTH / 0.1)  # samples in a whole bucket, 0.1 s apart
+
+
+def _sample(i: int) -> list[float | None]:
+    """Sample ``i``: mem_used climbs (one spike), utilization saw-tooths with gaps."""
+    used = SPIKE if i == 123 else float(i) * 2**20
+    return [used, None if i % 7 == 0 else float(i % 100), 5e9 + i]
+
+
+def _cell(i: int) -> CellRecord:
+    return CellRecord(i, "cell", i + 1, None, f"step({i})", T0 + i, 0.5, "ok", "", (), 1, 2, 3,
+                      False)  # fmt: skip
+
+
+def _write_folded(
+    path: Path, samples: int, raw_seconds: float = 30.0, every: int = 5, cells_every: int = 50
+) -> RecordingWriter:
+    """``samples`` samples 0.1 s apart from T0, through the real writer, ``every`` samples a
+    transaction (5: the writer thread's half second), with a cell and a mark now and then."""
+    timeline = Timeline(FOLDED_COLUMNS)
+    writer = RecordingWriter(path, timeline, INFO, raw_seconds=raw_seconds)
+    db = open_database(path)
+    try:
+        for i in range(samples):
+            timeline.append(T0 + i * 0.1, _sample(i))
+            if i % cells_every == 0:
+                writer.add_cell(_cell(i // cells_every))
+                writer.add_mark(T0 + i * 0.1, f"mark {i}")
+            if i % every == every - 1:
+                writer.write_pending(db)
+        writer.write_pending(db)
+    finally:
+        db.close()
+    return writer
+
+
+def _fed(samples: int) -> tuple[np.ndarray, np.ndarray]:
+    """The times and values written, as the timeline keeps them (float32)."""
+    values = np.array([_sample(i) for i in range(samples)], dtype=np.float64)
+    return T0 + np.arange(samples) * 0.1, values.astype(np.float32).astype(np.float64)
+
+
+def test_samples_older_than_the_raw_window_become_buckets_with_their_min_mean_max(tmp_path):
+    path, n = tmp_path / "long.sqlite", 5 * FULL  # five buckets' worth, 30 s kept raw
+    writer = _write_folded(path, n)
+    times, fed = _fed(n)
+    cutoff = np.floor((times[-1] - 30.0) / WIDTH) * WIDTH  # the last fold's bucket boundary
+    with contextlib.closing(sqlite3.connect(path)) as db:
+        raw = [t for (t,) in db.execute("SELECT time FROM samples WHERE device = 'host'")]
+        buckets = db.execute(
+            "SELECT time, seconds, samples, nvml_mem_used, nvml_mem_used_min, nvml_mem_used_max,"
+            " nvml_gpu_util, nvml_gpu_util_min, nvml_gpu_util_max FROM sample_buckets"
+            " WHERE device = 'gpu0' ORDER BY time"
+        ).fetchall()
+        host = db.execute("SELECT host_rss_min, host_rss_max FROM sample_buckets "
+                          "WHERE device = 'host' ORDER BY time").fetchall()  # fmt: skip
+    # the newest rows stay raw, exactly those from the last bucket boundary on
+    np.testing.assert_array_equal(sorted(raw), times[times >= cutoff])
+    starts = np.arange(np.floor(T0 / WIDTH), cutoff / WIDTH) * WIDTH
+    assert [b[0] for b in buckets] == starts.tolist() and len(host) == len(starts)
+    for (start, seconds, count, *figures), (low, high) in zip(buckets, host, strict=True):
+        inside = (times >= start) & (times < start + WIDTH)
+        used, util, rss = fed[inside].T
+        assert seconds == WIDTH and count == inside.sum()
+        assert figures[:3] == [pytest.approx(used.mean(), rel=1e-12), used.min(), used.max()]
+        assert figures[3:] == [pytest.approx(np.nanmean(util)), np.nanmin(util), np.nanmax(util)]
+        assert (low, high) == (rss.min(), rss.max())
+    assert buckets[0][2] < FULL and buckets[1][2] == FULL  # the first began mid-bucket
+    assert writer.compactor.rows_folded == 2 * (n - len(raw))  # a gpu0 and a host row each
+    # load: the buckets, then the raw samples; every sample counted once
+    session = nbgpumon.load(path)
+    assert session.buckets == len(starts) and session.damage == ""
+    np.testing.assert_array_equal(session.times, np.concatenate([starts, sorted(raw)]))
+    assert session.sample_counts.sum() == n
+    at = session.columns.index("gpu0.nvml.mem_used")
+    assert session.high[: len(starts), at].tolist() == [b[5] for b in buckets]
+    np.testing.assert_array_equal(session.values[len(starts) :], fed[times >= cutoff])
+    np.testing.assert_array_equal(session.low[len(starts) :], fed[times >= cutoff])
+    # cells and marks are never folded
+    assert [r.label for r in session.records] == [f"step({i})" for i in range(n // 50)]
+    assert [m for _, m in session.marks] == [f"mark {i}" for i in range(0, n, 50)]
+
+
+def test_the_report_the_chart_and_the_frames_see_a_folded_spike_at_its_height(tmp_path):
+    from nbgpumon._views.report import _session_data
+
+    path = tmp_path / "spike.sqlite"
+    _write_folded(path, 3 * FULL)
+    session = nbgpumon.load(path)
+    at = session.columns.index("gpu0.nvml.mem_used")
+    bucket = int(np.searchsorted(session.times, T0 + 12.3, side="right")) - 1
+    assert bucket < session.buckets and session.values[bucket, at] < SPIKE / 10  # the mean
+    assert session.window().high[:, at].max() == SPIKE  # what the chart's history packs
+    report = _session_data(session, max_points=20)
+    assert report.series("gpu0.nvml.mem_used", peak=True).max() == SPIKE
+    frame = session.samples_frame(ranges=True)
+    assert frame["gpu0.nvml.mem_used.max"].max() == SPIKE
+    assert frame["gpu0.nvml.mem_used"].max() < SPIKE  # the means: the live frame's shape
+    assert frame["samples"].sum() == 3 * FULL and (frame["samples"][session.buckets :] == 1).all()
+    assert session.status().line == (
+        f"recorded: {path} (session 1), {len(session.times) - session.buckets:,} samples, "
+        f"and {session.buckets} buckets of the older ones"
+    )
+    assert session.status().interval == pytest.approx(0.1)
+
+
+def test_raw_seconds_0_keeps_every_sample_and_the_setting_reaches_the_writer(tmp_path):
+    path = tmp_path / "all.sqlite"
+    _write_folded(path, 3 * FULL, raw_seconds=0)
+    session = nbgpumon.load(path)
+    assert session.buckets == 0 and len(session.times) == 3 * FULL
+    mon = Monitor(GPUMon(record_raw_seconds=120))
+    try:
+        mon.record(tmp_path / "set.sqlite")
+        assert mon._recorder.compactor.raw_seconds == 120
+    finally:
+        mon.close()
+    with pytest.raises(TraitError, match=r"^GPUMon.record_raw_seconds is a number of seconds"):
+        GPUMon(record_raw_seconds=-1)
+
+
+KILLED_IN_A_FOLD = """
+import os, sys
+sys.path.insert(0, {tests!r})
+from test_recording_files import T0, FULL, _sample, Timeline, RecordingWriter, INFO, open_database
+timeline = Timeline({columns!r})
+writer = RecordingWriter({path!r}, timeline, INFO, raw_seconds=30.0)
+db = open_database(writer.path)
+db.execute("PRAGMA cache_size = 1")  # the fold's pages spill into the log before its commit
+for i in range(3 * FULL):
+    timeline.append(T0 + i * 0.1, _sample(i))
+writer.write_pending(db)  # committed: three buckets' worth, the first two folded
+for i in range(3 * FULL, 4 * FULL):
+    timeline.append(T0 + i * 0.1, _sample(i))
+db.create_function("crash", 0, lambda: os.kill(os.getpid(), 9))
+writer.compactor._delete = "SELECT crash()"  # killed after the fold's insert, before its delete
+writer.write_pending(db)
+"""
+
+
+def test_a_writer_killed_in_the_middle_of_a_fold_leaves_its_last_commit_whole(tmp_path):
+    path = tmp_path / "killed.sqlite"
+    script = KILLED_IN_A_FOLD.format(
+        tests=str(Path(__file__).parent), columns=FOLDED_COLUMNS, path=str(path)
+    )
+    killed = subprocess.run([sys.executable, "-c", script], capture_output=True, check=False)
+    assert killed.returncode == -9, killed.stderr.decode()
+    assert path.with_name(path.name + "-wal").stat().st_size > 0  # left as a kill leaves it
+    session = nbgpumon.load(path)
+    times, fed = _fed(3 * FULL)
+    cutoff = np.floor((times[-1] - 30.0) / WIDTH) * WIDTH
+    assert session.buckets == 2
+    assert session.sample_counts.sum() == 3 * FULL  # every committed sample, once; none after
+    np.testing.assert_array_equal(session.times[session.buckets :], times[times >= cutoff])
+    assert session.times[session.buckets - 1] == cutoff - WIDTH
+    np.testing.assert_array_equal(session.values[session.buckets :], fed[times >= cutoff])
+
+
+def test_a_folded_recording_cut_short_loads_what_it_holds_and_nothing_twice(tmp_path):
+    whole_path = tmp_path / "long.sqlite"
+    n = 18_000  # 30 min, 2 min raw: the pages the folds free were reused all along
+    _write_folded(whole_path, n, raw_seconds=120.0, every=50, cells_every=50)
+    whole = load(whole_path)
+    data = whole_path.read_bytes()
+    for share, extra in ((4, 0), (7, 1234), (9, 0)):
+        path = tmp_path / f"cut-{share}.sqlite"
+        cut = len(data) * share // 10 // PAGE * PAGE + extra
+        path.write_bytes(data[:cut])
+        with pytest.warns(RuntimeWarning):
+            session = nbgpumon.load(path)
+        assert session.damage.startswith(f"{path}: the file is cut short: {cut:,} of ")
+        # what was read is in the whole, value for value: bucket rows and raw rows alike
+        assert (np.diff(session.times) > 0).all()  # nothing twice
+        at = np.searchsorted(whole.times, session.times)
+        np.testing.assert_array_equal(whole.times[at], session.times)
+        for mine, theirs in ((session.values, whole.values), (session.high, whole.high)):
+            read = ~np.isnan(mine)
+            np.testing.assert_array_equal(mine[read], theirs[at][read])
+        assert session.sample_counts.sum() <= n
+        assert session.records == whole.records[: len(session.records)]
+
+
+def test_a_schema_2_recording_loads_without_buckets_and_gets_a_session_that_has_them(tmp_path):
+    path = tmp_path / "frameworks.sqlite"
+    shutil.copy(Path(__file__).parent / "data" / "recorded-frameworks-h200.sqlite", path)
+    with left_alone(path):
+        before = nbgpumon.load(path)
+    assert before.buckets == 0 and len(before.times) > 0 and (before.sample_counts == 1).all()
+    timeline = Timeline(FOLDED_COLUMNS)
+    writer = RecordingWriter(path, timeline, INFO, raw_seconds=30.0)
+    db = open_database(path)
+    try:
+        for i in range(3 * FULL):
+            timeline.append(T0 + i * 0.1, _sample(i))
+        writer.write_pending(db)
+    finally:
+        db.close()
+    assert writer.session_id == 2
+    new, old = nbgpumon.load(path), nbgpumon.load(path, session=1)
+    assert new.buckets > 0 and new.sample_counts.sum() == 3 * FULL
+    np.testing.assert_array_equal(old.times, before.times)
+    np.testing.assert_array_equal(old.values, before.values)

@@ -33,9 +33,30 @@ class Recorded(RecordedSession):
     def of(cls, data: RecordedSession) -> Recorded:
         return cls(**{f.name: getattr(data, f.name) for f in dataclasses.fields(data)})
 
-    def samples_frame(self) -> pandas.DataFrame:
-        """One row per sample: ``time`` (UTC) and one column per timeline column."""
-        return samples_frame(self.times, self.values, self.columns)
+    def samples_frame(self, ranges: bool = False) -> pandas.DataFrame:
+        """One row per sample: ``time`` (UTC) and one column per timeline column. Samples
+        older than the recording's raw window come as one row per 1 min bucket: its start and
+        its means. ``ranges``: also ``samples`` (how many samples a row stands for, 1 for a raw
+        one) and each column's bucket minimum and maximum, as ``{column}.min`` /
+        ``{column}.max`` (a raw sample's own value)."""
+        frame = samples_frame(self.times, self.values, self.columns)
+        if ranges:
+            low, high = self._ranges()
+            frame["samples"] = self._counts()
+            for k, column in enumerate(self.columns):
+                frame[f"{column}.min"] = low[:, k]
+                frame[f"{column}.max"] = high[:, k]
+        return frame
+
+    def _ranges(self) -> tuple[np.ndarray, np.ndarray]:
+        """Each row's minima and maxima: a bucket's extremes, a raw sample's value."""
+        low = self.low if self.low is not None else self.values
+        return low, self.high if self.high is not None else self.values
+
+    def _counts(self) -> np.ndarray:
+        if self.sample_counts is not None:
+            return self.sample_counts
+        return np.ones(len(self.times), dtype=np.int64)
 
     def cells_frame(self) -> pandas.DataFrame:
         return cells_frame(self.records)
@@ -69,10 +90,16 @@ class Recorded(RecordedSession):
         self, t0: float = -math.inf, t1: float = math.inf, columns: Sequence[str] | None = None
     ) -> Window:
         """The recorded samples in ``[t0, t1]``, of ``columns`` (all by default)."""
-        rows = (self.times >= t0) & (self.times <= t1)
+        # times ascend (buckets, then raw samples): a slice, so that the whole is not copied
+        start = int(np.searchsorted(self.times, t0, side="left"))
+        rows = slice(start, max(start, int(np.searchsorted(self.times, t1, side="right"))))
         picked = [self.columns.index(c) for c in columns] if columns is not None else slice(None)
-        v = self.values[rows][:, picked]  # float64, as read: the advisor's numbers stay exact
-        return Window(self.times[rows], v, v, v)
+        # float64, as read: the advisor's numbers stay exact; buckets bring their extremes
+        mean = self.values[rows, picked]
+        if self.low is None:
+            return Window(self.times[rows], mean, mean, mean)
+        low, high = self._ranges()
+        return Window(self.times[rows], mean, low[rows, picked], high[rows, picked])
 
     def since(self, cursor: int, limit: int | None = None) -> Chunk:
         """The recorded samples from ``cursor`` on: a recording's only news is what it holds."""
@@ -92,9 +119,12 @@ class Recorded(RecordedSession):
         return None  # a recording holds finished cells only
 
     def status(self) -> Status:
-        span = float(self.times[-1] - self.times[0]) if len(self.times) > 1 else 0.0
-        interval = span / (len(self.times) - 1) if len(self.times) > 1 else 0.0
-        line = f"recorded: {self.source}, {len(self.times):,} samples"
+        raw = self.times[self.buckets :]  # the interval is the raw samples'
+        span = float(raw[-1] - raw[0]) if len(raw) > 1 else 0.0
+        interval = span / (len(raw) - 1) if len(raw) > 1 else 0.0
+        line = f"recorded: {self.source}, {len(raw):,} samples"
+        if self.buckets:
+            line += f", and {self.buckets:,} buckets of the older ones"
         if self.damage:
             line += f" · {self.damage}"
         lines = [line, f"host: {self.host or '?'}; driver {self.driver or '?'}"]

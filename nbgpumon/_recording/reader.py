@@ -11,7 +11,7 @@ import sqlite3
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -21,10 +21,7 @@ from .._sampling.node_timeline import NodeTimeline
 from .file_check import check_recording, connect_readonly, os_reason
 from .node_rows import read_nodes
 from .salvage import lost_parts, rows_until_damage, whole_pages
-from .schema import device_columns, today_column
-
-if TYPE_CHECKING:
-    pass
+from .schema import BUCKETS_SINCE, bucket_columns, device_columns, today_column
 
 
 @dataclass(frozen=True)
@@ -46,6 +43,15 @@ class RecordedSession:
     damage: str = ""  # for a file cut short: what could not be read, one line ("" when whole)
     nodes: NodeTimeline | None = None  # other nodes' samples, when the session read a cluster
     cluster_server: str = ""  # the Prometheus server they came from
+    # Schema 3 folds samples older than the raw window into buckets: their rows come first in
+    # ``times`` (each bucket's start) and ``values`` (its means); ``low`` and ``high`` hold their
+    # minima and maxima (the values themselves for a raw sample), ``sample_counts`` how many
+    # raw samples each row stands for (1: a raw sample), ``buckets`` how many of the first rows
+    # are buckets. None: every row is a raw sample.
+    low: np.ndarray | None = None
+    high: np.ndarray | None = None
+    sample_counts: np.ndarray | None = None
+    buckets: int = 0
 
 
 def sessions(path: str | Path) -> list[int]:
@@ -110,7 +116,8 @@ def _read_session(
         gpus, versions = json.loads(gpus or "[]"), json.loads(versions or "{}")
     except (TypeError, ValueError):
         raise RecordingError(f"{path} is damaged: session {sid}'s row can't be read") from None
-    times, values, samples_error = _read_samples(db, sid, columns, version, salvage=bool(cut_short))
+    samples, samples_error = _read_samples(db, sid, columns, version, salvage=bool(cut_short))
+    times = samples.times
     if version < 2:
         columns = [today_column(c) for c in columns]  # one naming for every view
     cell_rows, cells_error = rows_until_damage(
@@ -153,12 +160,16 @@ def _read_session(
         versions=versions,
         columns=columns,
         times=times,
-        values=values,
+        values=samples.mean,
         records=records,
         marks=marks,
         damage=damage,
         nodes=nodes,
         cluster_server=server,
+        low=samples.low,
+        high=samples.high,
+        sample_counts=samples.counts,
+        buckets=samples.buckets,
     )
 
 
@@ -175,16 +186,82 @@ def _records(rows: list[tuple]) -> tuple[list[CellRecord], int]:
 
 def _read_samples(
     db: sqlite3.Connection, sid: int, columns: list[str], version: int, salvage: bool
+) -> tuple[Rows, str]:
+    """The session's samples in the timeline's wide layout, its buckets (schema 3) first, and
+    the error that stopped the read ("" when all were read)."""
+    width = len(columns)
+    by_device = device_columns(columns, version)
+    raw_layout = {
+        d: list(zip(names, index, strict=True)) for d, (names, index) in by_device.items()
+    }
+    times, raw, error = _pivot(db, "samples", sid, raw_layout, width, salvage)
+    rows = Rows(times, raw, raw, raw, np.ones(len(times), dtype=np.int64))
+    if version < BUCKETS_SINCE:
+        return rows, error
+    # per device: each column's mean, min and max into three blocks, then the sample count
+    bucket_layout = {
+        device: [
+            (name, i + k * width)
+            for name, i in zip(names, index, strict=True)
+            for k, name in enumerate(bucket_columns(name))
+        ]
+        + [("samples", 3 * width), ("seconds", 3 * width + 1)]
+        for device, (names, index) in by_device.items()
+    }
+    starts, wide, bucket_error = _pivot(
+        db, "sample_buckets", sid, bucket_layout, 3 * width + 2, salvage
+    )
+    # whole buckets before the first raw sample only: in a file cut short by a copy, a bucket
+    # may be missing, but one never stands beside the samples it folded
+    first_raw = times[0] if len(times) else np.inf
+    keep = starts + np.nan_to_num(wide[:, 3 * width + 1]) <= first_raw
+    starts, wide = starts[keep], wide[keep]
+    counts = np.nan_to_num(wide[:, 3 * width]).astype(np.int64)
+    mean, low, high = (wide[:, k * width : (k + 1) * width] for k in range(3))
+    return (
+        Rows(
+            np.concatenate([starts, times]),
+            np.concatenate([mean, raw]),
+            np.concatenate([low, raw]),
+            np.concatenate([high, raw]),
+            np.concatenate([counts, rows.counts]),
+            buckets=len(starts),
+        ),
+        error or bucket_error,
+    )
+
+
+@dataclass(frozen=True)
+class Rows:
+    """A session's samples, wide: raw rows (``low == mean == high``, ``counts`` 1) and, before
+    them, bucket rows stamped with their start."""
+
+    times: np.ndarray
+    mean: np.ndarray
+    low: np.ndarray
+    high: np.ndarray
+    counts: np.ndarray  # raw samples each row stands for
+    buckets: int = 0  # how many of the first rows are buckets
+
+
+def _pivot(
+    db: sqlite3.Connection,
+    table: str,
+    sid: int,
+    layout: dict[str, list[tuple[str, int]]],
+    width: int,
+    salvage: bool,
 ) -> tuple[np.ndarray, np.ndarray, str]:
-    """Samples rows (one per device per time) back into the timeline's wide layout, and the
-    error that stopped the read ("" when all were read)."""
-    have = {r[1] for r in db.execute("PRAGMA table_info(samples)")}
+    """Rows of ``table`` (one per device per time) into one wide row per time: ``layout``
+    says, per device, which table column goes to which output column. The error that stopped
+    the read ("" when all were read)."""
+    have = {r[1] for r in db.execute(f"PRAGMA table_info({table})")}
     # In a file cut short the index and the table end at different places: read both ways.
     ways = ("", " NOT INDEXED") if salvage else ("",)
     blocks, error = [], ""
-    for device, (names, index) in device_columns(columns, version).items():
-        picked = [(i, m) for m, i in zip(names, index, strict=True) if m in have]
-        select = "SELECT time" + "".join(f', "{m}"' for _, m in picked) + " FROM samples"
+    for device, wanted in layout.items():
+        picked = [(i, m) for m, i in wanted if m in have]
+        select = "SELECT time" + "".join(f', "{m}"' for _, m in picked) + f" FROM {table}"
         rows = []
         for way in ways:
             got, failed = rows_until_damage(
@@ -200,7 +277,7 @@ def _read_samples(
             block = block[np.unique(block[:, 0], return_index=True)[1]]
         blocks.append(([i for i, _ in picked], block))
     times = np.unique(np.concatenate([b[:, 0] for _, b in blocks] or [np.empty(0)]))
-    values = np.full((len(times), len(columns)), np.nan)
+    values = np.full((len(times), width), np.nan)
     for index, block in blocks:
         at = np.searchsorted(times, block[:, 0])
         values[np.ix_(at, index)] = block[:, 1:]

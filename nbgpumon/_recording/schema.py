@@ -7,6 +7,10 @@ Schema 2 names a sample column after its registry metric, ``{source}_{metric}``
 and says in ``session.schema`` which naming a session used. Schema 1 (nbgpumon 0.1.0 and the
 first recordings) named them by metric alone (``mem_used``, ``allocated``, ``rss``); its
 sessions still load, their columns renamed to today's (``V1_SOURCES``).
+
+Schema 3 keeps the newest samples whole and folds older ones into ``sample_buckets``: one row
+per device per bucket, with each sample column's mean under its own name and its extremes as
+``{name}_min`` / ``{name}_max`` (compaction.py). Sessions of schemas 1 and 2 have no buckets.
 """
 
 from __future__ import annotations
@@ -16,7 +20,8 @@ from collections.abc import Sequence
 
 from .._foundation.metrics import metric_of
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
+BUCKETS_SINCE = 3  # the first schema version whose sessions may have sample_buckets rows
 # SQLite's header field for "which program's file is this" (PRAGMA application_id): "nbgm".
 APPLICATION_ID = int.from_bytes(b"nbgm", "big")
 FORMAT_KEY, FORMAT_VALUE = "format", "nbgpumon"  # the same, in the meta table, for any client
@@ -67,6 +72,11 @@ def today_column(v1_column: str) -> str:
     return f"{device}.{source}.{name}" if device.startswith("gpu") and source else v1_column
 
 
+def bucket_columns(name: str) -> tuple[str, str, str]:
+    """The ``sample_buckets`` columns of the samples column ``name``: mean, minimum, maximum."""
+    return name, f"{name}_min", f"{name}_max"
+
+
 def device_columns(
     columns: Sequence[str], version: int = SCHEMA_VERSION
 ) -> dict[str, tuple[list[str], list[int]]]:
@@ -82,8 +92,9 @@ def device_columns(
 
 def create_schema(db: sqlite3.Connection, columns: Sequence[str]) -> None:
     """Create the tables (idempotent), set the marker and the version, and make room for the
-    timeline ``columns``: a sample column the table lacks is added, and described in
-    ``metrics``. Only for a file that is new or already a recording."""
+    timeline ``columns``: a sample column the table lacks is added (to ``samples`` and as its
+    three ``sample_buckets`` columns), and described in ``metrics``. Only for a file that is
+    new or already a recording."""
     db.executescript(
         f"""
         PRAGMA application_id = {APPLICATION_ID};
@@ -99,21 +110,35 @@ def create_schema(db: sqlite3.Connection, columns: Sequence[str]) -> None:
             allocated_total INTEGER, retained INTEGER, peak_allocated INTEGER, util_mean REAL,
             util_max REAL, rss_before INTEGER, rss_after INTEGER, rss_peak INTEGER,
             held_by TEXT, traced TEXT, record TEXT);
+        CREATE TABLE IF NOT EXISTS sample_buckets (
+            session INTEGER, time REAL, seconds REAL, device TEXT, samples INTEGER);
+        CREATE INDEX IF NOT EXISTS sample_buckets_device
+            ON sample_buckets (session, device, time);
         CREATE TABLE IF NOT EXISTS marks (session INTEGER, time REAL, label TEXT);
         CREATE TABLE IF NOT EXISTS metrics (
             name TEXT PRIMARY KEY, source TEXT, metric TEXT, unit TEXT, kind TEXT, panel TEXT,
             label TEXT);
         """
     )
+    if db.execute("SELECT 1 FROM samples LIMIT 1").fetchone() is None:
+        # load() reads a device's rows at a time: this index spares it a scan of every row per
+        # device. Only in a file without samples yet, where it costs nothing to make; an older
+        # recording keeps the time index alone (indexing its rows would stall %gpumon record).
+        db.execute("CREATE INDEX IF NOT EXISTS samples_device ON samples (session, device, time)")
     if "schema" not in {r[1] for r in db.execute("PRAGMA table_info(session)")}:
         db.execute("ALTER TABLE session ADD COLUMN schema INTEGER")  # a schema 1 file: NULL
     have = {r[1] for r in db.execute("PRAGMA table_info(samples)")}
+    in_buckets = {r[1] for r in db.execute("PRAGMA table_info(sample_buckets)")}
     described = []
     for column in columns:
         _, name = sample_column(column)
         if name not in have:
             db.execute(f'ALTER TABLE samples ADD COLUMN "{name}" REAL')
             have.add(name)
+        for bucket_column in bucket_columns(name):
+            if bucket_column not in in_buckets:
+                db.execute(f'ALTER TABLE sample_buckets ADD COLUMN "{bucket_column}" REAL')
+                in_buckets.add(bucket_column)
         m = metric_of(column)
         if m is not None:
             described.append((name, m.source, m.name, m.unit, m.kind, m.panel, m.label))

@@ -2,10 +2,11 @@
 
 A writer thread of its own (never the sampler's) wakes every ``flush_interval`` seconds, takes
 the timeline's new raw rows and whatever cells and marks the main thread queued, writes them in
-one transaction and commits. The database runs in WAL mode, so a ``kill -9`` of the kernel loses
-at most the rows of the last interval and the file stays readable by any SQLite client. A write
-that fails (disk full, the file removed) stops the recording with a status line; it never
-raises into the kernel and never prints from the thread. Schema: docs/recording.md.
+one transaction, folds the samples that have aged past the raw window into buckets in the same
+transaction (compaction.py) and commits. The database runs in WAL mode, so a ``kill -9`` of the
+kernel loses at most the rows of the last interval and the file stays readable by any SQLite
+client. A write that fails (disk full, the file removed) stops the recording with a status
+line; it never raises into the kernel and never prints from the thread. Schema: docs/recording.md.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from .._foundation.errors import RecordingError
 from .._ledger.rows import record_row
 from .._sampling.node_timeline import NodeTimeline
 from .._sampling.timeline import Timeline
+from .compaction import RAW_SECONDS, Compactor
 from .file_check import WRITABLE_HINT, check_record_target, os_reason
 from .node_rows import create_node_tables, write_node_samples, write_nodes
 from .schema import CELL_COLUMNS, SCHEMA_VERSION, create_schema, device_columns
@@ -39,6 +41,9 @@ if TYPE_CHECKING:
 
 FLUSH_INTERVAL = 0.5  # seconds between commits: a kill loses at most this much, plus one write
 BATCH_ROWS = 20_000  # timeline rows per transaction at most (a backlog is written in pieces)
+# The log is truncated back to this after a checkpoint, so a backlog's big transactions don't
+# leave a large -wal file beside the recording for the rest of the session.
+WAL_LIMIT = 8 * 2**20
 
 
 def open_database(path: Path) -> sqlite3.Connection:
@@ -47,6 +52,7 @@ def open_database(path: Path) -> sqlite3.Connection:
     try:
         db.execute("PRAGMA journal_mode=WAL")
         db.execute("PRAGMA synchronous=NORMAL")  # WAL + NORMAL: a committed batch survives a kill
+        db.execute(f"PRAGMA journal_size_limit={WAL_LIMIT}")
     except sqlite3.Error:
         db.close()
         raise
@@ -55,7 +61,8 @@ def open_database(path: Path) -> sqlite3.Connection:
 
 class RecordingWriter:
     """Writes one session to ``path``, on its own thread, until :meth:`stop`: the samples of
-    ``timeline`` as they arrive, and the cells and marks it is given."""
+    ``timeline`` as they arrive (the newest ``raw_seconds`` of them whole, older ones folded
+    into 1 min buckets; 0 keeps all whole), and the cells and marks it is given."""
 
     def __init__(
         self,
@@ -63,6 +70,7 @@ class RecordingWriter:
         timeline: Timeline,
         info: dict[str, Any],
         nodes: Callable[[], tuple[NodeTimeline, str] | None] = lambda: None,
+        raw_seconds: float = RAW_SECONDS,
     ) -> None:
         """Check ``path`` and create this session's row in it; raises :class:`RecordingError`
         (a path that is empty, not writable, or a file that is not a recording) with nothing
@@ -87,6 +95,8 @@ class RecordingWriter:
         self.node_rows_written = 0
         self.created_folder: Path | None = None  # the file's folder, when this made it
         self.session_id = self._open()
+        names = [n for names, _ in self._by_device.values() for n in names]
+        self.compactor = Compactor(self.session_id, names, raw_seconds)
 
     def _open(self) -> int:
         """Create the file and this session's row now, on the caller's thread, so that a path
@@ -174,7 +184,7 @@ class RecordingWriter:
             db = open_database(self.path)
             while True:
                 stopping = self._stop.wait(FLUSH_INTERVAL)
-                self._flush(db)
+                self.write_pending(db)
                 if stopping:
                     break
         except (OSError, sqlite3.Error) as exc:
@@ -188,7 +198,10 @@ class RecordingWriter:
                 with contextlib.suppress(sqlite3.Error):
                     db.close()
 
-    def _flush(self, db: sqlite3.Connection) -> None:
+    def write_pending(self, db: sqlite3.Connection) -> None:
+        """Write, in one transaction on ``db`` (a connection of :func:`open_database`), what
+        arrived since the last call, and fold what aged past the raw window. The writer thread
+        calls it every ``FLUSH_INTERVAL``; tests and benchmarks call it directly instead."""
         chunk = self._timeline.since(self._cursor, limit=BATCH_ROWS)
         cells, marks = [], []
         while True:
@@ -210,6 +223,7 @@ class RecordingWriter:
         try:
             if chunk.end > chunk.start:
                 self._write_samples(db, chunk.times, chunk.values)
+                self.compactor.fold(db, float(chunk.times[-1]))
             if new_nodes and cluster is not None and node_chunk is not None:
                 written = write_node_samples(db, self.session_id, node_columns, node_chunk)
                 write_nodes(db, self.session_id, cluster[0].gpus(), cluster[1])

@@ -22,6 +22,11 @@ _RANGES: dict[str, tuple[Callable[[float], bool], str, str]] = {
         (lambda v: MIN_INTERVAL <= v <= MAX_INTERVAL, _INTERVAL_SAYS, _INTERVAL_EXAMPLE),
     ),
     "leak_threshold": (lambda v: v >= 0, "is a number of bytes >= 0 (0: off)", ""),
+    "record_raw_seconds": (
+        lambda v: v >= 0,
+        "is a number of seconds >= 0 (0: keep every sample)",
+        "",
+    ),
     "cluster_timeout": (lambda v: 0.1 <= v <= 60, "must be 0.1 to 60 seconds", ""),
     "cluster_interval": (
         lambda v: v == 0 or 1 <= v <= 3600,
@@ -77,6 +82,12 @@ class GPUMon(Configurable):
         "",
         help="Record samples, cells and marks to this SQLite file (crash-safe; "
         "nbgpumon.load(PATH) reads it back); '' stops. Same as %gpumon record PATH|off.",
+    ).tag(config=True)
+    record_raw_seconds = Float(
+        900.0,
+        help="Seconds of the newest samples a recording keeps whole; older ones are folded "
+        "into 1 min buckets (mean, min, max), so that a day of 8 GPUs stays under 200 MB. "
+        "0 keeps every sample. Read when a recording starts.",
     ).tag(config=True)
     oom_report = Bool(
         True, help="Print a post-mortem under a cell that runs out of GPU memory."

@@ -521,7 +521,11 @@ class Session:
 
         # checks and opens the new file before the old one stops
         new = RecordingWriter(
-            path, self.timeline, session_info(self.nvml), nodes=self._recorded_nodes
+            path,
+            self.timeline,
+            session_info(self.nvml),
+            nodes=self._recorded_nodes,
+            raw_seconds=self.config.record_raw_seconds,
         )
         if self._recorder is not None:
             self._recorder.stop()

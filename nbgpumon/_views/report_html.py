@@ -26,6 +26,15 @@ dl{display:grid;grid-template-columns:max-content auto;gap:2px 12px} dt{color:#6
 """
 
 
+def _samples(session: Recorded) -> str:
+    """How many samples the session holds: raw, and folded into buckets (schema 3)."""
+    if not session.buckets or session.sample_counts is None:
+        return str(len(session.times))
+    folded = int(session.sample_counts[: session.buckets].sum())
+    raw = len(session.times) - session.buckets
+    return f"{raw + folded} ({folded} of them in {session.buckets} buckets)"
+
+
 def session_html(session: Recorded, max_points: int = 1200) -> str:
     """The page for ``session``."""
     window = session.window().downsample(max_points)
@@ -42,7 +51,7 @@ def session_html(session: Recorded, max_points: int = 1200) -> str:
         "GPUs": ", ".join(f"gpu{g.get('index')} {g.get('name')}" for g in session.gpus) or "none",
         "driver": session.driver or "—",
         "versions": ", ".join(f"{k} {v}" for k, v in session.versions.items()),
-        "samples": f"{len(session.times)} over {span:.0f} s",
+        "samples": f"{_samples(session)} over {span:.0f} s",
         "cells": str(len(session.records)),
     }
     rows = "".join(f"<dt>{html.escape(k)}</dt><dd>{html.escape(v)}</dd>" for k, v in facts.items())
