@@ -61,8 +61,8 @@ export function rowTexts(cell) {
 // Rows are drawn only where the table is scrolled to: a ledger of 10,000 cells keeps a few
 // dozen <tr> in the DOM. Every row has one height (texts never wrap), so a spacer row above and
 // one below stand for the rest and the scroll bar is that of the whole ledger.
-export const ROW_HEIGHT = 18; // CSS px, as style.js sets it; the drawn rows' own height wins
-const SHOWN_HEIGHT = 220; // the scroll box's max-height, until it is laid out
+export const ROW_HEIGHT = 16; // CSS px, as style.js sets it; the drawn rows' own height wins
+const SHOWN_HEIGHT = 220; // the scroll box's max-height (style.js): its height once rows overflow it
 const OVERSCAN = 8; // rows drawn beyond each edge, so a small scroll shows no blank
 
 export class CellTable {
