@@ -19,6 +19,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import cuda_setup
+import json_comm
 import result_file
 import stats
 
@@ -33,6 +34,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cells", type=int, default=150, help="run_cell calls per block")
     parser.add_argument(
         "--long-cell-hours", type=float, default=1.0, help="length of the long-cell case"
+    )
+    parser.add_argument(
+        "--ledger", type=int, default=10_000, help="records in the ledger, widget-shown case"
     )
 
 
@@ -115,6 +119,43 @@ def filled_timeline(columns: tuple[str, ...], seconds: float) -> Timeline:
     return timeline
 
 
+def ledger_case(
+    shell: Any, hooks: Any, mon: Any, records: int, pairs: int, result: Any, direct: dict
+) -> None:
+    """The hooks with ``records`` cells in the ledger and the widget shown (sampler stopped).
+
+    The ledger is filled by the hooks themselves (untimed), then ``%gpumon``'s widget is made
+    with a comm that encodes each message to JSON as the kernel does, so the ledger's update
+    after each cell costs what it would in a kernel; its bytes per cell are reported too.
+    """
+    mon.stop()
+    mon.config.history = max(mon.config.history, records)
+    time_hooks(shell, hooks, records - len(mon.ledger.records()))
+    json_comm.install()
+    mon.widget()
+    json_comm.SENT.clear()
+    gc.collect()
+    samples = time_hooks(shell, hooks, pairs)
+    sent = sum(json_comm.SENT) / pairs
+    label = f"ledger of {len(mon.ledger.records()):,} records, widget shown, sampler stopped"
+    summary = {k: stats.describe(v) for k, v in samples.items()}
+    direct[label] = summary
+    pair = summary["pair"]
+    result.log(
+        f"{label}: pair median {pair['median']:.0f} µs p99 {pair['p99']:.0f}; "
+        f"{sent:,.0f} bytes sent to the widget per cell"
+    )
+    result.add(
+        f"hooks per cell, {label}",
+        pair["median"] / 1e3,
+        "ms",
+        TARGET_MS,
+        note=f"p99 {pair['p99'] / 1e3:.3f} ms; post median {summary['post']['median']:.0f} µs "
+        f"p99 {summary['post']['p99']:.0f}; {sent:,.0f} bytes to the widget per cell",
+    )
+    result.add(f"bytes to the widget per cell, {label}", sent, "bytes")
+
+
 def load(shell: Any) -> None:
     with contextlib.redirect_stdout(io.StringIO()):
         shell.run_line_magic("load_ext", "nbgpumon")
@@ -190,6 +231,7 @@ def main() -> None:
             f"p99 {pre['p99']:.0f}; post median {post['median']:.0f} µs p99 {post['p99']:.0f}",
         )
     mon.config.peak_mode = "reset"
+    ledger_case(shell, hooks, mon, args.ledger, n_pairs, result, direct)
     mon.start()
     result.details["direct_us"] = direct
     unload(shell)

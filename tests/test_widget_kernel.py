@@ -25,13 +25,17 @@ def _displays(msgs: list[dict]) -> list[dict]:
     return [m for m in msgs if m["msg_type"] in ("display_data", "execute_result")]
 
 
-def _samples(msgs: list[dict]) -> list[dict]:
+def _custom(msgs: list[dict], kind: str) -> list[dict]:
     return [
         m for m in msgs
         if m["msg_type"] == "comm_msg"
         and m["content"]["data"].get("method") == "custom"
-        and m["content"]["data"]["content"].get("type") == "samples"
+        and m["content"]["data"]["content"].get("type") == kind
     ]  # fmt: skip
+
+
+def _samples(msgs: list[dict]) -> list[dict]:
+    return _custom(msgs, "samples")
 
 
 def _widget_state(msgs: list[dict]) -> dict:
@@ -100,13 +104,32 @@ def test_showing_it_twice_gives_two_views_of_one_widget(kernel):
 def test_cells_reach_the_widget_with_their_labels_as_data(kernel):
     kernel.run("%load_ext nbgpumon")
     kernel.run("%gpumon")
-    updates = kernel.run(f"x = 1  # {XSS}")
-    state = [
-        m["content"]["data"]["state"] for m in updates
-        if m["msg_type"] == "comm_msg" and m["content"]["data"].get("method") == "update"
-        and "cells" in m["content"]["data"].get("state", {})
+    (sent,) = _custom(kernel.run(f"x = 1  # {XSS}"), "cells")
+    (row,) = sent["content"]["data"]["content"]["rows"]
+    assert row["label"] == f"x = 1  # {XSS}"
+
+
+def test_each_cell_sends_its_own_row_and_a_page_loaded_later_gets_the_whole_ledger(kernel):
+    kernel.run("%load_ext nbgpumon")
+    kernel.run("%gpumon")
+    for k in range(3):
+        (sent,) = _custom(kernel.run(f"y = {k}"), "cells")
+        message = sent["content"]["data"]["content"]
+        (row,) = message["rows"]  # the new record only, not the ledger again
+        assert row["label"] == f"y = {k}" and message["first"] == 0
+    updates = [
+        m for m in kernel.messages
+        if m["msg_type"] == "comm_msg" and "cells" in m["content"]["data"].get("state", {})
     ]  # fmt: skip
-    assert state and state[-1]["cells"][-1]["label"] == f"x = 1  # {XSS}"
+    assert updates == []  # the trait was sent once, when the widget opened
+    # what a reloaded page gets when it asks for the widget's state: every record so far
+    asked = kernel.run(
+        "import nbgpumon\n"
+        "state = nbgpumon.monitor()._publisher.widget.get_state()\n"
+        "print([c['label'] for c in state['cells']])"
+    )
+    printed = "".join(m["content"]["text"] for m in asked if m["msg_type"] == "stream")
+    assert all(f"'y = {k}'" in printed for k in range(3)), printed
 
 
 def test_the_running_cell_reaches_the_widget_as_it_starts_and_leaves_with_its_row(kernel):
@@ -126,12 +149,15 @@ def test_the_running_cell_reaches_the_widget_as_it_starts_and_leaves_with_its_ro
     assert running["kind"] == "cell" and running["label"] == f"import time  # {XSS}"
     assert abs(running["start"] - time.time()) < 30
     assert running["baseline"]["host.rss"] > 2**20  # this kernel's resident set at the start
-    assert "cells" not in updates[0]  # nothing recorded yet
     ended = updates[1]
     assert ended["running"] == {}
-    row = ended["cells"][-1]  # in the same message: no frame shows the cell twice or not at all
+    (sent,) = _custom(during, "cells")
+    (row,) = sent["content"]["data"]["content"]["rows"]
     assert (row["count"], row["start"]) == (count, running["start"])
     assert row["duration"] >= 1.0
+    # its row first, then `running` cleared: no frame shows the cell twice or not at all
+    cleared = next(m for m in during if m["content"].get("data", {}).get("state") is ended)
+    assert during.index(sent) < during.index(cleared)
 
 
 def test_unload_closes_the_widget(kernel):

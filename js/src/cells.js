@@ -2,7 +2,7 @@
 // selection, the cell number for data attributes, and the time span a band covers; and the cell
 // that is running (the `running` trait), drawn like an entry that grows.
 
-/** A key that survives the ledger being trimmed to its last 500 entries. */
+/** A key that survives the ledger being trimmed (its oldest entries dropped). */
 export function cellKey(cell) {
   return `${cell.kind === "region" ? "region" : "cell"}@${cell.start}`;
 }
@@ -23,17 +23,6 @@ export function cellEnd(cell, now) {
 export function validCells(value) {
   if (!Array.isArray(value)) return [];
   return value.filter((c) => c && typeof c === "object" && Number.isFinite(c.start));
-}
-
-/** The entry covering time `t` (the innermost: a region inside its cell wins), or null. */
-export function cellAt(cells, t, now) {
-  let found = null;
-  for (const c of cells) {
-    if (c.start <= t && t <= cellEnd(c, now)) {
-      if (!found || c.start >= found.start) found = c;
-    }
-  }
-  return found;
 }
 
 const ALLOCATED = /^gpu\d+\.[a-z0-9_]+\.allocated$/; // any allocator's (gpu0.torch.allocated)
@@ -57,16 +46,18 @@ function sinceStart(baseline, pattern, latest) {
  * The cell that is running (the `running` trait) as an entry the chart and the table draw like
  * a ledger row: an open band from its start to `now`, `duration` the time so far, and what it
  * changed so far against the readings at its start (`baseline`, by timeline column).
- * Null when no cell runs, the value is malformed, or `cells` already holds it (it ended).
+ * Null when no cell runs, the value is malformed, or the ledger already holds it (it ended).
  * @param {object} value the `running` trait
- * @param {object[]} cells valid ledger entries
+ * @param {object[]|{has: (key: string) => boolean}} cells valid ledger entries, or what says
+ *   whether the ledger holds a key (cell-store's CellStore: no walk over 10,000 entries)
  * @param {number} now unix seconds of the newest sample
  * @param {(column: string) => number|null} latest newest value of a timeline column
  */
 export function runningCell(value, cells, now, latest) {
   if (!value || typeof value !== "object" || !Number.isFinite(value.start)) return null;
   const key = cellKey({ kind: "cell", start: value.start });
-  if (cells.some((c) => cellKey(c) === key)) return null;
+  const held = Array.isArray(cells) ? cells.some((c) => cellKey(c) === key) : cells.has(key);
+  if (held) return null;
   const baseline = value.baseline && typeof value.baseline === "object" ? value.baseline : {};
   const rss = baseline["host.rss"];
   const rssNow = Number.isFinite(rss) ? latest("host.rss") : null;

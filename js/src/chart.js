@@ -6,7 +6,8 @@
 //
 // Everything drawn from user strings goes through canvas fillText or textContent.
 
-import { cellAt, cellEnd, cellId, cellKey } from "./cells.js";
+import { CellIndex } from "./cell-index.js";
+import { cellEnd, cellId, cellKey } from "./cells.js";
 import { formatBytes, formatBytesAxis, formatPercent, formatSeconds, ledgerLine, runningLine } from "./format.js";
 import { bucketColumns } from "./budget.js";
 import { Downsampler, bucketSeconds } from "./downsample.js";
@@ -167,6 +168,20 @@ function tipText(cell) {
   return [line, held, label].filter(Boolean).join("\n");
 }
 
+/**
+ * Unix seconds to canvas px on `u`'s x scale (linear, left to right): what
+ * u.valToPos(t, "x", true) gives, without a call into uPlot for each of 10,000 bands.
+ * @returns {((t: number) => number) & {perSecond: number}}
+ */
+function canvasX(u) {
+  const { min, max } = u.scales.x;
+  const { left, width } = u.bbox;
+  const perSecond = max > min ? width / (max - min) : 0;
+  const toX = (t) => left + (t - min) * perSecond;
+  toX.perSecond = perSecond;
+  return toX;
+}
+
 function cssVar(el, name, fallback) {
   try {
     const v = getComputedStyle(el).getPropertyValue(name).trim();
@@ -217,7 +232,10 @@ export class Chart {
     this.hidden = new Set();
     this.span = null; // seconds drawn by the last update, and its bucket width (downsample.js)
     this.dt = NaN;
-    this.frame = { cells: [], marks: [], highlight: null, now: NaN };
+    this.frame = { index: new CellIndex([]), running: null, marks: [], highlight: null, now: NaN };
+    this.visible = { min: NaN, max: NaN, frame: null, cells: [] }; // the last band query's
+    this.cellArray = null; // cells given as an array (tests), and the index made of them
+    this.cellArrayIndex = null;
     this.downsampler = new Downsampler();
     this.textWidths = new Map(); // `${font}|${text}` -> px: each panel measures the same labels each frame
   }
@@ -249,7 +267,8 @@ export class Chart {
    *   `totalColumns` are several ceilings, of which the largest is drawn)
    * @param {number|null} f.window seconds shown, or null for all
    * @param {number} f.width CSS px
-   * @param {object[]} f.cells valid ledger entries
+   * @param {CellIndex|object[]} f.cells the ledger's entries: cell-store's index of them (or
+   *   an array of valid entries, indexed here)
    * @param {object|null} [f.running] the running cell (cells.runningCell), drawn open to now
    * @param {object[]} f.marks
    * @param {string|null} f.highlight cellKey of the selected cell
@@ -267,7 +286,7 @@ export class Chart {
 
     const t1 = store.lastTime;
     const now = t1;
-    this.frame = { cells: running ? [...cells, running] : cells, marks, highlight, now };
+    this.frame = { index: this._indexOf(cells), running, marks, highlight, now };
     // The window is a maximum: until that much is held the chart spans what there is.
     let t0 = window ? Math.max(t1 - window, store.firstTime) : store.firstTime;
     if (!(t1 > t0)) t0 = t1 - 1;
@@ -416,10 +435,34 @@ export class Chart {
     return w;
   }
 
+  _indexOf(cells) {
+    if (cells instanceof CellIndex) return cells;
+    if (cells !== this.cellArray) {
+      this.cellArray = cells;
+      this.cellArrayIndex = new CellIndex(cells);
+    }
+    return this.cellArrayIndex;
+  }
+
+  /** The entries overlapping the panel's x range, by start, the running cell last; every
+   * panel of a frame shares one range, so its bands and labels share one query. */
   _visibleCells(u) {
     const { min, max } = u.scales.x;
-    const { cells, now } = this.frame;
-    return cells.filter((c) => c.start <= max && cellEnd(c, now) >= min);
+    const v = this.visible;
+    if (v.frame === this.frame && v.min === min && v.max === max) return v.cells;
+    const { index, running, now } = this.frame;
+    const cells = index.overlapping(min, max);
+    if (running && running.start <= max && cellEnd(running, now) >= min) cells.push(running);
+    this.visible = { min, max, frame: this.frame, cells };
+    return cells;
+  }
+
+  /** The entry under time `t`: the innermost (latest start), the running cell included. */
+  _cellAt(t) {
+    const { index, running, now } = this.frame;
+    const found = index.at(t);
+    const inRunning = running && running.start <= t && t <= cellEnd(running, now);
+    return inRunning && (!found || running.start >= found.start) ? running : found;
   }
 
   _drawBands(u, panel) {
@@ -430,14 +473,27 @@ export class Chart {
     ctx.beginPath();
     ctx.rect(bbox.left, bbox.top, bbox.width, bbox.height);
     ctx.clip();
+    // Bands of one colour that follow one another within a pixel are one rectangle: with
+    // 10,000 cells over the window many share each pixel column, and a fill each would be
+    // 10,000 fills a panel. A band inside another (a region in its cell) is drawn over it.
+    let run = null; // { x0, x1, style } not yet filled
+    const flush = () => {
+      if (run) ctx.fillRect(run.x0, bbox.top, run.x1 - run.x0, bbox.height);
+      run = null;
+    };
+    const toX = canvasX(u);
+    const highlightStart = highlight === null ? NaN : Number(highlight.slice(highlight.indexOf("@") + 1));
+    const hoveredStart = panel.hovered === null ? NaN : panel.hovered.start;
+    const hoveredKey = panel.hovered === null ? null : cellKey(panel.hovered);
     for (const c of this._visibleCells(u)) {
-      const x0 = Math.max(bbox.left, u.valToPos(c.start, "x", true));
-      const x1 = Math.min(bbox.left + bbox.width, u.valToPos(cellEnd(c, now), "x", true));
+      const x0 = Math.max(bbox.left, toX(c.start));
+      const x1 = Math.min(bbox.left + bbox.width, toX(cellEnd(c, now)));
       const w = Math.max(pr, x1 - x0);
-      const selected = highlight !== null && cellKey(c) === highlight;
+      // by start first: a key is a string to build, 10,000 times a panel
+      const selected = c.start === highlightStart && cellKey(c) === highlight;
       const bad = c.status && c.status !== "ok" && !c.running;
-      const hovered = panel.hovered !== null && cellKey(c) === cellKey(panel.hovered);
-      ctx.fillStyle = selected
+      const hovered = c.start === hoveredStart && cellKey(c) === hoveredKey;
+      const style = selected
         ? "rgba(245,158,11,0.30)"
         : bad
           ? "rgba(239,68,68,0.14)"
@@ -448,14 +504,24 @@ export class Chart {
             : hovered
               ? "rgba(128,128,128,0.20)"
               : "rgba(128,128,128,0.10)";
-      ctx.fillRect(x0, bbox.top, w, bbox.height);
-      if (selected || c.running) {
-        // a running band is open: an edge where it began, none where it ends (it has not)
-        ctx.fillStyle = selected ? "rgba(245,158,11,0.9)" : "rgba(59,130,246,0.7)";
-        ctx.fillRect(x0, bbox.top, pr, bbox.height);
-        if (!c.running) ctx.fillRect(x0 + w - pr, bbox.top, pr, bbox.height);
+      const edged = selected || c.running;
+      if (run && !edged && style === run.style && x0 >= run.x1 - pr && x0 <= run.x1 + pr) {
+        run.x1 = Math.max(run.x1, x0 + w);
+        continue;
       }
+      flush();
+      ctx.fillStyle = style;
+      if (!edged) {
+        run = { x0, x1: x0 + w, style };
+        continue;
+      }
+      ctx.fillRect(x0, bbox.top, w, bbox.height);
+      // a running band is open: an edge where it began, none where it ends (it has not)
+      ctx.fillStyle = selected ? "rgba(245,158,11,0.9)" : "rgba(59,130,246,0.7)";
+      ctx.fillRect(x0, bbox.top, pr, bbox.height);
+      if (!c.running) ctx.fillRect(x0 + w - pr, bbox.top, pr, bbox.height);
     }
+    flush();
     ctx.restore();
   }
 
@@ -476,10 +542,15 @@ export class Chart {
     // with its time so far ("[N] 12.3 s") when that fits.
     ctx.fillStyle = fg;
     ctx.globalAlpha = 0.75;
+    const toX = canvasX(u);
+    // no label fits a band narrower than "[0]": most of 10,000 over the window, not measured
+    const shortest = (this._textWidth(ctx, "[0]") + 4 * pr) / toX.perSecond;
     for (const c of this._visibleCells(u)) {
+      const end = cellEnd(c, now);
+      if (end - c.start < shortest) continue;
       const name = String(c.name ?? "");
-      const x0 = Math.max(bbox.left, u.valToPos(c.start, "x", true));
-      const x1 = Math.min(bbox.left + bbox.width, u.valToPos(cellEnd(c, now), "x", true));
+      const x0 = Math.max(bbox.left, toX(c.start));
+      const x1 = Math.min(bbox.left + bbox.width, toX(end));
       const labels = c.running ? [`${name} ${formatSeconds(c.duration)}`, name] : [name];
       const label = labels.find((l) => name && x1 - x0 >= this._textWidth(ctx, l) + 4 * pr);
       if (label) ctx.fillText(label, x0 + 2 * pr, bbox.top + 2 * pr);
@@ -542,7 +613,7 @@ export class Chart {
       return;
     }
     const t = u.posToVal(left, "x");
-    const cell = cellAt(this.frame.cells, t, this.frame.now);
+    const cell = this._cellAt(t);
     // Panels that follow the cursor through uPlot's sync get a null event: they shade the
     // band but only the panel under the mouse shows the tip.
     this._showTip(panel, cell, left, u.cursor.event !== null);
@@ -552,7 +623,11 @@ export class Chart {
    * row once it ended (the same key). */
   _refreshHovered(panel) {
     const key = cellKey(panel.hovered);
-    const fresh = this.frame.cells.find((c) => cellKey(c) === key) ?? null;
+    const { running, index } = this.frame;
+    const fresh =
+      running && cellKey(running) === key
+        ? running
+        : (index.overlapping(panel.hovered.start, panel.hovered.start).find((c) => cellKey(c) === key) ?? null);
     panel.hovered = fresh;
     if (panel.tip.hidden) return;
     if (fresh) panel.tip.textContent = tipText(fresh);

@@ -38,6 +38,8 @@ const OWN = `
 .nbgpumon-table,.nbgpumon-node-table{width:100%;border-collapse:collapse;font-size:11px;font-variant-numeric:tabular-nums}
 .nbgpumon-table th,.nbgpumon-node-table th{position:sticky;top:0;z-index:1;background:var(--jp-layout-color1,#fff);color:var(--jp-ui-font-color2,#6b7280);font-weight:600;text-align:left;padding:2px 6px;border-bottom:1px solid var(--jp-border-color2,rgba(128,128,128,.25))}
 .nbgpumon-table td,.nbgpumon-node-table td{padding:1px 6px;white-space:nowrap;border-bottom:1px solid var(--jp-border-color3,rgba(128,128,128,.12))}
+.nbgpumon-table tbody td{height:16px;line-height:14px;overflow:hidden}
+.nbgpumon-table tr.spacer td{padding:0;border:0}
 .nbgpumon-table .num,.nbgpumon-node-table .num{text-align:right}
 .nbgpumon-table td.held{max-width:0;width:20%;overflow:hidden;text-overflow:ellipsis}
 .nbgpumon-table td.source{max-width:0;width:40%;overflow:hidden;text-overflow:ellipsis;font-family:var(--jp-code-font-family,ui-monospace,monospace)}

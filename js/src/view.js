@@ -1,9 +1,10 @@
 // One view of the widget: builds the DOM (status line, controls, chart or the other nodes'
 // view, table) under `el`, draws on animation frames when a store or the view state changed,
 // and returns the cleanup that undoes all of it. Views hold no timeline data; the model's
-// stores do (this kernel's timeline, and the cluster's).
+// stores do (this kernel's timeline, the cluster's and the ledger).
 
-import { runningCell, validCells } from "./cells.js";
+import { cellStoreFor, connectCells } from "./cell-store.js";
+import { runningCell } from "./cells.js";
 import { Chart, panelSpecs } from "./chart.js";
 import { ALL_NODES, Controls, LOCAL, hostValue } from "./controls.js";
 import { formatSpan } from "./format.js";
@@ -15,7 +16,7 @@ import { styleElement } from "./style.js";
 import { CellTable } from "./table.js";
 
 const DEFAULT_WIDTH = 640; // CSS px, until the element is laid out
-const VIEW_TRAITS = ["cells", "running", "marks", "status", "devices"];
+const VIEW_TRAITS = ["running", "marks", "status", "devices"]; // the ledger: its own store
 // Refreshed every 2 s while other nodes answer: their texts change, not the panels' rows.
 const TEXT_TRAITS = ["nodes", "cluster_status"];
 let views = 0;
@@ -63,6 +64,8 @@ export function createView({ model, el }, deps) {
 
   const store = storeFor(model);
   const nodeStore = nodeStoreFor(model);
+  const cellStore = cellStoreFor(model);
+  const disconnectCells = cellStore.disconnect ? null : connectCells(model); // no initialize()
   const state = {
     window: 600, // seconds, or null for all
     node: LOCAL, // LOCAL: this kernel's panels; ALL_NODES; or hostValue(host): one host's
@@ -91,8 +94,7 @@ export function createView({ model, el }, deps) {
   let drawnNodeRevision = -1;
   let width = 0;
   let observedWidth = 0; // root.clientWidth as the ResizeObserver last saw it (0: not yet)
-  let cellsRaw;
-  let cells = [];
+  let drawnCells = -1; // the cell store's revision last drawn
 
   const invalidate = () => {
     dirty = true;
@@ -143,7 +145,7 @@ export function createView({ model, el }, deps) {
     onVisible: invalidate,
     IntersectionObserver: deps.IntersectionObserver,
   });
-  const table = new CellTable({ onSelect: select });
+  const table = new CellTable({ onSelect: select, onScroll: schedule });
 
   root.append(styleElement(), status, controls.el, chartEl, empty, nodesView.el, table.el);
   el.append(root);
@@ -161,7 +163,11 @@ export function createView({ model, el }, deps) {
   function draw() {
     frame = null;
     const nodesChanged = nodeStore.revision !== drawnNodeRevision;
-    if (!dirty && !textsDirty && store.revision === drawnRevision && !nodesChanged) return;
+    if (cellStore.revision !== drawnCells) dirty = true;
+    if (!dirty && !textsDirty && store.revision === drawnRevision && !nodesChanged) {
+      table.scrolled(); // the table's rows follow its scrolling, on this frame
+      return;
+    }
     // Other nodes' panels change with their rows (one per scrape interval) and the view state,
     // not with this kernel's samples (twice a second): those only refresh their tables' texts.
     const panelsChanged = dirty || nodesChanged;
@@ -169,14 +175,11 @@ export function createView({ model, el }, deps) {
     textsDirty = false;
     drawnRevision = store.revision;
     drawnNodeRevision = nodeStore.revision;
+    drawnCells = cellStore.revision;
 
     const devices = validDevices(model.get("devices"));
-    const raw = model.get("cells");
-    if (raw !== cellsRaw) {
-      cellsRaw = raw;
-      cells = validCells(raw);
-    }
-    const running = runningCell(model.get("running"), cells, store.lastTime, (name) => store.latest(name));
+    const cells = cellStore.cells;
+    const running = runningCell(model.get("running"), cellStore, store.lastTime, (name) => store.latest(name));
     const marks = validMarks(model.get("marks"));
     const text = model.get("status");
     const line = typeof text === "string" ? text : "";
@@ -196,7 +199,7 @@ export function createView({ model, el }, deps) {
     // The observer's width once it has one: reading clientWidth here would lay the page out
     // again whenever anything above changed it, every frame.
     width = observedWidth || root.clientWidth || el.clientWidth || width || DEFAULT_WIDTH;
-    const shared = { window: state.window, width, cells, running, marks, highlight: state.highlight, hidden: state.hidden };
+    const shared = { window: state.window, width, cells: cellStore.index, running, marks, highlight: state.highlight, hidden: state.hidden };
     chartEl.hidden = !local;
     nodesView.el.hidden = local;
     if (local) {
@@ -218,11 +221,12 @@ export function createView({ model, el }, deps) {
         ...shared,
       });
     }
-    table.update(cells, state.highlight, running);
+    table.update(cells, cellStore.revision, state.highlight, running);
     root.dataset.points = String(store.size);
   }
 
   const unsubscribe = store.subscribe(schedule);
+  const unsubscribeCells = cellStore.subscribe(schedule);
   const unsubscribeNodes = nodeStore.subscribe(schedule);
   const onTrait = () => invalidate();
   const onText = () => {
@@ -251,6 +255,8 @@ export function createView({ model, el }, deps) {
     frame = null;
     unsubscribe();
     unsubscribeNodes();
+    unsubscribeCells();
+    if (disconnectCells) disconnectCells();
     for (const ev of traitEvents) model.off(ev, onTrait);
     for (const ev of textEvents) model.off(ev, onText);
     if (observer) observer.disconnect();

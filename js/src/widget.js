@@ -2,6 +2,7 @@
 // from the kernel; `render` runs once per view and only draws. See docs/widget-protocol.md.
 
 import uPlot from "uplot";
+import { connectCells, forgetCellStore } from "./cell-store.js";
 import { connectNodes, forgetNodeStore } from "./node-store.js";
 import { connectModel, forgetStore } from "./store.js";
 import { createView } from "./view.js";
@@ -13,9 +14,12 @@ export function createWidget(deps = {}) {
     initialize({ model }) {
       const disconnect = connectModel(model);
       const disconnectNodes = connectNodes(model);
+      const disconnectCells = connectCells(model);
       return () => {
         disconnect();
         disconnectNodes();
+        disconnectCells();
+        forgetCellStore(model);
         forgetStore(model);
         forgetNodeStore(model);
       };

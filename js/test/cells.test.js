@@ -1,5 +1,6 @@
 import { describe, expect, test } from "vitest";
-import { cellAt, cellEnd, cellKey, runningCell } from "../src/cells.js";
+import { cellEnd, cellKey, runningCell } from "../src/cells.js";
+import { CellStore } from "../src/cell-store.js";
 
 const GiB = 2 ** 30;
 const MiB = 2 ** 20;
@@ -21,8 +22,15 @@ describe("the running cell", () => {
     const later = runningCell(RUNNING, [], 110, latest);
     expect(later.duration).toBe(10);
     expect(cellEnd(later, 110)).toBe(110);
-    expect(cellAt([later], 108, 110)).toBe(later);
     expect(cellKey(later)).toBe(cellKey({ kind: "cell", start: 100 })); // the row it becomes
+  });
+
+  test("is gone once the ledger holds its row, asked of the cell store by key", () => {
+    const ledger = new CellStore();
+    ledger.setAll([{ index: 0, kind: "cell", start: 90, end: 95 }]);
+    expect(runningCell(RUNNING, ledger, 110, latestOf({}))).not.toBeNull();
+    ledger.append({ type: "cells", first: 0, rows: [{ index: 1, kind: "cell", start: 100, end: 110 }] });
+    expect(runningCell(RUNNING, ledger, 110, latestOf({}))).toBeNull();
   });
 
   test("what it allocated so far is the newest reading less the one at its start", () => {

@@ -1,8 +1,9 @@
 """The live chart: one anywidget per session, fed by a publisher (on the sampler's ticks, live).
 
-The protocol (traits, the ``samples`` message, the packed history) is in
-docs/widget-protocol.md. The kernel sends only what is new, at most twice a second; every view
-of the widget shares the browser model's copy, so views cost the kernel nothing. Widget state
+The protocol (traits, the ``samples`` and ``cells`` messages, the packed history) is in
+docs/widget-protocol.md. The kernel sends only what is new: samples at most twice a second, the
+ledger a row per record after each cell; every view of the widget shares the browser model's
+copy, so views cost the kernel nothing. Widget state
 changes happen under one lock, whichever thread makes them (the sampler thread publishes
 samples; the main thread publishes the running cell when one starts, and the ledger after it
 ends).
@@ -36,7 +37,6 @@ HISTORY_EVERY = 30.0  # at most one history refresh per this many seconds (it is
 STATUS_EVERY = 2.0
 HISTORY_ROWS = 4000
 NODE_HISTORY_ROWS = 1500  # the cluster's rows come every scrape interval: fewer of them
-CELLS_KEPT = 500
 
 
 MEM_USED = metric("nvml", "mem_used")
@@ -106,6 +106,7 @@ class Publisher:
         self._node_width = 0
         self._node_cursor = 0
         self.node_messages_sent = 0
+        self._newest_row = -1  # the ledger index of the newest record the widget has
         with self._lock:
             widget.columns = describe_columns(data.columns)
             widget.devices = [
@@ -117,6 +118,7 @@ class Publisher:
                 }
                 for d in data.devices
             ]
+        self._publish_all_cells()
         self._publish_ledger()
         self._publish_status()
         self.refresh_history(force=True)  # the cluster's too, if there is one
@@ -224,15 +226,46 @@ class Publisher:
         self._publish_ledger()
         self.refresh_history()
 
+    def _publish_all_cells(self) -> None:
+        """The whole ledger as the ``cells`` trait: the state a view starts from."""
+        records = self._data.records
+        with self._lock:
+            self.widget.cells = [cell_row(r) for r in records]
+            self._newest_row = records[-1].index if records else -1
+
     def _publish_ledger(self) -> None:
-        rows = [cell_row(r) for r in list(self._data.records)[-CELLS_KEPT:]]
+        """The records new since the last call as a ``cells`` message (a row each), then the
+        marks and the running cell as one update.
+
+        The ``cells`` trait's list gets the same rows in place, without being sent again
+        (traitlets sees no change): a page loaded later asks for the widget's state and gets the
+        whole ledger, while a new cell costs the wire its own row, not the ledger's 10,000.
+        """
+        records = self._data.records
+        new: list[CellRecord] = []
+        for r in reversed(records):  # the new ones are at the end: a walk over them only
+            if r.index <= self._newest_row:
+                break
+            new.append(r)
+        new.reverse()
+        rows = [cell_row(r) for r in new]
+        first = records[0].index if records else 0
         marks = [{"time": t, "label": label} for t, label in self._data.marks]
         running = running_row(self._data)
-        # one update message: a cell that ended leaves `running` as its row joins `cells`
-        with self._lock, self.widget.hold_sync():
-            self.widget.cells = rows
-            self.widget.marks = marks
-            self.widget.running = running
+        with self._lock:
+            held = self.widget.cells
+            held.extend(rows)
+            dropped = 0  # what the ledger let go of (it keeps GPUMon.history records)
+            while dropped < len(held) and held[dropped].get("index", first) < first:
+                dropped += 1
+            del held[:dropped]
+            if rows or dropped:
+                self.widget.send({"type": "cells", "first": first, "rows": rows})
+                self._newest_row = new[-1].index if new else self._newest_row
+            # after the row: a cell that ended leaves `running` once the browser has its row
+            with self.widget.hold_sync():
+                self.widget.marks = marks
+                self.widget.running = running
 
     def _publish_status(self) -> None:
         status = self._data.status()
@@ -261,7 +294,8 @@ def cell_row(r: CellRecord) -> dict[str, Any]:
     """One ledger record as the widget's ``cells`` trait holds it."""
     peak, peak_exact, kept = shown_peak_and_kept(r)
     return {
-        "name": r.name, "count": r.execution_count, "kind": r.kind, "label": r.label,
+        "index": r.index, "name": r.name, "count": r.execution_count, "kind": r.kind,
+        "label": r.label,
         "start": r.start, "end": r.start + r.duration, "duration": r.duration,
         "status": r.status, "alloc": r.allocated_total, "peak": peak,
         "peak_exact": peak_exact, "kept": kept, "util_mean": r.util_mean,

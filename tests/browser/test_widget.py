@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from notebook_page import requests_for_xss
+from notebook_page import ARTIFACTS, requests_for_xss
 
 pytestmark = pytest.mark.browser
 
@@ -171,5 +171,57 @@ def test_the_running_cell_is_an_open_band_and_a_first_row_whose_time_grows(page,
     expect(nb.in_output(1, ".nbgpumon-table tr.running")).to_have_count(0)
     expect(row).to_have_count(1)
     expect(nb.in_output(1, "img")).to_have_count(0)
+    assert xss_requests == []
+    page.record.assert_clean()
+
+
+def test_a_ledger_of_10000_entries_scrolls_to_its_oldest_with_only_a_few_rows_in_the_dom(
+    page, open_notebook
+):
+    from playwright.sync_api import expect
+
+    xss_requests = requests_for_xss(page)
+    many = 9_990  # with the notebook's own cells, just under the ledger's 10,000
+    nb = open_notebook(
+        [
+            "%load_ext nbgpumon",
+            f"import nbgpumon\nfor k in range({many}):\n"
+            f"    with nbgpumon.track(f'step {{k}} {XSS}'):\n        pass",
+            "%gpumon",
+            "y = 2  # after the widget",
+        ]
+    )
+    nb.run_cell(0)
+    filled = nb.run_cell(1, timeout=120_000)
+    shown = nb.run_cell(2)
+    widget = nb.in_output(2, ".nbgpumon-widget").first
+    widget.wait_for(state="visible", timeout=30_000)
+    box = widget.locator(".nbgpumon-cells")
+    rows = box.locator("tbody tr")
+    # newest first: %gpumon's own cell (a cells message after the widget opened), the cell
+    # that made the regions (recorded after them), then its newest region
+    expect(rows.first).to_have_attribute("data-cell", str(shown), timeout=30_000)
+    expect(rows.nth(1)).to_have_attribute("data-cell", str(filled))
+    expect(rows.nth(2)).to_contain_text(f"step {many - 1} ")
+    assert rows.count() <= 60, rows.count()  # the rows on screen, not 10,000
+    # the scroll bar is the whole ledger's: its bottom is the oldest entry
+    height = box.evaluate("e => e.scrollHeight")
+    assert height > many * 15, height
+    box.evaluate("e => { e.scrollTop = e.scrollHeight; }")
+    expect(rows.last).to_contain_text(f"step 0 {XSS}", timeout=10_000)  # as text
+    assert rows.count() <= 60, rows.count()
+    expect(rows.last).to_have_attribute("data-kind", "region")
+    widget.scroll_into_view_if_needed()
+    widget.screenshot(path=str(ARTIFACTS / f"widget_10000_cells_bottom_{nb.server.kind}.png"))
+
+    # a cell run now arrives as one row (the ledger is not sent again) and tops the table
+    count = nb.run_cell(3)
+    box.evaluate("e => { e.scrollTop = 0; }")
+    newest = box.locator(f'tbody tr[data-cell="{count}"][data-kind="cell"]')
+    expect(newest).to_contain_text("y = 2", timeout=15_000)
+    expect(rows.first).to_have_attribute("data-cell", str(count))
+    assert rows.count() <= 60, rows.count()
+    widget.screenshot(path=str(ARTIFACTS / f"widget_10000_cells_top_{nb.server.kind}.png"))
+    expect(nb.in_output(2, "img")).to_have_count(0)
     assert xss_requests == []
     page.record.assert_clean()

@@ -1,0 +1,42 @@
+import { describe, expect, test } from "vitest";
+import { CellStore, cellStoreFor, connectCells } from "../src/cell-store.js";
+import { FakeModel } from "./fake-model.js";
+
+function row(index, start = 100 + index) {
+  return { index, name: `[${index + 1}]`, count: index + 1, kind: "cell", start, end: start + 0.5, status: "ok" };
+}
+
+describe("CellStore", () => {
+  test("starts from the trait and appends the rows of each cells message", () => {
+    const model = new FakeModel({ cells: [row(0), row(1)] });
+    connectCells(model);
+    const store = cellStoreFor(model);
+    expect(store.cells.map((c) => c.index)).toEqual([0, 1]);
+    const before = store.revision;
+    model.emit("msg:custom", { type: "cells", first: 0, rows: [row(2)] }, []);
+    expect(store.cells.map((c) => c.index)).toEqual([0, 1, 2]);
+    expect(store.revision).toBe(before + 1);
+    expect(store.has("cell@102")).toBe(true);
+    expect(store.index.overlapping(102.2, 102.2)).toEqual([store.cells[2]]);
+  });
+
+  test("a row sent twice is kept once; rows the ledger let go of are dropped", () => {
+    const store = new CellStore();
+    store.setAll([row(0), row(1), row(2)]);
+    expect(store.append({ type: "cells", first: 0, rows: [row(2)] })).toBe(false);
+    store.append({ type: "cells", first: 2, rows: [row(3), row(4)] });
+    expect(store.cells.map((c) => c.index)).toEqual([2, 3, 4]);
+    expect(store.has("cell@100")).toBe(false);
+  });
+
+  test("malformed messages and rows change nothing", () => {
+    const store = new CellStore();
+    store.setAll([row(0)]);
+    const before = store.revision;
+    for (const msg of [null, { type: "cells" }, { type: "cells", rows: "x" }, { type: "cells", rows: [{ start: "x" }, null] }]) {
+      expect(store.append(msg)).toBe(false);
+    }
+    expect(store.revision).toBe(before);
+    expect(store.cells).toHaveLength(1);
+  });
+});
