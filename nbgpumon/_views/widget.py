@@ -24,7 +24,7 @@ from traitlets import Bytes, Dict, Float, List, Unicode
 from .._foundation.metrics import describe_columns, metric
 from .._foundation.units import format_bytes
 from .._ledger.records import CellRecord
-from .._sampling.timeline import Window
+from .._sampling.timeline import Chunk, Window
 from .svg import timeline_svg
 from .text import framework_figures, retention_text, shown_peak_and_kept, summary_line
 
@@ -141,19 +141,11 @@ class Publisher:
         chunk = self._data.since(self._cursor)
         if chunk.end <= chunk.start:
             return
-        times = chunk.times.astype("<f8").tobytes()
-        values = chunk.values.astype("<f4").tobytes()
-        header = {
-            "type": "samples",
-            "start": chunk.start,
-            "rows": chunk.end - chunk.start,
-            "width": chunk.values.shape[1],
-            "gap": chunk.gap,
-        }
+        header, buffers = _chunk_message("samples", chunk)
         with self._lock:
-            self.widget.send(header, buffers=[times, values])
+            self.widget.send(header, buffers=buffers)
         self._cursor = chunk.end
-        self.bytes_sent += len(times) + len(values)
+        self.bytes_sent += sum(len(b) for b in buffers)
         self.messages_sent += 1
 
     def sync_cluster(self, details: bool = False, history: bool = False) -> None:
@@ -197,17 +189,8 @@ class Publisher:
         chunk = cluster.since(self._node_cursor)
         if chunk.end <= chunk.start or chunk.values.shape[1] != self._node_width:
             return  # nothing new, or rows of columns not sent yet: the next call sends them
-        times = chunk.times.astype("<f8").tobytes()
-        values = chunk.values.astype("<f4").tobytes()
-        header = {
-            "type": "node_samples",
-            "start": chunk.start,
-            "rows": chunk.end - chunk.start,
-            "width": chunk.values.shape[1],
-            "version": self._node_version,
-            "gap": chunk.gap,
-        }
-        self.widget.send(header, buffers=[times, values])
+        header, buffers = _chunk_message("node_samples", chunk, version=self._node_version)
+        self.widget.send(header, buffers=buffers)
         self._node_cursor = chunk.end
         self.node_messages_sent += 1
 
@@ -288,6 +271,20 @@ class Publisher:
         self._unsubscribe()
         with self._lock:
             self.widget.detach()
+
+
+def _chunk_message(kind: str, chunk: Chunk, **extra: Any) -> tuple[dict, list[bytes]]:
+    """A ``samples`` or ``node_samples`` message (docs/widget-protocol.md): its header, and
+    the rows' times (float64) and values (float32, row-major) as its two binary buffers."""
+    header = {
+        "type": kind,
+        "start": chunk.start,
+        "rows": chunk.end - chunk.start,
+        "width": chunk.values.shape[1],
+        **extra,
+        "gap": chunk.gap,
+    }
+    return header, [chunk.times.astype("<f8").tobytes(), chunk.values.astype("<f4").tobytes()]
 
 
 def cell_row(r: CellRecord) -> dict[str, Any]:
