@@ -3,6 +3,7 @@ share of a core, and NVML's calls; `%gpumon status` says it."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import time
 
@@ -75,8 +76,11 @@ def test_the_share_of_a_core_is_cpu_over_the_time_it_ticked():
     report = sampler.cost_report()
     assert report.core_share > 0.5
     line = report.line()
-    assert line.startswith(f"sampler cost: {report.core_share * 100:.3g}% of a core over ")
+    assert report.seconds < 1.0  # 20 ticks of a few ms: too soon to say a share of a core
+    assert line.startswith(f"sampler cost: 20 ticks in {report.seconds:.1f} s, too soon for a ")
     assert "CPU/tick ×20" in line and "fast" not in line  # only detail ticks ran
+    later = dataclasses.replace(report, seconds=report.seconds * 100)  # as if ticking longer
+    assert later.line().startswith(f"sampler cost: {later.core_share * 100:.3g}% of a core over ")
     sampler.cost.reset()
     assert sampler.cost_report().ticks == 0
     assert sampler.cost_report().line() == "sampler cost: no tick yet"

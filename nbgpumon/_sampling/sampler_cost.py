@@ -80,10 +80,15 @@ class CostReport:
         if self.nvml_calls:
             kept = self.nvml_gil_kept_calls / self.seconds if self.seconds > 0 else 0.0
             calls = f", {self.nvml_calls_per_second:.0f} NVML calls/s ({kept:.0f} keeping the GIL)"
-        return (
-            f"sampler cost: {self.core_share * 100:.3g}% of a core over {self.seconds:.0f} s"
-            f" ({'; '.join(parts)}){calls}"
-        )
+        if self.seconds < SHARE_AFTER:  # (one tick: its own length, a share near 100%)
+            ticks = f"{self.ticks} tick{'s' if self.ticks != 1 else ''}"
+            head = f"sampler cost: {ticks} in {self.seconds:.1f} s, too soon for a share of a core"
+        else:
+            head = f"sampler cost: {self.core_share * 100:.3g}% of a core over {self.seconds:.0f} s"
+        return f"{head} ({'; '.join(parts)}){calls}"
+
+
+SHARE_AFTER = 1.0  # seconds of ticking before the share of a core is worth saying
 
 
 def _us(seconds: float) -> str:
