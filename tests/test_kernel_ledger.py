@@ -1,12 +1,20 @@
-"""The ledger in real kernels: host memory is real on CPU, so these numbers are real."""
+"""The ledger in real kernels: host memory is real on CPU, so these numbers are real. And what
+the ledger keeps of a cell's source, and what that costs it."""
 
 from __future__ import annotations
 
+import hashlib
 import re
+import sys
+import tracemalloc
+from collections.abc import Callable
 
 import pytest
 
-from notebook_runner import RECORDS_CELL, cells_by_label, run_cells
+from nbgpumon import Monitor
+from nbgpumon._ledger.cell_source import SOURCE_BUDGET
+
+from notebook_runner import RECORDS_CELL, cells_by_label, fake_pynvml, run_cells
 
 MIB = 2**20
 SIZE = 256 * MIB  # large enough that allocator noise is far below 2%
@@ -146,3 +154,115 @@ def test_cells_frame_is_a_dataframe_of_the_ledger():
     words = runs[2].stdout.split()
     assert words[0] == "SHAPE" and int(words[1]) == 1
     assert int(words[2]) == pytest.approx(32 * 2**20, rel=0.02)
+
+
+# -- a cell's source: kept up to 64 KiB, hashed whole -------------------------------------
+LIMIT = 64 * 1024
+BEGIN_ALIKE = ["import numpy as np\nx = np.ones(8)", "import numpy as np\ny = np.zeros(8)"]
+# 5 ASCII bytes, then "€" (3 bytes each): byte 65,536 falls 2 bytes into a "€"
+LONG = "s = '" + "€" * 30_000 + "'"
+REGION = "import nbgpumon\nwith nbgpumon.track('epoch 1'):\n    pass"
+ROW_SIZE = (
+    "import json, nbgpumon\nfrom nbgpumon._views.widget import cell_row\n"
+    "print('ROW', max(len(json.dumps(cell_row(r))) for r in nbgpumon.cells()))"
+)
+
+
+def sha256_16(source: str) -> str:
+    """The hash the README promises: 16 hex digits of SHA-256 of the UTF-8 source."""
+    return hashlib.sha256(source.encode("utf-8")).hexdigest()[:16]
+
+
+@pytest.fixture(scope="module")
+def source_runs():
+    """Two kernels: one runs cells that begin alike, a long cell and a region; the other runs
+    one of the same cells again."""
+    first = run_cells(["%load_ext nbgpumon", *BEGIN_ALIKE, LONG, REGION, ROW_SIZE, RECORDS_CELL])
+    second = run_cells(["%load_ext nbgpumon", "a = 1", "b = 2", BEGIN_ALIKE[1], RECORDS_CELL])
+    return first[-1].json_after("RECORDS="), second[-1].json_after("RECORDS="), first
+
+
+def _by_source(records: list[dict]) -> dict[str, dict]:
+    return {r["source"]: r for r in records if r["kind"] == "cell"}
+
+
+def test_cells_that_begin_alike_keep_their_sources_and_have_different_hashes(source_runs):
+    records, _, _ = source_runs
+    x, y = (_by_source(records)[source] for source in BEGIN_ALIKE)
+    assert x["label"] == y["label"] == "import numpy as np"
+    assert x["source_hash"] != y["source_hash"]
+    assert [x["source_hash"], y["source_hash"]] == [sha256_16(s) for s in BEGIN_ALIKE]
+    assert x["source_cut"] is False and y["source_cut"] is False
+
+
+def test_the_same_source_has_the_same_hash_in_another_kernel(source_runs):
+    records, elsewhere, _ = source_runs
+    here, there = _by_source(records)[BEGIN_ALIKE[1]], _by_source(elsewhere)[BEGIN_ALIKE[1]]
+    assert here["execution_count"] != there["execution_count"]  # another cell number, too
+    assert here["source_hash"] == there["source_hash"] == sha256_16(BEGIN_ALIKE[1])
+
+
+def test_a_cell_over_64_kib_is_cut_between_characters_and_hashed_whole(source_runs):
+    records, _, runs = source_runs
+    (long,) = [r for r in records if r["label"].startswith("s = '")]
+    whole = LONG.encode("utf-8")
+    assert len(whole) > LIMIT and whole[LIMIT] & 0xC0 == 0x80  # the limit is inside a "€"
+    kept = long["source"]
+    assert long["source_cut"] is True and LONG.startswith(kept)
+    assert kept == "s = '" + "€" * ((LIMIT - 5) // 3)  # the "€" that didn't fit is left out
+    assert len(kept.encode("utf-8")) == LIMIT - 2
+    assert long["source_hash"] == sha256_16(LONG) != sha256_16(kept)
+    # the live chart gets a row per cell, without the source
+    assert int(runs[-2].stdout.split()[1]) < 2000
+
+
+def test_a_region_has_no_source_of_its_own_and_its_cell_has_one(source_runs):
+    records, _, _ = source_runs
+    (region,) = [r for r in records if r["kind"] == "region"]
+    assert (region["label"], region["source"], region["source_hash"]) == ("epoch 1", "", None)
+    assert region["source_cut"] is False
+    cell = _by_source(records)[REGION]
+    assert cell["execution_count"] == region["execution_count"]
+    assert cell["source_hash"] == sha256_16(REGION)
+
+
+def _ledger_memory(source: Callable[[int], str], cells: int) -> tuple[int, list]:
+    """Bytes a fresh ledger holds after ``cells`` cells, the i-th with a new string
+    ``source(i)`` (made while memory is traced, as IPython gives each cell a new one), and
+    its records."""
+    mon = Monitor(nvml_module=fake_pynvml(devices=[{"name": "Fake H200"}]))
+    try:
+        ledger = mon.ledger
+        ledger.end(ledger.begin("cell", "warm up", 0, source="warm up"))
+        tracemalloc.start()
+        try:
+            for i in range(cells):
+                ledger.end(ledger.begin("cell", "", i + 1, source=source(i)))
+            held = tracemalloc.get_traced_memory()[0]
+        finally:
+            tracemalloc.stop()
+        return held, ledger.records()[1:]
+    finally:
+        mon.close()
+
+
+def _numbered(i: int) -> str:
+    return f"cell = {i}\n" + "#" * (LIMIT - 20)
+
+
+def test_a_cell_run_again_and_again_keeps_one_copy_of_its_source():
+    text = "x = 1\n" + "#" * (LIMIT - 10)
+    held, records = _ledger_memory(lambda _: text.encode().decode(), 1000)
+    assert held < 4 * 2**20  # one copy (and the records), not 1000 x 64 KiB = 64 MiB
+    assert all(r.source is records[-1].source and r.source == text for r in records)
+
+
+def test_the_ledger_lets_go_of_its_oldest_sources_past_its_budget_and_keeps_their_hashes():
+    held, records = _ledger_memory(_numbered, 800)  # 50 MiB of sources
+    assert held < SOURCE_BUDGET + 4 * 2**20
+    kept = [r for r in records if r.source]
+    sizes = sum(sys.getsizeof(r.source) for r in kept)
+    assert SOURCE_BUDGET - sys.getsizeof(kept[0].source) < sizes <= SOURCE_BUDGET
+    assert [r.source for r in kept] == [_numbered(i) for i in range(800 - len(kept), 800)]
+    assert all(r.source == "" and r.source_cut for r in records[: -len(kept)])
+    assert [r.source_hash for r in records] == [sha256_16(_numbered(i)) for i in range(800)]

@@ -5,6 +5,7 @@ into the same frames as the live session; failures are a status, not a crash."""
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import signal
@@ -294,3 +295,45 @@ def test_record_path_says_where_it_records_and_a_config_file_starts_it(tmp_path)
     assert runs[3].stdout.split() == ["NOW", repr(str(second))], runs[3].text
     assert runs[5].stdout.split() == ["OFF", "''"], runs[5].text
     assert len(nbgpumon.load(first).records) >= 1
+
+
+SOURCES = [
+    "import numpy as np\nx = np.ones(8)",
+    "import numpy as np\ny = np.zeros(8)",  # the same first line: only the source tells them apart
+    "s = '" + "€" * 30_000 + "'",  # over 64 KiB: kept cut
+    "import nbgpumon\nwith nbgpumon.track('epoch 1'):\n    pass",
+]
+
+
+def test_each_cell_s_source_and_hash_are_recorded_loaded_and_exported(tmp_path):
+    import pandas as pd
+
+    path = tmp_path / "sources.sqlite"
+    run_cells(["%load_ext nbgpumon", f"%gpumon record {path}", *SOURCES, "%gpumon record off"])
+    session = nbgpumon.load(path)
+    cells = {r.execution_count: r for r in session.records if r.kind == "cell"}
+    recorded = [cells[n] for n in range(3, 3 + len(SOURCES))]
+    hashes = [hashlib.sha256(s.encode()).hexdigest()[:16] for s in SOURCES]
+    assert [r.source_hash for r in recorded] == hashes and len(set(hashes)) == 4
+    assert [r.source_cut for r in recorded] == [False, False, True, False]
+    assert [r.source for r in recorded] == [
+        *SOURCES[:2], SOURCES[2].encode()[: 64 * 1024].decode("utf-8", "ignore"), SOURCES[3]
+    ]  # fmt: skip
+    (region,) = [r for r in session.records if r.kind == "region"]
+    assert (region.source, region.source_hash, region.source_cut) == ("", None, False)
+    # any SQLite client sees them in the cells table; the JSON record doesn't repeat the text
+    with contextlib.closing(sqlite3.connect(path)) as db:
+        rows = db.execute(
+            "SELECT source_hash, source_cut, source, record FROM cells ORDER BY idx"
+        ).fetchall()
+    by_hash = {h: (cut, source, json.loads(record)) for h, cut, source, record in rows}
+    assert [by_hash[h][:2] for h in hashes] == [(r.source_cut, r.source) for r in recorded]
+    assert all("source" not in record for _, _, record in by_hash.values())
+    assert (None, 0, "") in [(h, cut, source) for h, cut, source, _ in rows]  # the region
+    # and an export has them, the text whole
+    session.export(tmp_path / "csv")
+    exported = pd.read_csv(tmp_path / "csv" / "cells.csv", keep_default_na=False)
+    assert list(exported.columns[-2:]) == ["source_cut", "source"]
+    assert exported.set_index("source_hash").loc[hashes, "source"].tolist() == [
+        r.source for r in recorded
+    ]

@@ -6,6 +6,8 @@ lost; loading never writes to the file or beside it."""
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import hashlib
 import os
 import re
 import shutil
@@ -161,6 +163,7 @@ def test_a_recording_made_by_0_1_0_loads_and_nothing_is_written_to_it_or_beside_
     assert len(session.times) == 6 and session.damage == ""
     assert "x = bytearray(2**20)" in [r.label for r in session.records]
     assert [r.label for r in session.records if r.kind == "region"] == ["a region"]
+    assert {(r.source, r.source_hash) for r in session.records} == {("", None)}  # none then
     assert [m for _, m in session.marks] == ["made by 0.1.0"]
 
 
@@ -539,3 +542,42 @@ def test_a_schema_2_recording_loads_without_buckets_and_gets_a_session_that_has_
     assert new.buckets > 0 and new.sample_counts.sum() == 3 * FULL
     np.testing.assert_array_equal(old.times, before.times)
     np.testing.assert_array_equal(old.values, before.values)
+
+
+# -- schema 4: each cell's source --------------------------------------------------------
+# Made with schema 3 (nbgpumon before issue 14), %gpumon record in a real kernel with one GPU
+# faked at NVML's boundary: two cells that begin alike ("import numpy as np"), a region.
+MADE_AT_SCHEMA_3 = Path(__file__).parent / "data" / "recorded-v3.sqlite"
+
+
+def test_a_schema_3_recording_loads_without_sources_and_gets_a_session_that_has_them(tmp_path):
+    path = tmp_path / "v3.sqlite"
+    shutil.copy(MADE_AT_SCHEMA_3, path)
+    with left_alone(path):
+        old = nbgpumon.load(path)
+    assert old.damage == "" and len(old.times) > 0
+    # its two cells that begin alike can't be told apart: the reason for schema 4
+    assert [r.label for r in old.records].count("import numpy as np") == 2
+    assert [r.label for r in old.records if r.kind == "region"] == ["epoch 1"]
+    assert {(r.source, r.source_hash, r.source_cut) for r in old.records} == {("", None, False)}
+    frame = old.cells_frame()
+    assert frame["source_hash"].isna().all() and (frame["source"] == "").all()
+    # recording into it: the cells table gains the source, the new session's cells have theirs
+    source = "import numpy as np\nz = np.ones(3)"
+    cell = dataclasses.replace(
+        _cell(0), source=source, source_hash=hashlib.sha256(source.encode()).hexdigest()[:16]
+    )
+    writer = RecordingWriter(path, Timeline(FOLDED_COLUMNS), INFO)
+    writer.add_cell(cell)
+    db = open_database(path)
+    try:
+        writer.write_pending(db)
+    finally:
+        db.close()
+    (loaded,) = nbgpumon.load(path, session=writer.session_id).records
+    assert loaded == cell
+    again = nbgpumon.load(path, session=old.session_id)
+    assert again.records == old.records
+    with contextlib.closing(sqlite3.connect(path)) as db:
+        schemas = [s for (s,) in db.execute("SELECT schema FROM session ORDER BY id")]
+    assert schemas == [3, SCHEMA_VERSION] and SCHEMA_VERSION == 4

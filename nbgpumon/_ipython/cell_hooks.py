@@ -58,7 +58,7 @@ class CellHooks:
         if self.on_start is not None:
             self.on_start(count)
         self._open = self.ledger.begin(
-            "cell", first_line(raw), count, getattr(info, "cell_id", None)
+            "cell", first_line(raw), count, getattr(info, "cell_id", None), source=raw
         )
         if self.on_open is not None:  # after begin: the cell's start readings exist now
             self.on_open()

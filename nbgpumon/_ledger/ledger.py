@@ -13,6 +13,9 @@ snapshot the counters on either side. Peaks are exact where the counters allow i
 
 Every framework is measured on its own (torch, JAX and CuPy each have an allocator); a record's
 device figures are their sum, and each one's are kept beside it.
+
+A cell's record keeps its source, cut to 64 KiB, and the hash of the whole of it; the ledger
+holds one copy of each distinct source and at most ``SOURCE_BUDGET`` of them (cell_source.py).
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from .._sources.allocator_columns import read_by_cuda_index
 from .._sources.base import AllocatorSource, AllocatorStats
 from .._sources.host import HostSource
 from .._sources.nvml import NvmlSource
+from .cell_source import SOURCE_BUDGET, BoundedSource, SourceTable, bound_source
 from .records import AllocatorUsage, CellRecord, DeviceUsage, Retention
 
 GPU_UTIL = metric("nvml", "gpu_util")
@@ -62,6 +66,7 @@ class Measurement:
     # allocated bytes from a read that must have happened inside it (allocator_lag)
     sampled: RunningStats | None = None
     allocated_seen: RunningStats | None = None
+    source: str | None = None  # a cell's whole source, as IPython gave it; None for a region
 
 
 class Ledger:
@@ -75,6 +80,7 @@ class Ledger:
         timeline: Timeline,
         peak_mode: str = "reset",
         capacity: int = 10_000,
+        source_budget: int = SOURCE_BUDGET,
     ) -> None:
         self.nvml, self.host, self.timeline = nvml, host, timeline
         self.allocators = tuple(allocators)
@@ -85,6 +91,8 @@ class Ledger:
         self.allocator_lag = 0.6
         self._records: collections.deque[CellRecord] = collections.deque(maxlen=capacity)
         self._count = 0
+        self._sources = SourceTable(source_budget)
+        self._sourceless = 0  # how many of the oldest records had their source let go
         self._stack: list[Measurement] = []
         self.marks: collections.deque[tuple[float, str]] = collections.deque(maxlen=capacity)
         self.reset_notice_due = False  # set once, the first time a framework's peak is reset
@@ -96,11 +104,17 @@ class Ledger:
 
     # -- measuring ------------------------------------------------------------------------
     def begin(
-        self, kind: str, label: str, execution_count: int | None = None, cell_id: str | None = None
+        self,
+        kind: str,
+        label: str,
+        execution_count: int | None = None,
+        cell_id: str | None = None,
+        source: str | None = None,
     ) -> Measurement:
-        """Snapshot the counters now; nest freely (a region inside a cell)."""
-        for source in self.allocators:
-            source.watch_thread()  # thread-local peak hooks (CuPy's) go on the cells' thread
+        """Snapshot the counters now; nest freely (a region inside a cell). ``source``: a
+        cell's whole source (a region has none)."""
+        for allocator in self.allocators:
+            allocator.watch_thread()  # thread-local peak hooks (CuPy's) go on the cells' thread
         allocators = self.read_allocators()
         host = self.host
         opened = Measurement(
@@ -115,11 +129,12 @@ class Ledger:
             rss=host.rss(),
             rss_peak_start=None,
             rss_reset=False,
+            source=source,
         )
         if self.peak_mode == "reset":
-            for source in self.allocators:
-                for cuda, stats in allocators.get(source.name, {}).items():
-                    self._reset_peak(source, cuda, stats, opened)
+            for allocator in self.allocators:
+                for cuda, stats in allocators.get(allocator.name, {}).items():
+                    self._reset_peak(allocator, cuda, stats, opened)
             if self._stack:  # keep the enclosing measurement's peak before restarting the mark
                 peak_now = host.peak_rss() or 0
                 for outer in self._stack:
@@ -166,6 +181,8 @@ class Ledger:
         )
         rss_after = self.host.rss()
         rss_peak, rss_exact = self._rss_peak(opened, rss_after, sampled[RSS.column()])
+        # after the readings: hashing a long source costs the cell nothing
+        source = bound_source(opened.source) if opened.source is not None else None
         record = CellRecord(
             index=self._count,
             kind=opened.kind,
@@ -181,10 +198,27 @@ class Ledger:
             rss_after=rss_after,
             rss_peak=rss_peak,
             rss_peak_exact=rss_exact,
+            **_source_fields(source, self._sources),
         )
         self._count += 1
-        self._records.append(record)
+        self._store(record)
         return record
+
+    def _store(self, record: CellRecord) -> None:
+        """Append ``record``, letting go of what the ledger no longer keeps: the oldest record
+        when it is full, and the oldest records' sources while the sources are over budget."""
+        if len(self._records) == self._records.maxlen:
+            self._sources.release(self._records[0].source)
+            self._sourceless = max(0, self._sourceless - 1)
+        self._records.append(record)
+        while self._sources.over_budget and self._sourceless < len(self._records) - 1:
+            old = self._records[self._sourceless]
+            if old.source:
+                self._sources.release(old.source)
+                self._records[self._sourceless] = dataclasses.replace(
+                    old, source="", source_cut=True
+                )
+            self._sourceless += 1
 
     def annotate(
         self, record: CellRecord, retention: Retention | None, traced: tuple[str, ...] = ()
@@ -363,6 +397,13 @@ class Ledger:
             return max(mark, opened.carried_rss_peak), True
         values = [v for v in (opened.rss, rss_after, sampled and int(sampled[1])) if v]
         return (max(values) if values else None), False
+
+
+def _source_fields(source: BoundedSource | None, table: SourceTable) -> dict[str, Any]:
+    """A record's source fields; its text is the table's one copy of it."""
+    if source is None:
+        return {}
+    return {"source": table.hold(source.text), "source_hash": source.hash, "source_cut": source.cut}
 
 
 def _total(frameworks: tuple[AllocatorUsage, ...], attr: str) -> int | None:

@@ -103,6 +103,12 @@ class CellRecord:
     rss_peak_exact: bool
     retention: Retention | None = None  # who holds what it kept, when it kept a lot
     traced: tuple[str, ...] = ()  # with tracing on: what it left behind, by cell line
+    # The cell's source, at most 64 KiB of UTF-8 (cell_source.py); a region has none of its
+    # own: "" and no hash. ``source_cut``: ``source`` is not the whole of it, either the first
+    # 64 KiB of a longer cell or, in a ledger past its memory budget, "" for an old record.
+    source: str = ""
+    source_hash: str | None = None  # of the whole source: 16 hex digits of its SHA-256
+    source_cut: bool = False
 
     @property
     def rss_delta(self) -> int | None:

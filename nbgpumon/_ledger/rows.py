@@ -12,6 +12,7 @@ RECORD_FIELDS = (
     "execution_count",
     "cell_id",
     "label",
+    "source_hash",
     "status",
     "error",
     "duration",
@@ -29,6 +30,8 @@ TOTALS = (
     "util_max",
     "rss_delta",
 )
+# last in the row, after every figure: a source may be 64 KiB and many lines
+SOURCE_FIELDS = ("source_cut", "source")
 _DEVICE_FIELDS = tuple(
     f.name
     for f in fields(DeviceUsage)
@@ -41,7 +44,7 @@ _FRAMEWORK_DERIVED = ("allocated_delta", "retained")
 
 def record_row(record: CellRecord) -> dict:
     """One flat dict per record: totals over GPUs, ``gpu<N>.<field>`` per device (summed over
-    its frameworks) and ``gpu<N>.<framework>.<field>`` per framework on it."""
+    its frameworks), ``gpu<N>.<framework>.<field>`` per framework on it, then the source."""
     row: dict = {name: getattr(record, name) for name in RECORD_FIELDS}
     row["start"] = record.start
     row.update({name: getattr(record, name) for name in TOTALS})
@@ -55,4 +58,5 @@ def record_row(record: CellRecord) -> dict:
         for f in d.frameworks:
             for name in _FRAMEWORK_FIELDS + _FRAMEWORK_DERIVED:
                 row[f"{prefix}{f.framework}.{name}"] = getattr(f, name)
+    row.update({name: getattr(record, name) for name in SOURCE_FIELDS})
     return row

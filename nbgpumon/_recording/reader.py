@@ -120,8 +120,12 @@ def _read_session(
     times = samples.times
     if version < 2:
         columns = [today_column(c) for c in columns]  # one naming for every view
+    # a file of schema 1 to 3 has no source column until a later session is recorded into it
+    has_source = "source" in {r[1] for r in db.execute("PRAGMA table_info(cells)")}
     cell_rows, cells_error = rows_until_damage(
-        db, "SELECT idx, record FROM cells WHERE session = ?", (sid,)
+        db,
+        f"SELECT idx, record, {'source' if has_source else 'NULL'} FROM cells WHERE session = ?",
+        (sid,),
     )
     records, unreadable = _records(cell_rows)
     mark_rows, marks_error = rows_until_damage(
@@ -174,11 +178,15 @@ def _read_session(
 
 
 def _records(rows: list[tuple]) -> tuple[list[CellRecord], int]:
-    """The cells' records in ledger order, and how many rows held no readable record."""
-    records, unreadable = [], 0
-    for _, text in sorted(rows, key=lambda r: (r[0] is None, r[0] or 0)):
+    """The cells' records in ledger order, and how many rows held no readable record. A cell
+    run again and again keeps one copy of its source, as in the live ledger."""
+    records, unreadable, sources = [], 0, {}
+    for _, text, source in sorted(rows, key=lambda r: (r[0] is None, r[0] or 0)):
         try:
-            records.append(record_from_dict(json.loads(text)))
+            fields = json.loads(text)
+            if isinstance(source, str):  # NULL: a cell of schema 1 to 3 keeps source ""
+                fields["source"] = sources.setdefault(source, source)
+            records.append(record_from_dict(fields))
         except (TypeError, ValueError, KeyError):
             unreadable += 1
     return records, unreadable

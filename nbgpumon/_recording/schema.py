@@ -11,6 +11,10 @@ sessions still load, their columns renamed to today's (``V1_SOURCES``).
 Schema 3 keeps the newest samples whole and folds older ones into ``sample_buckets``: one row
 per device per bucket, with each sample column's mean under its own name and its extremes as
 ``{name}_min`` / ``{name}_max`` (compaction.py). Sessions of schemas 1 and 2 have no buckets.
+
+Schema 4 gives each cell its source: ``source`` (at most 64 KiB of it), ``source_cut`` and
+``source_hash`` (of the whole source) in ``cells``. The JSON ``record`` has the hash and the cut
+but not the text, which is in ``source`` alone. Cells of older sessions have neither: NULL.
 """
 
 from __future__ import annotations
@@ -20,16 +24,19 @@ from collections.abc import Sequence
 
 from .._foundation.metrics import metric_of
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 BUCKETS_SINCE = 3  # the first schema version whose sessions may have sample_buckets rows
 # SQLite's header field for "which program's file is this" (PRAGMA application_id): "nbgm".
 APPLICATION_ID = int.from_bytes(b"nbgm", "big")
 FORMAT_KEY, FORMAT_VALUE = "format", "nbgpumon"  # the same, in the meta table, for any client
-CELL_COLUMNS = (
+# The cells table's flat columns of schema 1 (frozen, as UNMARKED_LAYOUT is), then schema 4's.
+V1_CELL_COLUMNS = (
     "idx", "kind", "execution_count", "cell_id", "label", "start", "duration", "status",
     "error", "allocated_total", "retained", "peak_allocated", "util_mean", "util_max",
     "rss_before", "rss_after", "rss_peak", "held_by", "traced",
 )  # fmt: skip
+SOURCE_COLUMNS = {"source_hash": "TEXT", "source_cut": "INTEGER", "source": "TEXT"}
+CELL_COLUMNS = (*V1_CELL_COLUMNS, *SOURCE_COLUMNS)
 
 # The tables of schema version 1 as nbgpumon 0.1.0 wrote them, before the marker existed: how a
 # file without the marker is still recognised as a recording. Frozen: a later schema version
@@ -38,7 +45,7 @@ UNMARKED_LAYOUT: dict[str, tuple[str, ...]] = {
     "meta": ("key", "value"),
     "session": ("id", "started", "host", "pid", "gpus", "driver", "versions", "columns"),
     "samples": ("session", "time", "device"),
-    "cells": ("session", *CELL_COLUMNS, "record"),
+    "cells": ("session", *V1_CELL_COLUMNS, "record"),
     "marks": ("session", "time", "label"),
 }
 
@@ -127,6 +134,11 @@ def create_schema(db: sqlite3.Connection, columns: Sequence[str]) -> None:
         db.execute("CREATE INDEX IF NOT EXISTS samples_device ON samples (session, device, time)")
     if "schema" not in {r[1] for r in db.execute("PRAGMA table_info(session)")}:
         db.execute("ALTER TABLE session ADD COLUMN schema INTEGER")  # a schema 1 file: NULL
+    in_cells = {r[1] for r in db.execute("PRAGMA table_info(cells)")}
+    for name, kind in SOURCE_COLUMNS.items():
+        # after ``record`` in a new file as in one of schema 1 to 3 (whose cells get NULL)
+        if name not in in_cells:
+            db.execute(f"ALTER TABLE cells ADD COLUMN {name} {kind}")
     have = {r[1] for r in db.execute("PRAGMA table_info(samples)")}
     in_buckets = {r[1] for r in db.execute("PRAGMA table_info(sample_buckets)")}
     described = []

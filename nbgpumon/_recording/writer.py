@@ -258,14 +258,17 @@ class RecordingWriter:
             )
 
     def _write_cell(self, db: sqlite3.Connection, record: CellRecord) -> None:
-        # Flat columns for any SQLite client; the whole record as JSON for nbgpumon.load().
+        # Flat columns for any SQLite client; the whole record as JSON for nbgpumon.load(),
+        # but for its source, which is in the source column alone (up to 64 KiB, not twice).
         row = record_row(record)
         row["idx"] = record.index  # "index" is a keyword in SQL
         values = [row.get(c) for c in CELL_COLUMNS]
+        whole = dataclasses.asdict(record)
+        del whole["source"]
         db.execute(
             f"INSERT INTO cells (session, {', '.join(CELL_COLUMNS)}, record) "
             f"VALUES ({', '.join('?' * (len(CELL_COLUMNS) + 2))})",
-            (self.session_id, *values, json.dumps(dataclasses.asdict(record), default=_plain)),
+            (self.session_id, *values, json.dumps(whole, default=_plain)),
         )
 
 

@@ -11,20 +11,23 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .._ledger.records import CellRecord
-from .._ledger.rows import RECORD_FIELDS, TOTALS, record_row
+from .._ledger.rows import RECORD_FIELDS, SOURCE_FIELDS, TOTALS, record_row
 
 if TYPE_CHECKING:
     import pandas
 
 
 def cells_frame(records: Sequence[CellRecord]) -> pandas.DataFrame:
-    """Records as a DataFrame; ``start`` is a UTC timestamp, bytes are nullable integers."""
+    """Records as a DataFrame; ``start`` is a UTC timestamp, bytes are nullable integers; the
+    last two columns are ``source_cut`` and ``source`` (up to 64 KiB of the cell's source)."""
     import pandas as pd
 
     frame = pd.DataFrame([record_row(r) for r in records])
     if frame.empty:
-        return pd.DataFrame(columns=[*RECORD_FIELDS, "start", *TOTALS])
+        return pd.DataFrame(columns=[*RECORD_FIELDS, "start", *TOTALS, *SOURCE_FIELDS])
     frame = frame.convert_dtypes()  # missing bytes stay integers (<NA>), not floats
+    # last even when a later record brings a GPU's or a framework's columns
+    frame = frame[[c for c in frame.columns if c not in SOURCE_FIELDS] + list(SOURCE_FIELDS)]
     frame["start"] = utc_times(frame["start"].astype("float64").to_numpy())
     return frame
 
