@@ -86,7 +86,7 @@ def gil_keeping_functions(
     if error is None:
         return out
     if memory is not None and memory_v2 is not None:
-        watch = _SlowWatch("nvmlDeviceGetMemoryInfo", on_slow)
+        watch = _SlowWatch("nvmlDeviceGetMemoryInfo", on_slow, error)
 
         def nvmlDeviceGetMemoryInfo(handle: Any, version: int | None = None) -> Any:
             if version:
@@ -94,46 +94,41 @@ def gil_keeping_functions(
                 call = memory_v2
             else:
                 info, call = Memory(), memory
-            start = time.perf_counter_ns()
-            ret = call(handle, ctypes.byref(info))
-            if time.perf_counter_ns() - start > SLOW_CALL_NS:
-                watch.slow()
-            elif watch.count:
-                watch.count = 0
-            if ret:
-                raise error(ret)
-            return info
+            return watch.call(call, handle, info)
 
         out["nvmlDeviceGetMemoryInfo"] = nvmlDeviceGetMemoryInfo
     if utilization is not None:
-        util_watch = _SlowWatch("nvmlDeviceGetUtilizationRates", on_slow)
+        util_watch = _SlowWatch("nvmlDeviceGetUtilizationRates", on_slow, error)
 
         def nvmlDeviceGetUtilizationRates(handle: Any) -> Any:
-            rates = Utilization()
-            start = time.perf_counter_ns()
-            ret = utilization(handle, ctypes.byref(rates))
-            if time.perf_counter_ns() - start > SLOW_CALL_NS:
-                util_watch.slow()
-            elif util_watch.count:
-                util_watch.count = 0
-            if ret:
-                raise error(ret)
-            return rates
+            return util_watch.call(utilization, handle, Utilization())
 
         out["nvmlDeviceGetUtilizationRates"] = nvmlDeviceGetUtilizationRates
     return out
 
 
 class _SlowWatch:
-    """Counts a kept call's slow runs in a row; tells ``on_slow`` once, at the limit."""
+    """Makes a kept call and counts its slow runs in a row; tells ``on_slow`` once, at the
+    limit."""
 
-    def __init__(self, name: str, on_slow: Callable[[str], None]) -> None:
-        self.name, self.on_slow, self.count = name, on_slow, 0
+    def __init__(
+        self, name: str, on_slow: Callable[[str], None], error: Callable[[int], Exception]
+    ) -> None:
+        self.name, self.on_slow, self.error, self.count = name, on_slow, error, 0
 
-    def slow(self) -> None:
-        self.count += 1
-        if self.count == SLOW_CALLS_ALLOWED:
-            self.on_slow(self.name)
+    def call(self, function: Any, handle: Any, out: Any) -> Any:
+        """``function(handle, &out)`` timed; ``out`` filled in, or the binding's NVMLError."""
+        start = time.perf_counter_ns()
+        ret = function(handle, ctypes.byref(out))
+        if time.perf_counter_ns() - start > SLOW_CALL_NS:
+            self.count += 1
+            if self.count == SLOW_CALLS_ALLOWED:
+                self.on_slow(self.name)
+        elif self.count:
+            self.count = 0
+        if ret:
+            raise self.error(ret)
+        return out
 
 
 def _c_function(binding: ModuleType, name: str) -> Any:
