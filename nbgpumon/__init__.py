@@ -2,7 +2,7 @@
 
 In IPython/Jupyter: ``%load_ext nbgpumon``, then ``%gpumon``. From Python: :func:`monitor`,
 :func:`cells`, :func:`cells_frame`, :func:`mark`, :func:`track`, :func:`holders`,
-:func:`free`, :func:`load`, :func:`serve`.
+:func:`free`, :func:`fit`, :func:`load`, :func:`serve`.
 
 This module is the public API and re-exports nothing else; everything under a ``_`` name is
 internal (the layers are described in docs/architecture.md).
@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import warnings
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from ._api import current as _current
@@ -29,6 +30,7 @@ if TYPE_CHECKING:
 
     from ._api.recorded import Recorded
     from ._forensics.holder_scan import HolderScan
+    from ._views.fit_result import FitResult
 
 # Reading recordings (numpy, SQLite) and scanning holders are imported on first use, so that
 # ``%load_ext nbgpumon`` does not wait for them; ``nbgpumon.Recorded`` and
@@ -36,6 +38,7 @@ if TYPE_CHECKING:
 _LAZY = {
     "Recorded": ("._api.recorded", "Recorded"),
     "HolderScan": ("._forensics.holder_scan", "HolderScan"),
+    "FitResult": ("._views.fit_result", "FitResult"),
 }
 
 
@@ -57,6 +60,7 @@ def __dir__() -> list[str]:
 __all__ = [
     "CellRecord",
     "DeviceUsage",
+    "FitResult",
     "GPUMon",
     "HolderScan",
     "Monitor",
@@ -68,6 +72,7 @@ __all__ = [
     "__version__",
     "cells",
     "cells_frame",
+    "fit",
     "free",
     "holders",
     "load",
@@ -110,6 +115,33 @@ def free() -> str:
     stored tracebacks), collect garbage, empty torch's cache; your variables stay. Returns what
     came back, as one line."""
     return monitor().free()
+
+
+def fit(
+    step: Callable[[int], Any],
+    sizes: Iterable[int],
+    limit: int | str | Mapping[str, int | str] | None = None,
+    margin: int | str | None = None,
+    label: str = "fit",
+    warmup: bool = True,
+) -> FitResult:
+    """Will it fit? Run ``step(size)`` for each of ``sizes`` (smallest first) as a tracked
+    region, fit each kind of memory's peak growth (each framework's allocator per GPU, and
+    host memory) as ``intercept + slope × size`` by least squares, and predict the largest
+    size whose peak stays under ``limit`` less ``margin``.
+
+    ``limit``: bytes (or "40GiB") the step may grow by, or a dict by kind ("torch", "host");
+    by default what each kind could take now: the GPU's free memory (NVML) plus the
+    framework's idle cache, within torch's ``set_per_process_memory_fraction`` cap or JAX's or
+    CuPy's pool limit; for host memory, the machine's available memory. ``margin``: bytes kept
+    back; by default max(5%, 256 MiB) of a GPU limit, 5% of host memory. ``warmup``: one
+    unmeasured call at the smallest size first (compilation, workspaces, gradients). A size that
+    runs out of memory stops the run and bounds the prediction; any other error propagates.
+
+    A prediction needs 3 sizes that ran, a good line (R² ≥ 0.98, no point more than 5% of the
+    largest peak off it) and memory that grows with size; otherwise the result says why.
+    Returns a :class:`FitResult`, whose repr is a short table (what the notebook shows)."""
+    return monitor().fit(step, sizes, limit, margin, label, warmup)
 
 
 def load(path: str, session: int | None = None) -> Recorded:

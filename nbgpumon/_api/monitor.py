@@ -4,7 +4,7 @@ frames and the advice). What ``nbgpumon.monitor()`` returns."""
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
@@ -18,6 +18,7 @@ from .exporter import Exporter, process_rank
 if TYPE_CHECKING:
     import pandas
 
+    from .._views.fit_result import FitResult
     from .._views.static_view import StaticView
     from .._views.widget import GPUMonWidget, Publisher
 
@@ -185,6 +186,25 @@ class Monitor(Session):
             -math.inf if t0 is None else t0, math.inf if t1 is None else t1
         )
         return samples_frame(window.times, window.mean, list(self.timeline.columns))
+
+    def fit(
+        self,
+        step: Callable[[int], Any],
+        sizes: Iterable[int],
+        limit: int | str | Mapping[str, int | str] | None = None,
+        margin: int | str | None = None,
+        label: str = "fit",
+        warmup: bool = True,
+    ) -> FitResult:
+        """Run ``step(size)`` at each size as a tracked region, fit each kind of memory's
+        peak growth against the size, and predict the largest size that fits (what
+        :func:`nbgpumon.fit` does)."""
+        from .._session.size_fit import run_fit
+        from .._views.fit_result import FitResult
+
+        if self.closed:
+            raise UsageError("this monitor is closed; nbgpumon.monitor() gives the current one")
+        return FitResult(run_fit(self, step, sizes, limit, margin, label, warmup))
 
     def advise(self) -> str:
         """Hints from what this session measured, each with the numbers behind it."""

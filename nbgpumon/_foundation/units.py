@@ -7,10 +7,16 @@ say "1.0 GiB" and "12.3 s" the same way.
 from __future__ import annotations
 
 import math
+import re
 import time
 from datetime import datetime, timezone
 
 _UNITS = ("B", "KiB", "MiB", "GiB", "TiB")
+_PARSE_UNITS = {
+    "b": 1, "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40,
+    "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
+}  # fmt: skip
+_AMOUNT = re.compile(r"\s*(\d+(?:\.\d*)?|\.\d+)\s*([a-z]*)\s*", re.IGNORECASE)
 
 
 def format_bytes(n: float | None, signed: bool = False) -> str:
@@ -25,6 +31,22 @@ def format_bytes(n: float | None, signed: bool = False) -> str:
         unit += 1
     digits = 0 if unit == 0 or value >= 100 else 1
     return f"{sign}{value:.{digits}f} {_UNITS[unit]}"
+
+
+def parse_bytes(text: str | int) -> int:
+    """``"40GiB"``, ``"1.5 GB"``, ``"512 MiB"`` or a number of bytes -> bytes. Raises
+    ``ValueError`` for anything else (a negative amount, an unknown unit)."""
+    if isinstance(text, bool):
+        raise ValueError(f"not an amount of bytes: {text!r}")
+    if isinstance(text, int):
+        if text < 0:
+            raise ValueError(f"a negative amount of bytes: {text}")
+        return text
+    match = _AMOUNT.fullmatch(text) if isinstance(text, str) else None
+    unit = match.group(2).lower() if match else ""
+    if match is None or (unit and unit not in _PARSE_UNITS):
+        raise ValueError(f"not an amount of bytes: {text!r} (say 40GiB, 512 MiB or 1.5 GB)")
+    return int(float(match.group(1)) * _PARSE_UNITS[unit or "b"])
 
 
 def format_seconds(s: float | None) -> str:

@@ -233,6 +233,14 @@ class NvmlSource:
         """NVML memory used per device, in bytes (the ledger's before/after reading)."""
         return [self._memory(i, state)[0] for i, state in enumerate(self._state)]
 
+    def read_free(self) -> list[int | None]:
+        """NVML free memory per device now, in bytes (what another allocation could get)."""
+        out: list[int | None] = []
+        for i, state in enumerate(self._state):
+            used, reserved, total = self._memory(i, state)
+            out.append(None if used is None or total is None else total - used - (reserved or 0))
+        return out
+
     # -- the slow cadence -----------------------------------------------------------------
     def read_slow(self) -> None:
         """Values that change rarely; carried into every fast row."""

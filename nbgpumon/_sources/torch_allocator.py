@@ -106,6 +106,24 @@ class TorchAllocatorSource:
             self.status = f"torch.cuda.reset_peak_memory_stats failed: {exc}"
             return False
 
+    def memory_cap(self, cuda_index: int) -> int | None:
+        """The bytes torch may reserve on one device under
+        ``torch.cuda.set_per_process_memory_fraction``; None when no fraction below 1 is set,
+        CUDA is not up, or this torch cannot say (``get_per_process_memory_fraction`` came in
+        torch 2.6)."""
+        cuda = self._cuda()
+        getter = getattr(getattr(cuda, "memory", None), "get_per_process_memory_fraction", None)
+        if cuda is None or getter is None:
+            return None
+        try:
+            fraction = float(getter(cuda_index))
+            total = int(cuda.get_device_properties(cuda_index).total_memory)
+        except Exception:
+            return None
+        # The allocator's cap is the fraction of cudaMemGetInfo's total, which is the
+        # device's total memory as its properties give it.
+        return int(fraction * total) if 0 <= fraction < 1 else None
+
     def watch_thread(self) -> None:
         """No thread-local hooks to arm."""
 

@@ -1,0 +1,61 @@
+"""How many more bytes each kind of memory could take now: the default limit of ``fit``.
+
+A framework's allocator can use the device's free memory (NVML) and its own idle cache
+(reserved but not allocated: torch frees it and retries before it gives up), up to any cap it
+was given: torch's ``set_per_process_memory_fraction`` (on what it reserves), JAX's pool limit,
+CuPy's pool limit. Host memory is the kernel's MemAvailable. Each figure is relative to what is
+allocated now, as a step's peak growth is.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from .._foundation.units import format_bytes
+
+if TYPE_CHECKING:
+    from .session import Session
+
+_CAP_NAMES = {
+    "torch": "torch.cuda.set_per_process_memory_fraction",
+    "jax": "JAX's pool limit",
+    "cupy": "CuPy's pool limit",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Headroom:
+    """Bytes one kind of memory could still grow by (None: unknown), and how that was found."""
+
+    bytes: int | None
+    note: str  # "free 41.3 GiB + cache 0.2 GiB"
+
+
+def headroom(session: Session, framework: str | None, cuda: int | None) -> Headroom:
+    """For ``framework``'s allocator on CUDA device ``cuda``, or for host memory (None)."""
+    if framework is None:
+        available = session.host.system()[1]
+        if available is None:
+            return Headroom(None, "host memory unreadable")
+        return Headroom(available, f"available {format_bytes(available)}")
+    source = next((a for a in session.allocators if a.name == framework), None)
+    stats = source.read(cuda) if source is not None and cuda is not None else None
+    device = next((d for d in session.nvml.devices if d.cuda_index == cuda), None)
+    free = None
+    if device is not None:
+        everywhere = session.nvml.read_free()
+        free = everywhere[device.nvml_index] if device.nvml_index < len(everywhere) else None
+    if stats is None or free is None:
+        return Headroom(None, f"{framework} on cuda:{cuda} or NVML unreadable now")
+    idle = max(0, stats.reserved - stats.allocated)
+    room = free + idle
+    note = f"free {format_bytes(free)} + cache {format_bytes(idle)}"
+    cap = session.torch.memory_cap(cuda) if framework == "torch" else stats.limit
+    if cap is not None and cap - stats.allocated < room:
+        room = max(0, cap - stats.allocated)
+        note = (
+            f"{_CAP_NAMES.get(framework, 'its cap')} {format_bytes(cap)} "
+            f"- allocated {format_bytes(stats.allocated)}"
+        )
+    return Headroom(room, note)

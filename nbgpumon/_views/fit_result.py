@@ -1,0 +1,109 @@
+"""``FitResult``: what ``nbgpumon.fit`` found, as data (``table``, ``fits``, ``prediction``,
+``size``, ``frame()``) and as the short text table its repr is (what a notebook shows)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .._foundation.units import format_bytes, format_seconds
+from .._ledger.peak_fit import LineFit, Prediction
+from .._session.size_fit import FitRun, SizeRow
+
+if TYPE_CHECKING:
+    import pandas
+
+
+class FitResult:
+    """The outcome of :func:`nbgpumon.fit`.
+
+    ``table``: one :class:`SizeRow` per size run (size, peak growth per kind of memory in
+    bytes, whether each peak is exact, seconds, outcome); ``fits``: a ``LineFit`` per kind
+    (intercept and slope in bytes, r2, max_residual, ok, reason); ``prediction``: a
+    ``Prediction`` per kind (size, or None with the reason; limit, margin, usable, bytes);
+    ``size``: the largest size that fits every kind that grows with size, or None.
+    """
+
+    def __init__(self, run: FitRun) -> None:
+        self.run = run
+        self.label = run.label
+        self.table: list[SizeRow] = list(run.rows)
+        self.kinds: list[str] = list(run.kinds)
+        self.fits: dict[str, LineFit] = dict(run.fits)
+        self.prediction: dict[str, Prediction] = dict(run.predictions)
+        self.notes: list[str] = list(run.notes)
+
+    @property
+    def size(self) -> int | None:
+        return self.run.size
+
+    def frame(self) -> pandas.DataFrame:
+        """The table as a DataFrame: ``size``, ``outcome``, ``seconds``, then per kind
+        ``{kind}_peak`` (bytes) and ``{kind}_exact``."""
+        import pandas as pd
+
+        rows = []
+        for row in self.table:
+            out: dict[str, object] = {
+                "size": row.size, "outcome": row.outcome, "seconds": row.duration,
+            }  # fmt: skip
+            for kind in self.kinds:
+                out[f"{kind}_peak"] = row.peaks.get(kind)
+                out[f"{kind}_exact"] = row.exact.get(kind)
+            rows.append(out)
+        columns = ["size", "outcome", "seconds"]
+        columns += [f"{k}_{part}" for k in self.kinds for part in ("peak", "exact")]
+        return pd.DataFrame(rows, columns=columns).convert_dtypes()
+
+    def __repr__(self) -> str:
+        return fit_text(self.run)
+
+
+def fit_text(run: FitRun) -> str:
+    """The table of peaks, then a line per kind of memory: its line and what fits."""
+    warm = f", after a warm-up call at size {run.warmup}" if run.warmup is not None else ""
+    count = len(run.rows)
+    lines = [f"nbgpumon.fit: peak growth of step(size), {count} size{'s' * (count != 1)}{warm}"]
+    heads = [f"{kind} peak" for kind in run.kinds]
+    widths = [max(11, len(h)) for h in heads]
+    size_width = max([4, *(len(str(r.size)) for r in run.rows)])
+    columns = "".join(f"  {head:>{width}}" for head, width in zip(heads, widths, strict=True))
+    lines.append(f"  {'size':>{size_width}}{columns}  {'time':>8}")
+    for row in run.rows:
+        line = "  " + str(row.size).rjust(size_width)
+        if row.outcome != "ok":
+            lines.append(f"{line}  ran out of memory ({format_seconds(row.duration)})")
+            continue
+        for kind, width in zip(run.kinds, widths, strict=True):
+            line += f"  {_peak(row.peaks.get(kind), row.exact.get(kind, False)):>{width}}"
+        lines.append(f"{line}  {format_seconds(row.duration):>8}")
+    for kind in run.kinds:
+        lines.append(f"  {kind}: {_conclusion(run.fits[kind], run.predictions[kind])}")
+    if len([k for k in run.kinds if run.fits[k].grows]) > 1 and run.size is not None:
+        lines.append(f"  all of them: up to size {run.size}")
+    lines += [f"  note: {note}" for note in run.notes]
+    return "\n".join(lines)
+
+
+def _peak(value: int | None, exact: bool) -> str:
+    if value is None:
+        return "—"
+    return format_bytes(value) if exact else f"≥ {format_bytes(value)}"
+
+
+def _conclusion(fit: LineFit, prediction: Prediction) -> str:
+    if fit.intercept is None or fit.slope is None or not fit.grows:
+        return fit.reason
+    sign = "-" if fit.intercept < 0 else "+"
+    line = f"{format_bytes(fit.slope)} per size {sign} {format_bytes(abs(fit.intercept))}"
+    line += f" (R² {fit.r2:.3f})" if fit.r2 is not None else ""
+    if prediction.size is None:
+        return f"{line}: {prediction.reason}"
+    limit = prediction.limit_note or "limit"
+    line += (
+        f": fits up to size {prediction.size} under {format_bytes(prediction.usable)} "
+        f"({limit} - margin {format_bytes(prediction.margin)})"
+    )
+    if prediction.extrapolation is not None:
+        line += f"; {prediction.extrapolation:.1f}× the largest size tried"
+        line += ", far: check it by running a size nearer it" if prediction.far else ""
+    return f"{line}; {prediction.reason}" if prediction.reason else line
