@@ -108,8 +108,8 @@ def test_the_default_limit_is_torchs_cap_less_what_is_allocated_less_the_margin(
 def test_the_predicted_batch_runs_and_an_extrapolation_from_far_below_it(fitted):
     out, text = fitted
     assert out["size"] > 4 * 256, text  # an extrapolation, as in real use
-    # host memory does not grow with the batch (None if its few KiB of noise made a bad line)
-    assert out["overall"] in (out["size"], None)
+    # host memory's churn beside the GPU allocator does not decide the size
+    assert out["overall"] == out["size"]
     assert out["predicted_ran"] is True
 
 

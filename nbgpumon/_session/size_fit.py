@@ -28,6 +28,9 @@ if TYPE_CHECKING:
 HOST = "host"
 KEPT_SHARE = 0.05  # a step that keeps more than this share of its peak after it returns
 KEPT_MIN = 2**20
+# Beside a GPU allocator, host memory that grows by less than this across the sizes is the
+# kernel's own churn (lazily loaded CUDA modules, malloc's arenas), not the step's data
+HOST_CHURN = 64 * 2**20
 Key = tuple[str, int | None]  # (framework, CUDA index), or ("host", None)
 
 
@@ -59,11 +62,27 @@ class FitRun:
     @property
     def size(self) -> int | None:
         """The largest size that fits every kind of memory that grows with size; None when
-        one of them has no prediction (a bad fit, too few sizes) or none grows."""
-        growing = [self.predictions[k] for k in self.kinds if self.fits[k].grows]
+        one of them has no prediction (a bad fit, too few sizes) or none grows. Host memory
+        beside a GPU allocator counts only when it grows by ``HOST_CHURN`` or more."""
+        growing = [self.predictions[k] for k in self.deciding]
         if not growing or any(p.size is None for p in growing):
             return None
         return min(p.size for p in growing if p.size is not None)
+
+    @property
+    def deciding(self) -> list[str]:
+        """The kinds of memory whose predictions make ``size``."""
+        gpu = any(k != HOST for k in self.kinds)
+        return [
+            k for k in self.kinds
+            if self.fits[k].grows and not (gpu and k == HOST and _growth(self.fits[k]) < HOST_CHURN)
+        ]  # fmt: skip
+
+
+def _growth(fit: LineFit) -> float:
+    """How much the measured peaks span, bytes."""
+    peaks = [peak for _, peak in fit.points]
+    return max(peaks) - min(peaks) if peaks else 0.0
 
 
 def run_fit(

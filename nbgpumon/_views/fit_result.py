@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from .._foundation.units import format_bytes, format_seconds
 from .._ledger.peak_fit import LineFit, Prediction
-from .._session.size_fit import FitRun, SizeRow
+from .._session.size_fit import HOST_CHURN, FitRun, SizeRow
 
 if TYPE_CHECKING:
     import pandas
@@ -78,8 +78,15 @@ def fit_text(run: FitRun) -> str:
         lines.append(f"{line}  {format_seconds(row.duration):>8}")
     for kind in run.kinds:
         lines.append(f"  {kind}: {_conclusion(run.fits[kind], run.predictions[kind])}")
-    if len([k for k in run.kinds if run.fits[k].grows]) > 1 and run.size is not None:
+    deciding = run.deciding
+    if len(deciding) > 1 and run.size is not None:
         lines.append(f"  all of them: up to size {run.size}")
+    ignored = [k for k in run.kinds if run.fits[k].grows and k not in deciding]
+    if ignored and run.size is not None:
+        lines.append(
+            f"  up to size {run.size}: {', '.join(ignored)} grew by less than "
+            f"{format_bytes(HOST_CHURN)} across the sizes, so it does not decide"
+        )
     lines += [f"  note: {note}" for note in run.notes]
     return "\n".join(lines)
 
