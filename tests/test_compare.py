@@ -4,6 +4,8 @@ new cell is only in B; an old-schema recording compares too; bad input is one li
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -212,3 +214,21 @@ def test_slower_past_a_quarter_and_a_second_and_failing_are_regressions():
         "regression", ("failed (error; was ok)",),
     )  # fmt: skip
     assert _verdict(_record(status="oom"), _record())[0] == "improved"
+
+
+def test_the_command_line_prints_the_table_writes_the_page_and_checks(two_runs, tmp_path):
+    a, b, _ = two_runs
+    page = tmp_path / "compare.html"
+    command = [sys.executable, "-m", "nbgpumon", "compare", str(a), str(b)]
+    checked = subprocess.run([*command, "-o", str(page), "--check"], capture_output=True,
+                             text=True, check=False)  # fmt: skip
+    assert checked.returncode == 3, checked.stderr  # a cell regressed
+    assert "host kept ×3.0" in checked.stdout and f"wrote {page}" in checked.stdout
+    assert "<svg" in page.read_text()
+    same = subprocess.run([*command[:-1], str(a), "--check"], capture_output=True, text=True,
+                          check=False)  # fmt: skip
+    assert same.returncode == 0, same.stderr
+    missing = subprocess.run([*command[:-1], str(tmp_path / "none.sqlite")],
+                             capture_output=True, text=True, check=False)  # fmt: skip
+    assert missing.returncode == 1 and missing.stderr.strip().count("\n") == 0
+    assert "no recording at" in missing.stderr
