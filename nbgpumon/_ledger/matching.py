@@ -21,6 +21,7 @@ order, for a label repeated in a loop); regions outside any cell pair by label i
 from __future__ import annotations
 
 import bisect
+import collections
 import difflib
 import itertools
 from collections.abc import Sequence
@@ -33,7 +34,10 @@ SIMILAR = 0.6  # difflib ratio from which an edited cell is still "the same cell
 # a pair needs more of its first line in common.
 SIMILAR_FIRST_LINE = 0.8
 _COMPARED_CHARS = 4096  # of each source: the ratio is quadratic in length; the start says enough
-_MANY = 10_000  # pairs of left cells to score; past it, first lines only (one ratio is ~1 ms)
+# Cells left between two anchors are scored pairwise: past _MANY pairs by first line only (a
+# ratio of sources can take a millisecond), past _TOO_MANY not at all (they stay one run's).
+_MANY = 10_000
+_TOO_MANY = 200_000
 
 SAME_SOURCE = "same source"
 EDITED = "edited"
@@ -100,14 +104,14 @@ def _match_cells(
 
 def _exact(a: list[CellRecord], b: list[CellRecord], by_hash: bool) -> list[tuple[int, int]]:
     """The k-th cell of A with a source (or first line) paired with its k-th run in B."""
-    waiting: dict[str, list[int]] = {}
+    waiting: dict[str, collections.deque[int]] = {}
     for j, r in enumerate(b):
-        waiting.setdefault(_key(r, by_hash), []).append(j)
+        waiting.setdefault(_key(r, by_hash), collections.deque()).append(j)
     pairs = []
     for i, r in enumerate(a):
         queue = waiting.get(_key(r, by_hash))
         if queue:
-            pairs.append((i, queue.pop(0)))
+            pairs.append((i, queue.popleft()))
     return pairs
 
 
@@ -120,15 +124,17 @@ def _increasing(pairs: list[tuple[int, int]]) -> list[tuple[int, int]]:
     re-run keeps in order (a cell moved elsewhere still pairs, but anchors nothing)."""
     if not pairs:
         return []
-    tails: list[int] = []  # tails[k]: index in pairs of the smallest end of a chain of k + 1
+    ends: list[int] = []  # ends[k]: the smallest B index ending a chain of k + 1 pairs
+    tails: list[int] = []  # ... and which pair that is
     before: list[int] = [-1] * len(pairs)
     for k, (_, j) in enumerate(pairs):
-        at = bisect.bisect_left([pairs[t][1] for t in tails], j)
+        at = bisect.bisect_left(ends, j)
         before[k] = tails[at - 1] if at else -1
-        if at == len(tails):
+        if at == len(ends):
+            ends.append(j)
             tails.append(k)
         else:
-            tails[at] = k
+            ends[at], tails[at] = j, k
     chain, k = [], tails[-1]
     while k != -1:
         chain.append(pairs[k])
@@ -146,7 +152,7 @@ def _align(
 ) -> list[tuple[int, int, float]]:
     """The monotone pairing of ``left_a`` with ``left_b`` of the highest total similarity,
     each pair at least ``similar`` (a dynamic programme over the two lists)."""
-    if not left_a or not left_b:
+    if not left_a or not left_b or len(left_a) * len(left_b) > _TOO_MANY:
         return []
     n, m = len(left_a), len(left_b)
     sources = by_hash and n * m <= _MANY
