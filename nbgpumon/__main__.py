@@ -88,12 +88,12 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _compare(a: str, b: str, output: str | None, check: bool) -> int:
-    import nbgpumon
-
+    from ._api.compare import compare
     from ._foundation.errors import RecordingError, UsageError
+    from ._views.comparison import Thresholds
 
     try:
-        comparison = nbgpumon.compare(a, b)
+        comparison = compare(a, b, None, Thresholds())
         print(repr(comparison))
         if output:
             print(f"nbgpumon: wrote {comparison.report_html(output)}")
