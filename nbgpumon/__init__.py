@@ -2,7 +2,7 @@
 
 In IPython/Jupyter: ``%load_ext nbgpumon``, then ``%gpumon``. From Python: :func:`monitor`,
 :func:`cells`, :func:`cells_frame`, :func:`mark`, :func:`track`, :func:`holders`,
-:func:`free`, :func:`fit`, :func:`load`, :func:`serve`.
+:func:`free`, :func:`fit`, :func:`load`, :func:`compare`, :func:`serve`.
 
 This module is the public API and re-exports nothing else; everything under a ``_`` name is
 internal (the layers are described in docs/architecture.md).
@@ -28,6 +28,7 @@ from ._session.region import Region
 if TYPE_CHECKING:
     import pandas
 
+    from ._api.compare import Comparison
     from ._api.recorded import Recorded
     from ._forensics.holder_scan import HolderScan
     from ._views.fit_result import FitResult
@@ -37,6 +38,7 @@ if TYPE_CHECKING:
 # ``nbgpumon.HolderScan`` still name the classes (:func:`__getattr__`).
 _LAZY = {
     "Recorded": ("._api.recorded", "Recorded"),
+    "Comparison": ("._api.compare", "Comparison"),
     "HolderScan": ("._forensics.holder_scan", "HolderScan"),
     "FitResult": ("._views.fit_result", "FitResult"),
 }
@@ -59,6 +61,7 @@ def __dir__() -> list[str]:
 
 __all__ = [
     "CellRecord",
+    "Comparison",
     "DeviceUsage",
     "FitResult",
     "GPUMon",
@@ -72,6 +75,7 @@ __all__ = [
     "__version__",
     "cells",
     "cells_frame",
+    "compare",
     "fit",
     "free",
     "holders",
@@ -159,6 +163,33 @@ def load(path: str, session: int | None = None) -> Recorded:
     if recorded.damage:
         warnings.warn(recorded.damage, RuntimeWarning, stacklevel=2)
     return recorded
+
+
+def compare(
+    a: str | os.PathLike[str] | Recorded | Monitor,
+    b: str | os.PathLike[str] | Recorded | Monitor | None = None,
+    *,
+    memory_ratio: float = 0.10,
+    memory_bytes: int = 64 * 2**20,
+    duration_ratio: float = 0.25,
+    duration_seconds: float = 1.0,
+    similar: float = 0.6,
+) -> Comparison:
+    """Run ``b`` against run ``a``, cell by cell. Each is a recording's path (its newest
+    session), ``load(PATH)`` or ``monitor()``; ``b`` None: this kernel's live monitor.
+
+    Cells pair by source (repeats in order), then edited cells by the closest source (difflib
+    ratio ≥ ``similar``), in run order; recordings older than schema 4 pair by first line.
+    A pair is a regression when B's peak or kept memory (host or GPU) grew by more than
+    ``memory_ratio`` and by at least ``memory_bytes``, its time by more than
+    ``duration_ratio`` and at least ``duration_seconds``, or it failed where A passed.
+    Returns a :class:`Comparison`: ``frame()``, ``regressions``, ``only_in_a``,
+    ``only_in_b``, ``report()``, ``report_html(PATH)``; its repr is the table."""
+    from ._api.compare import compare as compared
+    from ._views.comparison import Thresholds
+
+    limits = Thresholds(memory_ratio, memory_bytes, duration_ratio, duration_seconds)
+    return compared(a, b, _current.current(), limits, similar)
 
 
 def sessions(path: str | os.PathLike[str]) -> list[int]:

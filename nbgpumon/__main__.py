@@ -1,4 +1,5 @@
 """``python -m nbgpumon report PATH -o report.html``: a recording as a self-contained HTML page.
+``python -m nbgpumon compare A B [-o FILE] [--check]``: two recordings cell by cell.
 ``python -m nbgpumon serve [--port P] [--host H] [SCRIPT [ARGS...]]``: the Prometheus exporter,
 around a script (in each rank of a torchrun job) or on its own until Ctrl-C."""
 
@@ -14,6 +15,7 @@ from pathlib import Path
 from typing import NoReturn
 
 USAGE_ERROR = 2  # what argparse, and Python itself, exit with for a command line it can't take
+REGRESSED = 3  # compare --check: a cell of B regressed against A
 
 
 class _Parser(argparse.ArgumentParser):
@@ -34,6 +36,17 @@ def main(argv: list[str] | None = None) -> int:
     report.add_argument("path", help="the SQLite file %%gpumon record wrote")
     report.add_argument("-o", "--output", default="report.html", help="the HTML file to write")
     report.add_argument("--session", type=int, default=None, help="session id (default: newest)")
+    compare = commands.add_parser(
+        "compare",
+        help="compare two recordings cell by cell",
+        description="Print recording B against recording A, cell by cell (nbgpumon.compare).",
+    )
+    compare.add_argument("a", help="the first run's recording")
+    compare.add_argument("b", help="the second run's recording")
+    compare.add_argument("-o", "--output", help="also write the comparison as an HTML page")
+    compare.add_argument(
+        "--check", action="store_true", help=f"exit with {REGRESSED} if a cell regressed"
+    )
     serve = commands.add_parser(
         "serve",
         help="serve GPU metrics for Prometheus, around a script or until Ctrl-C",
@@ -53,6 +66,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.command == "serve":
         return _serve(args.port, args.host, args.script, args.args)
+    if args.command == "compare":
+        return _compare(args.a, args.b, args.output, args.check)
 
     from ._api.recorded import load_recorded as load
 
@@ -70,6 +85,22 @@ def main(argv: list[str] | None = None) -> int:
     out.write_text(session.report_html(), encoding="utf-8")
     print(f"nbgpumon: wrote {out} (session {session.session_id}, {len(session.records)} cells)")
     return 0
+
+
+def _compare(a: str, b: str, output: str | None, check: bool) -> int:
+    from ._api.compare import compare
+    from ._foundation.errors import RecordingError, UsageError
+    from ._views.comparison import Thresholds
+
+    try:
+        comparison = compare(a, b, None, Thresholds())
+        print(repr(comparison))
+        if output:
+            print(f"nbgpumon: wrote {comparison.report_html(output)}")
+    except (RecordingError, UsageError) as exc:
+        print(f"nbgpumon: {exc}", file=sys.stderr)
+        return 1
+    return REGRESSED if check and comparison.regressions else 0
 
 
 def _serve(port: int | None, host: str | None, script: str | None, script_args: list[str]) -> int:

@@ -48,6 +48,19 @@ BAD = [
     ("%%gpumon status\nx = 1", "UsageError: %%gpumon runs a cell only as %%gpumon profile [N]"),
     ("%%gpumon profile many\nx = 1", "UsageError: usage: %%gpumon profile [N], N a positive"),
     ("%gpumon advise /no/such/run.sqlite", "UsageError: no recording at /no/such/run.sqlite"),
+    ("%gpumon compare", "UsageError: usage: %gpumon compare A [B], A and B recordings' paths"),
+    ("%gpumon compare a b c", "UsageError: usage: %gpumon compare A [B], A and B recordings'"),
+    ("%gpumon compare 'a.sqlite", "UsageError: No closing quotation in %gpumon compare 'a.sqlite"),
+    ("%gpumon compare /no/such/run.sqlite", "UsageError: no recording at /no/such/run.sqlite"),
+    (
+        f"%gpumon compare {CSV}",
+        f"UsageError: {CSV} is not an nbgpumon recording (it is not an SQLite file)",
+    ),
+    (
+        "import nbgpumon; nbgpumon.compare(42)",
+        "UsageError: compare's a is a recording's path, nbgpumon.load(PATH) or "
+        "nbgpumon.monitor(), not int",
+    ),
     (
         "%gpumon record /proc/no/such/dir/run.sqlite",
         "UsageError: cannot record to /proc/no/such/dir/run.sqlite: ",

@@ -75,6 +75,10 @@ class GPUMonMagics(Magics):
                                   bands, per-cell bars; brush a time range to list its cells
           %%gpumon profile [N]    run the cell under torch's profiler: the top N (15)
                                   operators by CUDA memory (CPU memory without CUDA)
+          %gpumon compare A [B]   run B (default: this session) against recording A, cell
+                                  by cell: the change in peak, kept, time and utilization,
+                                  cells of one run only, and the regressions flagged
+                                  (nbgpumon.compare(A, B) for the DataFrame and report)
           %gpumon advise [PATH]   hints from what was measured (this session, or a
                                   recording), each citing its numbers; none without evidence
           %gpumon trace on|off    record CUDA allocation stacks (torch's memory history):
@@ -114,7 +118,10 @@ class GPUMonMagics(Magics):
         if command == "cluster" and cell is None:  # its options hold quotes and spaces
             return self._cluster(self._loaded(), label)
         _refuse_unknown_options(line)
-        args = parse_argstring(self.gpumon, line)
+        try:
+            args = parse_argstring(self.gpumon, line)
+        except ValueError as exc:  # shlex's: an unclosed quote, in any command's arguments
+            raise UsageError(f"{exc} in %gpumon {line.strip()}; {HELP}") from None
         mon = self._loaded()
         if cell is not None or args.command == "profile":
             return self._profile(args.command, args.args, cell)
@@ -209,6 +216,17 @@ class GPUMonMagics(Magics):
             return
         print(_load(self._path(rest)).advise())
 
+    def _compare(self, mon: Monitor, rest: list[str]) -> None:
+        from .._api.compare import compare
+        from .._views.comparison import Thresholds
+
+        # expanded, then split as a shell would: "$A" keeps a path with spaces whole
+        paths = _compare_words(self._expand(" ".join(rest)))
+        if len(paths) not in (1, 2) or not all(p.strip() for p in paths):
+            raise UsageError(COMPARE_USAGE)
+        runs = [_load(p) for p in paths]
+        print(repr(compare(runs[0], runs[1] if len(runs) > 1 else mon, mon, Thresholds())))
+
     def _trace(self, mon: Monitor, rest: list[str]) -> None:
         if len(rest) != 1 or rest[0] not in ("on", "off"):
             raise UsageError("usage: %gpumon trace on|off")
@@ -290,6 +308,19 @@ CLUSTER_USAGE = (
 )
 
 
+COMPARE_USAGE = (
+    "usage: %gpumon compare A [B], A and B recordings' paths (B: this session), "
+    "quoted if they hold spaces"
+)
+
+
+def _compare_words(text: str) -> list[str]:
+    try:
+        return shlex.split(text)
+    except ValueError as exc:  # an unclosed quote
+        raise UsageError(f"{exc} in %gpumon compare {text.strip()}; {COMPARE_USAGE}") from None
+
+
 def _cluster_words(text: str) -> list[str]:
     try:
         return shlex.split(text)
@@ -361,6 +392,7 @@ _COMMANDS: dict[str, Callable[..., None]] = {
     "trace": GPUMonMagics._trace,
     "record": GPUMonMagics._record,
     "advise": GPUMonMagics._advise,
+    "compare": GPUMonMagics._compare,
     "report": GPUMonMagics._report,
     "start": GPUMonMagics._start,
     "stop": GPUMonMagics._stop,

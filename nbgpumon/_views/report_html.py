@@ -18,7 +18,7 @@ from .text import cells_table
 if TYPE_CHECKING:
     from .._recording.reader import RecordedSession as Recorded
 
-_STYLE = """
+STYLE = """
 body{font:14px system-ui,sans-serif;margin:24px;color:#222}
 h1{font-size:20px} table{border-collapse:collapse;font-size:12px}
 th,td{padding:2px 8px;border-bottom:1px solid #ddd}
@@ -63,7 +63,7 @@ def session_html(session: Recorded, max_points: int = 1200) -> str:
     nodes = _nodes_html(Cluster(session.nodes, session.cluster_server)) if session.nodes else ""
     return (
         "<!doctype html><html><head><meta charset='utf-8'>"
-        f"<title>nbgpumon session {session.session_id}</title><style>{_STYLE}</style></head>"
+        f"<title>nbgpumon session {session.session_id}</title><style>{STYLE}</style></head>"
         f"<body><h1>nbgpumon session {session.session_id}</h1><dl>{rows}</dl>"
         f"<div class='timeline'>{picture}</div>"
         + (f"<h2>Marks</h2><ul>{marks}</ul>" if marks else "")

@@ -1,0 +1,133 @@
+"""``Comparison``: two runs of a notebook, cell by cell. What ``nbgpumon.compare`` returns."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .._foundation.errors import UsageError
+from .._foundation.units import format_bytes, format_seconds
+from .._ledger.matching import SIMILAR, match_records
+from .._ledger.records import CellRecord
+from .._session.data import SessionData
+from .._views.comparison import (
+    REGRESSION,
+    CellChange,
+    Thresholds,
+    change_row,
+    compare_pairs,
+    frameworks_of,
+    only_in,
+)
+from .._views.comparison_table import comparison_table
+from .monitor import Monitor
+
+if TYPE_CHECKING:
+    import pandas
+
+    from .._views.text import TextView
+
+
+class Comparison:
+    """Run B against run A, cell by cell: ``.changes`` (a row each, in A's order), ``.frame()``,
+    ``.regressions``, ``.only_in_a`` / ``.only_in_b``, the table as its repr, ``.report()``
+    (bqplot) and ``.report_html(PATH)``."""
+
+    def __init__(
+        self, a: SessionData, b: SessionData, thresholds: Thresholds, similar: float = SIMILAR
+    ) -> None:
+        self.a, self.b = a, b
+        self.thresholds = thresholds
+        self.pairs = match_records(list(a.records), list(b.records), similar)
+        self.changes: list[CellChange] = compare_pairs(self.pairs, thresholds)
+
+    @property
+    def regressions(self) -> list[CellChange]:
+        """The rows flagged "regression", in A's order (``.reason`` says why)."""
+        return [c for c in self.changes if c.verdict == REGRESSION]
+
+    @property
+    def only_in_a(self) -> list[CellRecord]:
+        return only_in(self.changes, "A")
+
+    @property
+    def only_in_b(self) -> list[CellRecord]:
+        return only_in(self.changes, "B")
+
+    def frame(self) -> pandas.DataFrame:
+        """One row per pair, and per cell of one run only; columns in the README."""
+        import pandas as pd
+
+        frameworks = frameworks_of(self.changes)
+        rows = [change_row(c, frameworks) for c in self.changes]
+        return pd.DataFrame(rows).convert_dtypes() if rows else pd.DataFrame()
+
+    def table(self) -> TextView:
+        return comparison_table(self.changes, self.a.source, self.b.source, self._limits())
+
+    def _limits(self) -> str:
+        t = self.thresholds
+        return (
+            f"flagged: memory +{t.memory_ratio:.0%} and ≥ {format_bytes(t.memory_bytes)}, "
+            f"time +{t.duration_ratio:.0%} and ≥ {format_seconds(t.duration_seconds)}, "
+            "or a failure"
+        )
+
+    def __repr__(self) -> str:
+        return self.table().text
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        printer.text(repr(self))
+
+    def _repr_html_(self) -> str:
+        return self.table().html
+
+    def report(self) -> Any:
+        """Both runs' memory on one axis, aligned by cell, and the table (an ipywidget)."""
+        from .._views.comparison_report import comparison_report  # bqplot: when asked for
+
+        return comparison_report(self.a, self.b, self.changes, self.table().html)
+
+    def report_html(self, path: str | os.PathLike[str]) -> Path:
+        """Write the comparison as a self-contained HTML page to a new file at ``path``."""
+        from .._views.comparison_page import comparison_page
+
+        page = comparison_page(self.a, self.b, self.changes, self.table())
+        target = Path(path)
+        try:
+            with target.open("x", encoding="utf-8") as out:  # never over a file of anyone's
+                out.write(page)
+        except FileExistsError:
+            raise UsageError(f"{target} exists: report_html writes a new file only") from None
+        except OSError as exc:
+            raise UsageError(f"cannot write {target}: {exc.strerror or exc}") from None
+        return target
+
+
+def compare(
+    a: Any, b: Any, current: Monitor | None, thresholds: Thresholds, similar: float = SIMILAR
+) -> Comparison:
+    """``a`` and ``b`` (recording paths, ``Recorded`` or ``Monitor``; ``b`` None: ``current``)
+    compared; see ``nbgpumon.compare``."""
+    if b is None:
+        if current is None or current.closed:
+            raise UsageError(
+                "no live monitor to compare with: pass two runs, "
+                "nbgpumon.compare(A, B), each a recording's path or nbgpumon.load(PATH)"
+            )
+        b = current
+    return Comparison(_run(a, "a"), _run(b, "b"), thresholds, similar)
+
+
+def _run(given: Any, name: str) -> SessionData:
+    if isinstance(given, str | os.PathLike):
+        from .recorded import load_recorded  # numpy and SQLite: only for a recording
+
+        return load_recorded(given)  # a RecordingError is one line already
+    if isinstance(given, SessionData):
+        return given
+    raise UsageError(
+        f"compare's {name} is a recording's path, nbgpumon.load(PATH) or nbgpumon.monitor(), "
+        f"not {type(given).__name__}"
+    )

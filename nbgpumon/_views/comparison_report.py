@@ -1,0 +1,109 @@
+"""A comparison as a bqplot report: per metric (host RSS, GPU memory used) one figure with
+both runs on one axis aligned by cell (comparison_timeline), cell bands labelled, the
+regressions tinted; the comparison table below. Labels reach the browser as SVG text (d3's
+``.text()``); the table is escaped HTML."""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Sequence
+
+import bqplot as bq
+import ipywidgets as widgets
+import numpy as np
+
+from .._session.data import SessionData
+from .comparison import CellChange
+from .comparison_page import RUN_COLORS
+from .comparison_timeline import AlignedTimelines, Band, aligned_timelines
+
+_GIB = 2**30
+_BAND_COLORS = ("#c6dbef", "#dadaeb", "#f4a6a3")  # alternate cells; a regression
+MAX_BAND_LABELS = 40
+
+
+def comparison_report(
+    a: SessionData, b: SessionData, changes: Sequence[CellChange], table_html: str
+) -> widgets.VBox:
+    aligned = aligned_timelines(a, b, changes)
+    x_scale = bq.LinearScale()
+    x_scale.min, x_scale.max = aligned.span
+    figures = [
+        _figure(aligned, what, x_scale)
+        for what in dict.fromkeys(line.what for line in aligned.lines)
+    ]
+    legend = widgets.HTML(
+        f"<span style='color:{RUN_COLORS['A']}'>━ A</span> {html.escape(a.source)} &nbsp; "
+        f"<span style='color:{RUN_COLORS['B']}'>┅ B</span> {html.escape(b.source)}"
+    )
+    table = widgets.HTML(table_html, layout=widgets.Layout(max_height="420px", overflow="auto"))
+    report = widgets.VBox([legend, *figures, table], layout=widgets.Layout(width="100%"))
+    report.add_class("nbgpumon-compare-report")
+    return report
+
+
+def _figure(aligned: AlignedTimelines, what: str, x_scale: bq.LinearScale) -> bq.Figure:
+    y_scale = bq.LinearScale(min=0.0)
+    band_scale = bq.LinearScale(min=0.0, max=1.0)
+    marks: list[bq.Mark] = [*_bands(aligned.bands, x_scale, band_scale)]
+    for line in (line for line in aligned.lines if line.what == what):
+        marks.append(
+            bq.Lines(
+                x=line.x,
+                y=line.y / _GIB,
+                scales={"x": x_scale, "y": y_scale},
+                colors=[RUN_COLORS[line.run]],
+                line_style="solid" if line.run == "A" else "dashed",
+                labels=[f"{line.run}: {what}"],
+                stroke_width=1.5,
+            )
+        )
+    return bq.Figure(
+        title=f"{what}, aligned by cell",
+        marks=marks,
+        axes=[
+            bq.Axis(scale=x_scale, label="aligned seconds"),
+            bq.Axis(scale=y_scale, side="left", label="GiB", grid_lines="dashed"),
+        ],
+        fig_margin={"top": 36, "bottom": 36, "left": 70, "right": 24},
+        animation_duration=0,
+        layout=widgets.Layout(width="100%", height="260px"),
+    )
+
+
+def _bands(bands: Sequence[Band], x_scale: bq.LinearScale, band_scale: bq.LinearScale) -> list:
+    """Cells as filled spans, one path per colour (a NaN between spans lifts the pen), and
+    their labels (at most MAX_BAND_LABELS, evenly spread)."""
+    if not bands:
+        return []
+    n = len(bands)
+    x = np.empty(3 * n)
+    y = np.full((3, 3 * n), np.nan)
+    for i, band in enumerate(bands):
+        x[3 * i : 3 * i + 3] = (band.x0, band.x1, band.x1)
+        y[2 if band.regression else i % 2, 3 * i : 3 * i + 2] = 1.0
+    y[:, -1] = 0.0  # every curve ends on a finite point, or bqplot drops it
+    filled = bq.Lines(
+        x=x,
+        y=y,
+        scales={"x": x_scale, "y": band_scale},
+        fill="bottom",
+        colors=list(_BAND_COLORS),
+        fill_colors=list(_BAND_COLORS),
+        opacities=[0.0] * 3,
+        fill_opacities=[0.6] * 3,
+        stroke_width=0.0,
+    )
+    shown = bands[:: max(1, -(-n // MAX_BAND_LABELS))]
+    labels = bq.Label(
+        x=np.array([band.x0 for band in shown]),
+        y=np.ones(len(shown)),
+        text=np.array([band.label for band in shown], dtype=str),
+        scales={"x": x_scale, "y": band_scale},
+        colors=["#555555"],
+        default_size=11,
+        align="start",
+        x_offset=3,
+        y_offset=12,
+    )
+    return [filled, labels]

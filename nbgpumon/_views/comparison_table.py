@@ -1,0 +1,122 @@
+"""A comparison of two runs as a text table and an HTML table (every user string escaped)."""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Sequence
+
+from .._foundation.units import format_bytes, format_percent, format_seconds
+from .._ledger.matching import ONLY_IN_A, ONLY_IN_B
+from .comparison import REGRESSION, CellChange, Figures, frameworks_of
+from .text import TextView
+
+MAX_SOURCE = 40  # characters of a cell's first line in the table
+_LEFT = ("cell", "match", "verdict", "why", "source")
+
+
+def comparison_table(
+    changes: Sequence[CellChange], source_a: str, source_b: str, thresholds_line: str
+) -> TextView:
+    """The comparison: a heading (the runs, the counts, the thresholds), then a row per cell
+    in A's order; a figure reads ``A → B``. Columns empty in every row are left out."""
+    frameworks = frameworks_of(changes)
+    headers = ["cell", "match", "time", "host peak", "host kept", "GPU peak", "GPU kept"]
+    headers += [f"{fw} {what}" for fw in frameworks for what in ("peak", "kept")]
+    headers += ["GPU util", "verdict", "why", "source"]
+    rows = [_row(c, frameworks) for c in changes]
+    keep = [
+        i
+        for i, h in enumerate(headers)
+        if h in ("cell", "match", "verdict", "source")
+        or any(row[i] not in ("", "—", "— → —") for row in rows)
+    ]
+    headers = [headers[i] for i in keep]
+    rows = [[row[i] for i in keep] for row in rows]
+    heading = _heading(changes, source_a, source_b, thresholds_line)
+    if not rows:
+        return TextView("\n".join(heading), "".join(f"<p>{html.escape(h)}</p>" for h in heading))
+    widths = [max(len(h), *(len(r[k]) for r in rows)) for k, h in enumerate(headers)]
+    lines = [*heading, ""]
+    lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip()
+              for r in [headers, *rows]]  # fmt: skip
+    return TextView("\n".join(lines), _html(heading, headers, rows, changes))
+
+
+def _heading(
+    changes: Sequence[CellChange], source_a: str, source_b: str, thresholds_line: str
+) -> list[str]:
+    paired = sum(1 for c in changes if c.a is not None and c.b is not None)
+    flagged = sum(1 for c in changes if c.verdict == REGRESSION)
+    better = sum(1 for c in changes if c.verdict and c.verdict != REGRESSION)
+    alone_a = sum(1 for c in changes if c.pair.how == ONLY_IN_A)
+    alone_b = sum(1 for c in changes if c.pair.how == ONLY_IN_B)
+    return [
+        f"A: {source_a}",
+        f"B: {source_b}",
+        f"{paired} matched, {flagged} regression{'s' * (flagged != 1)}, {better} improved, "
+        f"{alone_a} only in A, {alone_b} only in B ({thresholds_line})",
+    ]
+
+
+def _row(c: CellChange, frameworks: Sequence[str]) -> list[str]:
+    a, b = c.a, c.b
+    cells = [
+        c.name,
+        c.pair.how,
+        _pair(a, b, lambda f: format_seconds(f.duration)),
+        _pair(a, b, lambda f: format_bytes(f.host_peak)),
+        _pair(a, b, lambda f: format_bytes(f.host_kept)),
+        _pair(a, b, lambda f: format_bytes(f.gpu_peak)),
+        _pair(a, b, lambda f: format_bytes(f.gpu_kept)),
+    ]
+    for fw in frameworks:
+        for k in (0, 1):
+            cells.append(_pair(a, b, lambda f, fw=fw, k=k: _framework(f, fw, k)))
+    cells.append(_pair(a, b, lambda f: format_percent(f.util) if f.util is not None else "—"))
+    status = _status(a, b)
+    cells += [c.verdict or status, c.reason, _cut(c.label)]
+    return cells
+
+
+def _framework(f: Figures, framework: str, k: int) -> str:
+    return format_bytes(f.frameworks.get(framework, (None, None))[k])
+
+
+def _pair(a: Figures | None, b: Figures | None, fmt) -> str:
+    one = fmt(a) if a is not None else "—"
+    two = fmt(b) if b is not None else "—"
+    if a is None or b is None:
+        return two if a is None else one
+    return one if one == two else f"{one} → {two}"
+
+
+def _status(a: Figures | None, b: Figures | None) -> str:
+    """A failed cell's status, when the verdict does not already say it."""
+    statuses = {f.status for f in (a, b) if f is not None} - {"ok"}
+    return ", ".join(sorted(statuses))
+
+
+def _cut(label: str) -> str:
+    return label if len(label) <= MAX_SOURCE else label[: MAX_SOURCE - 1] + "…"
+
+
+def _html(
+    heading: list[str], headers: list[str], rows: list[list[str]], changes: Sequence[CellChange]
+) -> str:
+    aligns = ["left" if h in _LEFT else "right" for h in headers]
+    head = "".join(
+        f'<th style="text-align:{a};white-space:nowrap">{html.escape(h)}</th>'
+        for h, a in zip(headers, aligns, strict=True)
+    )
+    body = ""
+    for row, change in zip(rows, changes, strict=True):
+        tint = ' style="background:#fde2e1"' if change.verdict == REGRESSION else ""
+        body += f"<tr{tint}>" + "".join(
+            f'<td style="text-align:{a};white-space:nowrap">{html.escape(v)}</td>'
+            for v, a in zip(row, aligns, strict=True)
+        ) + "</tr>"  # fmt: skip
+    intro = "".join(f"<div>{html.escape(line)}</div>" for line in heading)
+    return (
+        f'<div class="nbgpumon-compare">{intro}<table><thead><tr>{head}</tr></thead>'
+        f"<tbody>{body}</tbody></table></div>"
+    )
