@@ -30,7 +30,8 @@ ON = (
 def range_name(execution_count: int | None, text: str) -> str:
     """``[12] x = model(batch)``: the count and the first non-blank line, cut to 60 chars."""
     count = "?" if execution_count is None else execution_count
-    return f"[{count}] {first_line(text, NAME_CHARS)}".rstrip()
+    head = text.lstrip()[: NAME_CHARS + 1]  # (not the whole of a long cell's lines)
+    return f"[{count}] {first_line(head, NAME_CHARS)}".rstrip()
 
 
 class NvtxRanges:
