@@ -59,6 +59,9 @@ class OomFacts:
     holders: HolderScan | None
     processes: tuple[GpuProcess, ...]
     framework: str = "torch"  # the one that ran out: "torch", "jax", "cupy"
+    # the flight recorder (allocation tracing on): live blocks by cell line, biggest first
+    largest: tuple[str, ...] = ()
+    snapshot_line: str = ""  # where torch's memory snapshot was saved, or why none was
 
 
 def parse_message(message: str) -> tuple[int | None, int | None]:
@@ -181,6 +184,11 @@ def report(facts: OomFacts) -> str:
     for p in facts.processes:
         mark = " (this kernel)" if p.is_this_kernel else ""
         lines.append(f"  process: {_process_name(p)}{mark}")
+    if facts.largest:
+        lines.append("  largest live blocks by the cell and line that allocated them:")
+        lines += [f"    {line}" for line in facts.largest]
+    if facts.snapshot_line:
+        lines.append(f"  {facts.snapshot_line}")
     lines.append("  what to try, most memory back first:")
     lines += [f"    {n}. {text}" for n, text in enumerate(fixes(facts), 1)]
     return "\n".join(lines)

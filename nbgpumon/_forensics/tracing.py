@@ -304,6 +304,15 @@ class AllocationTracer:
             self.error = _one_line("allocation tracing failed at cell end", exc)
             return []
 
+    def full_snapshot(self) -> Any:
+        """torch's whole snapshot, with the trace ring buffer that memory_viz's timeline draws
+        (100-200 ms), for the out-of-memory flight recorder; only while recording. Raises what
+        torch raises."""
+        cuda = initialised_cuda()
+        if cuda is None or not self._recording:
+            raise RuntimeError("allocation tracing is not recording")
+        return cuda.memory._snapshot()
+
     # -- torch ----------------------------------------------------------------------------
     def _begin(self, cuda: Any) -> str:
         """Turn torch's recorder on (CUDA is initialised); one line for the user."""

@@ -24,7 +24,7 @@ class CellHooks:
         shell: Any,
         ledger: Ledger,
         on_record: Callable[[CellRecord, BaseException | None], None] | None = None,
-        on_start: Callable[[int | None], None] | None = None,
+        on_start: Callable[[int | None, str], None] | None = None,
         on_open: Callable[[], None] | None = None,
     ) -> None:
         self.shell, self.ledger = shell, ledger
@@ -56,7 +56,7 @@ class CellHooks:
         self._count_at_pre = int(getattr(self.shell, "execution_count", 0) or 0)
         count = self._count_at_pre - self._offset if getattr(info, "store_history", True) else None
         if self.on_start is not None:
-            self.on_start(count)
+            self.on_start(count, raw)  # (the source names its NVTX range)
         self._open = self.ledger.begin(
             "cell", first_line(raw), count, getattr(info, "cell_id", None), source=raw
         )

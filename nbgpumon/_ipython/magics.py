@@ -83,6 +83,9 @@ class GPUMonMagics(Magics):
                                   recording), each citing its numbers; none without evidence
           %gpumon trace on|off    record CUDA allocation stacks (torch's memory history):
                                   after each cell, what it left behind by cell and line
+          %gpumon nvtx on|off     an NVTX range around each cell, named [N] first line
+                                  (and each track() region), once torch has CUDA up:
+                                  an Nsight Systems capture is labelled by cell
           %gpumon export [PORT]   serve this kernel's metrics for Prometheus at
                                   http://127.0.0.1:PORT/metrics (default 9476; the address
                                   is GPUMon.export_host); alone, it says where it serves,
@@ -231,6 +234,11 @@ class GPUMonMagics(Magics):
         if len(rest) != 1 or rest[0] not in ("on", "off"):
             raise UsageError("usage: %gpumon trace on|off")
         print(f"nbgpumon: {mon.trace(rest[0] == 'on')}")
+
+    def _nvtx(self, mon: Monitor, rest: list[str]) -> None:
+        if len(rest) > 1 or (rest and rest[0] not in ("on", "off")):
+            raise UsageError("usage: %gpumon nvtx on|off (alone: whether it is on)")
+        print(f"nbgpumon: {mon.nvtx(rest[0] == 'on' if rest else None)}")
 
     def _start(self, mon: Monitor, rest: list[str]) -> None:
         _no_args("start", rest)
@@ -390,6 +398,7 @@ _COMMANDS: dict[str, Callable[..., None]] = {
     "holders": GPUMonMagics._holders,
     "free": GPUMonMagics._free,
     "trace": GPUMonMagics._trace,
+    "nvtx": GPUMonMagics._nvtx,
     "record": GPUMonMagics._record,
     "advise": GPUMonMagics._advise,
     "compare": GPUMonMagics._compare,

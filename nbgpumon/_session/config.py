@@ -89,6 +89,12 @@ class GPUMon(Configurable):
         "into 1 min buckets (mean, min, max), so that a day of 8 GPUs stays under 200 MB. "
         "0 keeps every sample. Read when a recording starts.",
     ).tag(config=True)
+    nvtx = Bool(
+        False,
+        help="An NVTX range around each cell ([N] first line) and each track() region "
+        "([N] label) once torch has initialised CUDA, so that an Nsight Systems capture is "
+        "labelled by cell. Same as %gpumon nvtx on|off.",
+    ).tag(config=True)
     oom_report = Bool(
         True, help="Print a post-mortem under a cell that runs out of GPU memory."
     ).tag(config=True)

@@ -9,17 +9,24 @@ from .._foundation.errors import UsageError
 from .._ledger.ledger import Ledger, Measurement
 from .._ledger.outcome import classify_exception
 from .._ledger.records import CellRecord
+from .nvtx_ranges import NvtxRanges, range_name
 
 
 class Region:
     """The context manager returned by :meth:`Monitor.track`; one use only."""
 
     def __init__(
-        self, ledger: Ledger, label: str, on_end: Callable[[CellRecord], None] | None = None
+        self,
+        ledger: Ledger,
+        label: str,
+        on_end: Callable[[CellRecord], None] | None = None,
+        ranges: NvtxRanges | None = None,
     ) -> None:
         self._ledger = ledger
         self.label = label
         self._on_end = on_end
+        self._ranges = ranges  # NVTX ranges, when %gpumon nvtx is on
+        self._range: int | None = None
         self._open: Measurement | None = None
         self.record: CellRecord | None = None  # set when the region ends
 
@@ -29,9 +36,10 @@ class Region:
                 f"track({self.label!r}) is already used; "
                 "call nbgpumon.track(...) again for a new region"
             )
-        self._open = self._ledger.begin(
-            "region", self.label, self._ledger.current_execution_count()
-        )
+        count = self._ledger.current_execution_count()
+        self._open = self._ledger.begin("region", self.label, count)
+        if self._ranges is not None:
+            self._range = self._ranges.push(range_name(count, self.label))
         return self
 
     def __exit__(
@@ -43,6 +51,9 @@ class Region:
         opened, self._open = self._open, None
         if opened is None:
             return
+        if self._ranges is not None:
+            self._ranges.pop_to(self._range)
+            self._range = None
         status, error = classify_exception(exc)
         self.record = self._ledger.end(opened, status, error)
         if self._on_end is not None:

@@ -34,11 +34,13 @@ from .._sources.torch_allocator import TorchAllocatorSource
 from .config import GPUMon
 from .data import Cluster, Device, RunningCell, Status
 from .info import session_info
+from .nvtx_ranges import NvtxRanges, range_name
 from .region import Region
 from .status import live_status
 
 if TYPE_CHECKING:
     from .._forensics.holder_scan import HolderScan
+    from .._forensics.oom_snapshot import SnapshotStore
     from .._forensics.release import MemoryNow
     from .._forensics.tracing import AllocationTracer
     from .._recording.writer import RecordingWriter
@@ -53,7 +55,7 @@ TRACE_LINES = 5  # traced lines printed under a cell (the record keeps them all)
 _LIVE_SETTINGS = [
     "interval", "allocator_interval", "detail_interval", "slow_interval", "peak_mode",
     "record_path", "cupy_peak_hook", "prometheus_url", "prometheus_match", "cluster_interval",
-    "cluster_timeout", "cluster_host_label",
+    "cluster_timeout", "cluster_host_label", "nvtx",
 ]  # fmt: skip
 _CLUSTER_SETTINGS = (
     "prometheus_url", "prometheus_match", "cluster_interval", "cluster_timeout",
@@ -127,6 +129,11 @@ class Session:
         self.closed = False
         self._leak_watch: LeakWatch | None = None
         self._tracer: AllocationTracer | None = None
+        self._snapshots: SnapshotStore | None = None  # OOM snapshot files, made on first use
+        self.nvtx_ranges = NvtxRanges(enabled=cfg.nvtx)
+        self._cell_range: int | None = None  # the NVTX range of the running cell
+        self._syncing_nvtx = False  # set while nvtx() writes GPUMon.nvtx
+        self._nvtx_error_shown = ""
         self._recorder: RecordingWriter | None = None
         self._syncing_record_path = False  # set while record() writes GPUMon.record_path
         self._nodes: NodeTimeline | None = None  # other nodes' GPUs, once a cluster is read
@@ -155,6 +162,12 @@ class Session:
                 self.cupy.close()
         elif name in _CLUSTER_SETTINGS:
             self._cluster_setting_changed(name, change["old"])
+        elif name == "nvtx" and not self._syncing_nvtx:
+            ranges = self.nvtx_ranges
+            line = ranges.start() if value else ranges.stop()
+            if value and not ranges.enabled:
+                self._sync_nvtx(False)  # the setting keeps saying what is done
+            print(f"nbgpumon: {line}")
         elif name == "record_path" and not self._syncing_record_path:
             try:
                 line = self.record(value or None)
@@ -213,6 +226,7 @@ class Session:
             self._recorder = None
         self.config.unobserve(self._config_changed, names=_LIVE_SETTINGS)
         self._stop_cluster()
+        self.nvtx_ranges.close()
         self.cupy.close()
         self.nvml.close()
         self.host.close()
@@ -448,12 +462,20 @@ class Session:
         it left behind to lines (tracing on), and for an out-of-memory error write the
         post-mortem. Returns the record as the ledger now holds it, and text to print under
         the cell ("" for none)."""
+        self.nvtx_ranges.pop_to(self._cell_range)  # first: the range covers the cell's work
+        self._cell_range = None
         shell = self._shell()
         if shell is None:
             return record, ""
         out: list[str] = []
+        if self.nvtx_ranges.error and self.nvtx_ranges.error != self._nvtx_error_shown:
+            self._nvtx_error_shown = self.nvtx_ranges.error
+            out.append(f"nbgpumon: {self.nvtx_ranges.error}")
         retention = self._leaks(shell).verdict(record, self.config.leak_threshold)
         traced: tuple[str, ...] = ()
+        # whether torch's recorder was on while the cell ran (a cell that initialised CUDA
+        # turns it on at its end)
+        traced_during_cell = self._tracer is not None and self._tracer.active
         if self._tracer is not None and self._tracer.armed:
             from .._forensics.tracing import format_traced
 
@@ -470,21 +492,52 @@ class Session:
             from .._forensics.postmortem import gather as gather_oom_facts
             from .._forensics.postmortem import report as post_mortem_report
 
-            out.append(post_mortem_report(gather_oom_facts(self, shell, record, error)))
+            facts = gather_oom_facts(self, shell, record, error)
+            if facts.framework == "torch":
+                flight = self._oom_flight_record(shell, record, traced_during_cell)
+                facts = dataclasses.replace(facts, **flight)
+            out.append(post_mortem_report(facts))
         if self._recorder is not None:
             self._recorder.add_cell(record)
         return record, "\n".join(out)
 
-    def cell_started(self, execution_count: int | None = None) -> None:
+    def _oom_flight_record(self, shell: Any, record: CellRecord, traced: bool) -> dict[str, Any]:
+        """The post-mortem's live blocks by line and saved snapshot (OomFacts fields)."""
+        from .._forensics import oom_snapshot
+
+        tracer = self._tracer
+        if tracer is None or not tracer.armed:
+            return {"snapshot_line": oom_snapshot.NOT_TRACING}
+        if not traced or not tracer.active:
+            return {"snapshot_line": oom_snapshot.TRACING_NOT_YET}
+        if self._snapshots is None:
+            self._snapshots = oom_snapshot.SnapshotStore()
+        filename_map = getattr(getattr(shell, "compile", None), "_filename_map", None) or {}
+        recorder = self._recorder
+        found = oom_snapshot.flight_record(
+            tracer.full_snapshot,
+            self._snapshots,
+            filename_map,
+            record.execution_count,
+            str(recorder.path) if recorder is not None else None,
+        )
+        return {"largest": found.largest, "snapshot_line": found.line}
+
+    def cell_started(self, execution_count: int | None = None, source: str = "") -> None:
         """Note the namespace before a cell (ids only), for the leak verdict after it, and
-        what is alive on the GPU when tracing is on."""
+        what is alive on the GPU when tracing is on; open the cell's NVTX range when on
+        (``source``: the cell's text, whose first line names it)."""
         self.sampler.wait_until_prepared(PREPARE_WAIT)  # (only a cell run at once after loading)
         shell = self._shell()
-        if shell is None:
-            return
-        self._leaks(shell).cell_started()
-        if self._tracer is not None and self._tracer.armed:
-            self._tracer.cell_started(execution_count)
+        if shell is not None:
+            self._leaks(shell).cell_started()
+            if self._tracer is not None and self._tracer.armed:
+                self._tracer.cell_started(execution_count)
+        ranges = self.nvtx_ranges
+        ranges.pop_to(self._cell_range)  # a cell whose end never came: its range ends here
+        self._cell_range = None
+        if ranges.enabled:  # last: the range covers the cell, not nbgpumon's work before it
+            self._cell_range = ranges.push(range_name(execution_count, source))
 
     def trace(self, on: bool) -> str:
         """Turn allocation tracing on or off; one line saying what happened."""
@@ -495,6 +548,22 @@ class Session:
 
             self._tracer = AllocationTracer(self._shell())
         return self._tracer.start() if on else self._tracer.stop()
+
+    def nvtx(self, on: bool | None) -> str:
+        """Turn NVTX cell ranges on or off (None: say whether they are); one line back."""
+        ranges = self.nvtx_ranges
+        if on is None:
+            return f"NVTX ranges are {ranges.state}"
+        line = ranges.start() if on else ranges.stop()
+        self._sync_nvtx(ranges.enabled)
+        return line
+
+    def _sync_nvtx(self, on: bool) -> None:
+        self._syncing_nvtx = True
+        try:
+            self.config.nvtx = on
+        finally:
+            self._syncing_nvtx = False
 
     @property
     def tracing(self) -> str:
@@ -555,7 +624,9 @@ class Session:
         if not isinstance(label, str) or not label.strip():
             raise UsageError('track() takes a non-empty label: with nbgpumon.track("epoch 3"): ...')
         check_label_length("track", label)
-        return Region(self.ledger, label.strip(), on_end=self._region_ended)
+        return Region(
+            self.ledger, label.strip(), on_end=self._region_ended, ranges=self.nvtx_ranges
+        )
 
     def _region_ended(self, record: CellRecord) -> None:
         if self._recorder is not None:

@@ -95,6 +95,7 @@ def status_lines(mon: Session, reads: Reads | None = None) -> list[str]:
     for source in mon.allocators:
         lines.append(f"  {source.label}: {_framework_state(mon, source, reads, detail=True)}")
     lines.append(f"allocation tracing {mon.tracing} (torch's memory history)")
+    lines.append(f"NVTX cell ranges {mon.nvtx_ranges.state}")
     lines.append(
         f"host: {mon.host.status}; per-cell host peak "
         f"{'exact (VmHWM)' if mon.host.can_reset_peak else 'sampled'}"

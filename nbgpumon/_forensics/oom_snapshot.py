@@ -1,0 +1,178 @@
+"""The out-of-memory flight recorder: when a cell runs out of GPU memory (torch) while allocation
+tracing records, torch's full memory snapshot is saved for https://pytorch.org/memory_viz, and
+the post-mortem lists the largest live blocks by the cell and line that allocated them.
+
+The snapshot is taken in the cell's post_run_cell, while the stored traceback still holds the
+failing frames, so their blocks are in it. It goes to a new file, created exclusively (never
+over an existing one): next to the recording (``run.sqlite.oom-12.pickle``) when recording,
+else in a folder nbgpumon makes once per kernel (``/tmp/nbgpumon-oom-XXXX/oom-12.pickle``).
+Only the last ``KEEP`` files this kernel wrote are kept; older ones are deleted, and only when
+the file at that path is still the one nbgpumon created (same device and inode).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import linecache
+import os
+import pickle
+import tempfile
+from collections import deque
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from .._foundation.units import format_bytes
+from .tracing import TracedAllocation, attribute_blocks, format_traced
+
+KEEP = 5  # snapshot files kept per kernel: an OOM loop must not fill the disk
+LARGEST = 5  # groups of live blocks the post-mortem lists
+VIEWER = "https://pytorch.org/memory_viz"
+_NAMES_TRIED = 100  # oom-12.pickle, oom-12-2.pickle, ...: then give up with one line
+
+
+@dataclass(frozen=True)
+class FlightRecord:
+    """What the post-mortem says about the memory snapshot of one out-of-memory cell."""
+
+    largest: tuple[str, ...]  # formatted groups of live blocks, biggest first
+    line: str  # "memory snapshot: PATH (...)", or why there is none
+    path: str | None = None  # the file written, if any
+
+
+def candidate_names(base: str, execution_count: int | None) -> Iterator[str]:
+    """Paths to try in turn: ``{base}.oom-12.pickle``, ``{base}.oom-12-2.pickle``, ...
+    (``base`` ends with a separator for a folder of its own: ``DIR/oom-12.pickle``)."""
+    stem = f"oom-{execution_count}" if execution_count is not None else "oom"
+    dot = "" if base.endswith(os.sep) else "."
+    yield f"{base}{dot}{stem}.pickle"
+    for n in range(2, _NAMES_TRIED + 1):
+        yield f"{base}{dot}{stem}-{n}.pickle"
+
+
+def format_live(a: TracedAllocation) -> str:
+    """One group of live blocks, as the trace lines write it; blocks without a Python stack
+    were allocated before tracing began, or by autograd or another thread."""
+    if not a.line and not a.source:
+        size = format_bytes(a.bytes) + (f" in {a.blocks} blocks" if a.blocks > 1 else "")
+        on = f" on cuda:{a.device}" if a.device else ""
+        return (
+            "no Python stack (allocated before tracing began, by autograd or by another "
+            f"thread) — {size}{on}"
+        )
+    return format_traced(a)
+
+
+def largest_live(
+    snapshot: Any,
+    filename_map: Mapping[str, int],
+    execution_count: int | None,
+    getline: Callable[[str, int], str] = linecache.getline,
+    n: int = LARGEST,
+) -> tuple[str, ...]:
+    """The ``n`` biggest groups of all live blocks in ``snapshot`` by cell and line."""
+    found = attribute_blocks(snapshot, set(), filename_map, execution_count, getline=getline)
+    return tuple(format_live(a) for a in found[:n])
+
+
+class SnapshotStore:
+    """Writes snapshot files, each new and exclusive; keeps the last ``keep`` of them."""
+
+    def __init__(self, keep: int = KEEP) -> None:
+        self.keep = keep
+        self._folder: str | None = None  # made on first use, once per kernel
+        self._written: deque[tuple[str, int, int]] = deque()  # (path, st_dev, st_ino)
+
+    def save(self, snapshot: Any, recording: str | None, execution_count: int | None) -> str:
+        """Pickle ``snapshot`` to a new file next to ``recording`` (a path) or in this kernel's
+        temporary folder; returns its path. Raises OSError or pickle's errors; a file it
+        created and could not finish is removed."""
+        base = recording if recording else os.path.join(self._temporary_folder(), "")
+        path, file = _create_new(base, execution_count)
+        try:
+            with file:
+                pickle.dump(snapshot, file, protocol=pickle.HIGHEST_PROTOCOL)
+                stat = os.fstat(file.fileno())
+        except BaseException:
+            _remove_quietly(path)
+            raise
+        self._written.append((path, stat.st_dev, stat.st_ino))
+        while len(self._written) > self.keep:
+            self._delete_ours(*self._written.popleft())
+        return path
+
+    @property
+    def files(self) -> list[str]:
+        """The snapshot files kept, oldest first."""
+        return [path for path, _, _ in self._written]
+
+    def _temporary_folder(self) -> str:
+        if self._folder is None or not os.path.isdir(self._folder):
+            self._folder = tempfile.mkdtemp(prefix="nbgpumon-oom-")
+        return self._folder
+
+    @staticmethod
+    def _delete_ours(path: str, device: int, inode: int) -> None:
+        try:
+            stat = os.stat(path)
+        except OSError:
+            return  # gone already
+        if (stat.st_dev, stat.st_ino) == (device, inode):  # still the file nbgpumon wrote
+            _remove_quietly(path)
+
+
+def _create_new(base: str, execution_count: int | None) -> tuple[str, Any]:
+    for path in candidate_names(base, execution_count):
+        try:
+            return path, open(path, "xb")  # exclusive: never over an existing file
+        except FileExistsError:
+            continue
+    raise FileExistsError(f"{_NAMES_TRIED} snapshot files named {base}.oom-* exist already")
+
+
+def _remove_quietly(path: str) -> None:
+    with contextlib.suppress(OSError):
+        os.remove(path)
+
+
+def flight_record(
+    full_snapshot: Callable[[], Any],
+    store: SnapshotStore,
+    filename_map: Mapping[str, int],
+    execution_count: int | None,
+    recording: str | None,
+) -> FlightRecord:
+    """Take torch's full snapshot, save it, and attribute its live blocks; never raises."""
+    try:
+        snapshot = full_snapshot()
+    except Exception as exc:
+        return FlightRecord((), _one_line("memory snapshot not taken", exc))
+    try:
+        largest = largest_live(snapshot, filename_map, execution_count)
+    except Exception:  # a snapshot in a layout this version does not know: still save it
+        largest = ()
+    try:
+        path = store.save(snapshot, recording, execution_count)
+        size = os.path.getsize(path)
+    except Exception as exc:
+        return FlightRecord(largest, _one_line("memory snapshot not saved", exc))
+    return FlightRecord(
+        largest,
+        f"memory snapshot: {path} ({format_bytes(size)}; open it at {VIEWER})",
+        path,
+    )
+
+
+NOT_TRACING = (
+    "memory snapshot: none; %gpumon trace on saves one at the next out-of-memory error and "
+    "names the lines that allocated the live blocks"
+)
+TRACING_NOT_YET = (
+    "memory snapshot: none; allocation tracing was not recording yet during this cell (it "
+    "starts after the cell that initialises CUDA)"
+)
+
+
+def _one_line(what: str, exc: BaseException) -> str:
+    detail = str(exc).strip().splitlines()
+    return f"{what}: {type(exc).__name__}: {detail[0] if detail else ''}".rstrip(": ")

@@ -1,0 +1,127 @@
+"""``%gpumon nvtx on``: an NVTX range around each cell (``[12] first line``) and each
+``track()`` region (``[12] label``), so that an Nsight Systems capture of the kernel is
+labelled by cell.
+
+Ranges go through ``torch.cuda.nvtx`` (NVTX v3, header-only in torch's CUDA builds, so a tool
+attached through ``NVTX_INJECTION64_PATH``, as ``nsys`` does, sees them), and only once the
+user's code has imported torch and initialised CUDA: nbgpumon never imports torch itself.
+NVTX's push/pop ranges are a stack per thread, so each thread's depth is counted here and only
+ranges nbgpumon pushed are ever popped: a cell during which NVTX was turned on, or which
+initialised CUDA, pushed nothing and pops nothing; one during which it was turned off still
+pops the range it pushed.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+from typing import Any
+
+from .._ledger.outcome import first_line
+from .._sources.torch_allocator import initialised_cuda
+
+NAME_CHARS = 60  # a range's name: "[N] " and the cell's first line cut to this
+ON = (
+    "NVTX ranges on: each cell is a range named [N] first line, each track() region "
+    "[N] label, in an Nsight Systems capture (nsys profile -t cuda,nvtx jupyter lab)"
+)
+
+
+def range_name(execution_count: int | None, text: str) -> str:
+    """``[12] x = model(batch)``: the count and the first non-blank line, cut to 60 chars."""
+    count = "?" if execution_count is None else execution_count
+    head = text.lstrip()[: NAME_CHARS + 1]  # (not the whole of a long cell's lines)
+    return f"[{count}] {first_line(head, NAME_CHARS)}".rstrip()
+
+
+class NvtxRanges:
+    """Pushes and pops nbgpumon's NVTX ranges. No method raises; a failure turns it off and
+    leaves one line in ``error``."""
+
+    def __init__(self, enabled: bool = False) -> None:
+        self.enabled = enabled
+        self.error = ""
+        self._depth = threading.local()  # ranges nbgpumon has open on each thread
+
+    def start(self) -> str:
+        """Turn ranges on; one line for the user."""
+        torch = sys.modules.get("torch")
+        if torch is not None and not _has_nvtx(torch):
+            self.enabled = False
+            version = getattr(torch, "__version__", "?")
+            self.error = f"torch {version} has no NVTX (a CPU build?)"
+            return f"NVTX ranges not possible: {self.error}"
+        self.enabled, self.error = True, ""
+        if initialised_cuda() is None:
+            return f"{ON}; they begin at the first cell after torch initialises CUDA"
+        return ON
+
+    def stop(self) -> str:
+        """Turn ranges off; a range open now still ends with its cell or region."""
+        was, self.enabled = self.enabled, False
+        return "NVTX ranges off" if was else "NVTX ranges were not on"
+
+    @property
+    def state(self) -> str:
+        """ "on", "on (waiting for torch to initialise CUDA)" or "off", and the last problem."""
+        if not self.enabled:
+            state = "off"
+        elif initialised_cuda() is None:
+            state = "on (waiting for torch to initialise CUDA)"
+        else:
+            state = "on"
+        return f"{state} ({self.error})" if self.error else state
+
+    def push(self, name: str) -> int | None:
+        """Open a range named ``name`` on this thread when on and CUDA is up; the token that
+        :meth:`pop_to` takes (None: nothing was pushed)."""
+        if not self.enabled:
+            return None
+        cuda = initialised_cuda()
+        if cuda is None:
+            return None
+        try:
+            cuda.nvtx.range_push(name)
+        except Exception as exc:
+            self.enabled = False
+            self.error = _one_line("NVTX range_push failed; NVTX ranges off", exc)
+            return None
+        depth = self._now() + 1
+        self._depth.n = depth
+        return depth
+
+    def pop_to(self, token: int | None) -> None:
+        """Close the range that ``push`` returned ``token`` for, and any nbgpumon opened on
+        this thread after it and left open; nothing when it is closed already."""
+        if token is None:
+            return
+        depth = self._now()
+        if depth < token:
+            return
+        cuda = initialised_cuda()
+        try:
+            while depth >= token:
+                depth -= 1
+                cuda.nvtx.range_pop()  # type: ignore[union-attr]
+        except Exception as exc:
+            self.error = _one_line("NVTX range_pop failed", exc)
+        finally:
+            self._depth.n = depth
+
+    def close(self) -> None:
+        """Close every range nbgpumon has open on this thread (at unload)."""
+        self.pop_to(1)
+        self.enabled = False
+
+    def _now(self) -> int:
+        return getattr(self._depth, "n", 0)
+
+
+def _has_nvtx(torch: Any) -> bool:
+    # a CPU build has no torch._C._nvtx; torch.cuda.nvtx then raises on every call
+    return getattr(getattr(torch, "_C", None), "_nvtx", None) is not None
+
+
+def _one_line(what: str, exc: BaseException) -> str:
+    detail = str(exc).strip().splitlines()
+    return f"{what}: {type(exc).__name__}: {detail[0] if detail else ''}".rstrip(": ")
