@@ -24,6 +24,15 @@ KEEP_A = "keep = np.ones(100 * 2**20 // 8)  # keeps 100 MiB of host memory"
 KEEP_B = "keep = np.ones(3 * 100 * 2**20 // 8)  # keeps 300 MiB of host memory"
 EXTRA = "extra = [n * n for n in range(1000)]"
 COMMON = ["import numpy as np", "total = sum(range(10_000))", "print(total)"]
+# the run's last cell waits for three samples, so that each recording has a timeline to draw
+# however fast its cells ran
+SAMPLED = (
+    "import time, nbgpumon\n"
+    "_mon, _until = nbgpumon.monitor(), time.monotonic() + 30\n"
+    "_enough = _mon.cursor + 3\n"
+    "while _mon.cursor < _enough and time.monotonic() < _until:\n"
+    "    time.sleep(0.02)"
+)
 
 
 def _notebook(path: Path, keep: str, extra: list[str]) -> list[str]:
@@ -34,6 +43,7 @@ def _notebook(path: Path, keep: str, extra: list[str]) -> list[str]:
         keep,
         *extra,
         *COMMON[1:],
+        SAMPLED,
     ]
 
 
@@ -69,6 +79,7 @@ def test_the_cell_keeping_three_times_the_memory_is_the_one_regression(two_runs)
     assert {c.verdict for c in others} == {""}
     assert {c.label: c.pair.how for c in others if c.pair.how != EDITED} == {
         **{code: SAME_SOURCE for code in COMMON},
+        SAMPLED.splitlines()[0]: SAME_SOURCE,
         EXTRA: ONLY_IN_B,
     }
     assert [r.label for r in comparison.only_in_b] == [EXTRA]
