@@ -129,6 +129,8 @@ def test_an_oom_while_tracing_saves_a_snapshot_and_lists_the_largest_lines(kerne
     assert saved["device_traces"][0][0]["action"] == "oom"  # memory_viz's timeline has it
     assert kernel.torch.full_snapshots == 1  # one snapshot per out-of-memory cell
     assert text.index("memory snapshot:") < text.index("what to try")
+    # the cell's own trace lines would repeat the post-mortem's: it lists them alone
+    assert "nbgpumon trace:" not in text
 
 
 def test_next_to_a_recording_and_never_over_an_existing_file(kernel, tmp_path):

@@ -473,6 +473,8 @@ class Session:
             out.append(f"nbgpumon: {self.nvtx_ranges.error}")
         retention = self._leaks(shell).verdict(record, self.config.leak_threshold)
         traced: tuple[str, ...] = ()
+        trace_lines: list[str] = []
+        post_mortem = ""
         # whether torch's recorder was on while the cell ran (a cell that initialised CUDA
         # turns it on at its end)
         traced_during_cell = self._tracer is not None and self._tracer.active
@@ -481,9 +483,9 @@ class Session:
 
             found = self._tracer.cell_finished(record.execution_count)
             traced = tuple(format_traced(a) for a in found if a.bytes >= TRACE_MIN_BYTES)
-            out += [f"nbgpumon trace: {line}" for line in traced[:TRACE_LINES]]
+            trace_lines = [f"nbgpumon trace: {line}" for line in traced[:TRACE_LINES]]
             if len(traced) > TRACE_LINES:
-                out.append(f"nbgpumon trace: … {len(traced) - TRACE_LINES} more lines")
+                trace_lines.append(f"nbgpumon trace: … {len(traced) - TRACE_LINES} more lines")
         if retention is not None or traced:
             record = self.ledger.annotate(record, retention=retention, traced=traced)
         # host MemoryError is "oom" in the ledger too, but this post-mortem is about the GPU
@@ -496,7 +498,12 @@ class Session:
             if facts.framework == "torch":
                 flight = self._oom_flight_record(shell, record, traced_during_cell)
                 facts = dataclasses.replace(facts, **flight)
-            out.append(post_mortem_report(facts))
+            if facts.largest:
+                trace_lines = []  # the post-mortem lists the same lines, among all live blocks
+            post_mortem = post_mortem_report(facts)
+        out += trace_lines
+        if post_mortem:
+            out.append(post_mortem)
         if self._recorder is not None:
             self._recorder.add_cell(record)
         return record, "\n".join(out)

@@ -18,8 +18,10 @@ def comparison_table(
     changes: Sequence[CellChange], source_a: str, source_b: str, thresholds_line: str
 ) -> TextView:
     """The comparison: a heading (the runs, the counts, the thresholds), then a row per cell
-    in A's order; a figure reads ``A → B``. Columns empty in every row are left out."""
+    in A's order; a figure reads ``A → B``. Columns empty in every row are left out, and so
+    are a lone framework's, which are the GPU columns again (the frame keeps them)."""
     frameworks = frameworks_of(changes)
+    frameworks = frameworks if len(frameworks) > 1 else []
     headers = ["cell", "match", "time", "host peak", "host kept", "GPU peak", "GPU kept"]
     headers += [f"{fw} {what}" for fw in frameworks for what in ("peak", "kept")]
     headers += ["GPU util", "verdict", "why", "source"]
