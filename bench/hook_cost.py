@@ -161,6 +161,20 @@ def load(shell: Any) -> None:
         shell.run_line_magic("load_ext", "nbgpumon")
 
 
+def loaded_shell() -> tuple[Any, Any, Any]:
+    """A shell whose own paths are warm, then ``%load_ext nbgpumon``: (shell, its cell hooks,
+    the monitor)."""
+    shell = make_shell()
+    time_cells(shell, 50)  # warm IPython's own paths up
+    load(shell)
+    from nbgpumon._api import current
+    from nbgpumon._ipython import extension
+
+    mon = current.current()
+    assert mon is not None
+    return shell, extension._wiring["hooks"], mon
+
+
 def unload(shell: Any) -> None:
     shell.run_line_magic("unload_ext", "nbgpumon")
 
@@ -174,15 +188,7 @@ def main() -> None:
 
     held = cuda_setup.hold_gpu_tensors(result, "allocator reads and peak resets in the hooks")
 
-    shell = make_shell()
-    time_cells(shell, 50)  # warm IPython's own paths up
-    load(shell)
-    from nbgpumon._api import current
-    from nbgpumon._ipython import extension
-
-    hooks = extension._wiring["hooks"]
-    mon = current.current()
-    assert mon is not None
+    shell, hooks, mon = loaded_shell()
     n_gpu = len(mon.nvml.devices)
     if not n_gpu:
         result.skip("NVML reads in the hooks", mon.nvml.status)

@@ -19,7 +19,7 @@ from typing import Any
 import cuda_setup
 import result_file
 import stats
-from hook_cost import load, make_shell, time_cells, time_hooks, unload
+from hook_cost import loaded_shell, time_cells, time_hooks, unload
 
 TARGET_MS = 0.05  # what the ranges may add to a cell: a small share of the hooks' 1 ms
 
@@ -88,15 +88,7 @@ def main() -> None:
         pairs, blocks, cells = 100, 2, 50
 
     held = cuda_setup.hold_gpu_tensors(result, "NVTX ranges pushed (no CUDA: none are)")
-    shell = make_shell()
-    time_cells(shell, 50)  # warm IPython's own paths up
-    load(shell)
-    from nbgpumon._api import current
-    from nbgpumon._ipython import extension
-
-    hooks = extension._wiring["hooks"]
-    mon = current.current()
-    assert mon is not None
+    shell, hooks, mon = loaded_shell()
     mon.stop()  # the sampler's thread would only add noise to both arms
     time_hooks(shell, hooks, 20)
     reply = mon.nvtx(True)  # what "on" means here (no CUDA: nothing is pushed)

@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from .._foundation.errors import failure_line
 from .._foundation.units import format_bytes
 from .tracing import TracedAllocation, attribute_blocks, format_traced
 
@@ -146,7 +147,7 @@ def flight_record(
     try:
         snapshot = full_snapshot()
     except Exception as exc:
-        return FlightRecord((), _one_line("memory snapshot not taken", exc))
+        return FlightRecord((), failure_line("memory snapshot not taken", exc))
     try:
         largest = largest_live(snapshot, filename_map, execution_count)
     except Exception:  # a snapshot in a layout this version does not know: still save it
@@ -155,7 +156,7 @@ def flight_record(
         path = store.save(snapshot, recording, execution_count)
         size = os.path.getsize(path)
     except Exception as exc:
-        return FlightRecord(largest, _one_line("memory snapshot not saved", exc))
+        return FlightRecord(largest, failure_line("memory snapshot not saved", exc))
     return FlightRecord(
         largest,
         f"memory snapshot: {path} ({format_bytes(size)}; open it at {VIEWER})",
@@ -171,8 +172,3 @@ TRACING_NOT_YET = (
     "memory snapshot: none; allocation tracing was not recording yet during this cell (it "
     "starts after the cell that initialises CUDA)"
 )
-
-
-def _one_line(what: str, exc: BaseException) -> str:
-    detail = str(exc).strip().splitlines()
-    return f"{what}: {type(exc).__name__}: {detail[0] if detail else ''}".rstrip(": ")

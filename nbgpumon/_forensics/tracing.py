@@ -37,6 +37,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from .._foundation.errors import failure_line
 from .._foundation.units import format_bytes
 from .._sources.torch_allocator import initialised_cuda
 
@@ -244,7 +245,7 @@ class AllocationTracer:
         try:
             cuda.memory._record_memory_history(enabled=None)
         except Exception as exc:
-            self.error = _one_line("stopping torch's memory recorder failed", exc)
+            self.error = failure_line("stopping torch's memory recorder failed", exc)
             return f"allocation tracing off, but {self.error}"
         return "allocation tracing off"
 
@@ -268,7 +269,7 @@ class AllocationTracer:
             self._set_tag(cuda, execution_count)
         except Exception as exc:
             self._alive_at_start = None
-            self.error = _one_line("allocation tracing failed at cell start", exc)
+            self.error = failure_line("allocation tracing failed at cell start", exc)
 
     def cell_finished(self, execution_count: int | None) -> list[TracedAllocation]:
         """post_run_cell: this cell's surviving blocks by cell line, biggest first."""
@@ -301,7 +302,7 @@ class AllocationTracer:
                 self._alive_after, self._counts_after = live, counts
             return found
         except Exception as exc:
-            self.error = _one_line("allocation tracing failed at cell end", exc)
+            self.error = failure_line("allocation tracing failed at cell end", exc)
             return []
 
     def full_snapshot(self) -> Any:
@@ -348,7 +349,7 @@ class AllocationTracer:
                 self._ours = True
         except Exception as exc:
             self._armed = False
-            self.error = _one_line("starting torch's memory recorder failed", exc)
+            self.error = failure_line("starting torch's memory recorder failed", exc)
             return f"allocation tracing not possible: {self.error}"
         self._recording = True
         self.error = ""
@@ -414,8 +415,3 @@ def _history_enabled(cuda: Any) -> bool | None:
     if probe is None:
         return None
     return bool(probe())
-
-
-def _one_line(what: str, exc: BaseException) -> str:
-    detail = str(exc).strip().splitlines()
-    return f"{what}: {type(exc).__name__}: {detail[0] if detail else ''}".rstrip(": ")

@@ -16,3 +16,9 @@ class RecordingNotFound(RecordingError, FileNotFoundError):
 class UsageError(ValueError):
     """A call given something it can't take: one line that says what to give instead. In
     IPython it shows as that line alone, as IPython's own usage errors do."""
+
+
+def failure_line(what: str, exc: BaseException) -> str:
+    """``what: ErrorType: first line of its message``: a caught exception as a status line."""
+    detail = str(exc).strip().splitlines()
+    return f"{what}: {type(exc).__name__}: {detail[0] if detail else ''}".rstrip(": ")

@@ -17,6 +17,7 @@ import sys
 import threading
 from typing import Any
 
+from .._foundation.errors import failure_line
 from .._ledger.outcome import first_line
 from .._sources.torch_allocator import initialised_cuda
 
@@ -84,7 +85,7 @@ class NvtxRanges:
             cuda.nvtx.range_push(name)
         except Exception as exc:
             self.enabled = False
-            self.error = _one_line("NVTX range_push failed; NVTX ranges off", exc)
+            self.error = failure_line("NVTX range_push failed; NVTX ranges off", exc)
             return None
         depth = self._now() + 1
         self._depth.n = depth
@@ -104,7 +105,7 @@ class NvtxRanges:
                 depth -= 1
                 cuda.nvtx.range_pop()  # type: ignore[union-attr]
         except Exception as exc:
-            self.error = _one_line("NVTX range_pop failed", exc)
+            self.error = failure_line("NVTX range_pop failed", exc)
         finally:
             self._depth.n = depth
 
@@ -120,8 +121,3 @@ class NvtxRanges:
 def _has_nvtx(torch: Any) -> bool:
     # a CPU build has no torch._C._nvtx; torch.cuda.nvtx then raises on every call
     return getattr(getattr(torch, "_C", None), "_nvtx", None) is not None
-
-
-def _one_line(what: str, exc: BaseException) -> str:
-    detail = str(exc).strip().splitlines()
-    return f"{what}: {type(exc).__name__}: {detail[0] if detail else ''}".rstrip(": ")
