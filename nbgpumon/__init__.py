@@ -184,7 +184,7 @@ def compare(
     ``memory_ratio`` and by at least ``memory_bytes``, its time by more than
     ``duration_ratio`` and at least ``duration_seconds``, or it failed where A passed.
     Returns a :class:`Comparison`: ``frame()``, ``regressions``, ``only_in_a``,
-    ``only_in_b``, ``report()``, ``report_html(PATH)``; its repr is the table."""
+    ``only_in_b``, ``report()``, ``report_html()``; its repr is the table."""
     from ._api.compare import compare as compared
     from ._views.comparison import Thresholds
 

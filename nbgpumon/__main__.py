@@ -70,6 +70,8 @@ def main(argv: list[str] | None = None) -> int:
         return _compare(args.a, args.b, args.output, args.check)
 
     from ._api.recorded import load_recorded as load
+    from ._foundation.errors import UsageError
+    from ._foundation.new_files import write_new_text
 
     try:
         session = load(args.path, args.session)
@@ -81,8 +83,11 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     if session.damage:  # a file cut short: say what is missing, then write what was read
         print(f"nbgpumon: {session.damage}", file=sys.stderr)
-    out = Path(args.output)
-    out.write_text(session.report_html(), encoding="utf-8")
+    try:
+        out = write_new_text(args.output, session.report_html())
+    except UsageError as exc:
+        print(f"nbgpumon: {exc}", file=sys.stderr)
+        return 1
     print(f"nbgpumon: wrote {out} (session {session.session_id}, {len(session.records)} cells)")
     return 0
 
@@ -90,13 +95,14 @@ def main(argv: list[str] | None = None) -> int:
 def _compare(a: str, b: str, output: str | None, check: bool) -> int:
     from ._api.compare import compare
     from ._foundation.errors import RecordingError, UsageError
+    from ._foundation.new_files import write_new_text
     from ._views.comparison import Thresholds
 
     try:
         comparison = compare(a, b, None, Thresholds())
         print(repr(comparison))
         if output:
-            print(f"nbgpumon: wrote {comparison.report_html(output)}")
+            print(f"nbgpumon: wrote {write_new_text(output, comparison.report_html())}")
     except (RecordingError, UsageError) as exc:
         print(f"nbgpumon: {exc}", file=sys.stderr)
         return 1

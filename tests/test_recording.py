@@ -337,3 +337,24 @@ def test_each_cell_s_source_and_hash_are_recorded_loaded_and_exported(tmp_path):
     assert exported.set_index("source_hash").loc[hashes, "source"].tolist() == [
         r.source for r in recorded
     ]
+
+
+def test_report_and_export_write_new_files_and_never_over_one_that_is_there(tmp_path):
+    path = tmp_path / "n.sqlite"
+    run_cells(["%load_ext nbgpumon", f"%gpumon record {path}", "y = 2", "%gpumon record off"])
+    mine = tmp_path / "mine.html"
+    mine.write_text("the user's own page")
+    refused = subprocess.run(
+        [sys.executable, "-m", "nbgpumon", "report", str(path), "-o", str(mine)],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert refused.returncode == 1 and "exists: nbgpumon writes new files only" in refused.stderr
+    assert refused.stderr.strip().count("\n") == 0
+    assert mine.read_text() == "the user's own page"
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "cells.csv").write_text("the user's own cells")
+    with pytest.raises(nbgpumon.UsageError, match=r"cells\.csv exists: export writes new files"):
+        nbgpumon.load(path).export(out)
+    assert (out / "cells.csv").read_text() == "the user's own cells"
+    assert not (out / "samples.csv").exists()  # all or nothing

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .._foundation.errors import UsageError
@@ -32,7 +31,7 @@ if TYPE_CHECKING:
 class Comparison:
     """Run B against run A, cell by cell: ``.changes`` (a row each, in A's order), ``.frame()``,
     ``.regressions``, ``.only_in_a`` / ``.only_in_b``, the table as its repr, ``.report()``
-    (bqplot) and ``.report_html(PATH)``."""
+    (bqplot) and ``.report_html()``."""
 
     def __init__(
         self, a: SessionData, b: SessionData, thresholds: Thresholds, similar: float = SIMILAR
@@ -89,20 +88,12 @@ class Comparison:
 
         return comparison_report(self.a, self.b, self.changes, self.table().html)
 
-    def report_html(self, path: str | os.PathLike[str]) -> Path:
-        """Write the comparison as a self-contained HTML page to a new file at ``path``."""
+    def report_html(self) -> str:
+        """The comparison as a self-contained HTML page (no network needed to open it), as
+        ``Recorded.report_html()`` gives a session's."""
         from .._views.comparison_page import comparison_page
 
-        page = comparison_page(self.a, self.b, self.changes, self.table())
-        target = Path(path)
-        try:
-            with target.open("x", encoding="utf-8") as out:  # never over a file of anyone's
-                out.write(page)
-        except FileExistsError:
-            raise UsageError(f"{target} exists: report_html writes a new file only") from None
-        except OSError as exc:
-            raise UsageError(f"cannot write {target}: {exc.strerror or exc}") from None
-        return target
+        return comparison_page(self.a, self.b, self.changes, self.table())
 
 
 def compare(

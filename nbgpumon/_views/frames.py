@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .._foundation.errors import UsageError
+from .._foundation.new_files import write_new
 from .._ledger.records import CellRecord
 from .._ledger.rows import RECORD_FIELDS, SOURCE_FIELDS, TOTALS, record_row
 
@@ -65,12 +67,13 @@ def write_frames(
         raise ValueError("Parquet needs pyarrow: pip install pyarrow (or use csv)")
     out = Path(directory).expanduser()
     out.mkdir(parents=True, exist_ok=True)
-    paths = []
+    paths = {name: out / f"{name}.{fmt}" for name in frames}
+    for path in paths.values():  # all or none: not samples.csv then a refusal for cells.csv
+        if path.exists():
+            raise UsageError(f"{path} exists: export writes new files only; name another folder")
     for name, frame in frames.items():
-        path = out / f"{name}.{fmt}"
         if fmt == "csv":
-            frame.to_csv(path, index=False)
+            write_new(paths[name], lambda f, x=frame: x.to_csv(f, index=False), binary=False)
         else:
-            frame.to_parquet(path, index=False)
-        paths.append(path)
-    return paths
+            write_new(paths[name], lambda f, x=frame: x.to_parquet(f, index=False), binary=True)
+    return list(paths.values())
