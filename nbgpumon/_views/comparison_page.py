@@ -19,6 +19,7 @@ RUN_COLORS = {"A": "#4c78a8", "B": "#f58518"}
 RUN_DASHES = {"A": "", "B": ' stroke-dasharray="5,3"'}
 _WIDTH, _HEIGHT, _LEFT, _RIGHT = 960, 150, 56, 8
 _GIB = 2**30
+_LABEL_PX = 6.5  # about one character of the 11 px sans-serif labels
 
 
 def comparison_page(
@@ -73,9 +74,11 @@ def aligned_svg(aligned: AlignedTimelines) -> str:
                 f'<rect x="{left:.1f}" y="{top}" width="{max(right - left, 0.5):.1f}" '
                 f'height="{_HEIGHT}" fill="{fill}" fill-opacity="{opacity}"/>'
             )
-            parts.append(
-                f'<text x="{left + 2:.1f}" y="{top + 11}" fill="#555">{escape(band.label)}</text>'
-            )
+            if right - left >= _LABEL_PX * len(band.label) + 4:  # a label that fits its band
+                parts.append(
+                    f'<text x="{left + 2:.1f}" y="{top + 11}" fill="#555">'
+                    f"{escape(band.label)}</text>"
+                )
         parts.append(
             f'<text x="{_LEFT - 4}" y="{top + 9}" text-anchor="end" fill="#666">'
             f"{peak / _GIB:.3g}</text>"
