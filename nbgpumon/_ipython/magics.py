@@ -224,7 +224,7 @@ class GPUMonMagics(Magics):
         from .._views.comparison import Thresholds
 
         # expanded, then split as a shell would: "$A" keeps a path with spaces whole
-        paths = _compare_words(self._expand(" ".join(rest)))
+        paths = _shell_words(self._expand(" ".join(rest)), "compare", COMPARE_USAGE)
         if len(paths) not in (1, 2) or not all(p.strip() for p in paths):
             raise UsageError(COMPARE_USAGE)
         runs = [_load(p) for p in paths]
@@ -251,7 +251,7 @@ class GPUMonMagics(Magics):
         print("nbgpumon: sampler stopped; the ledger still records cells (%gpumon start resumes)")
 
     def _cluster(self, mon: Monitor, rest: str) -> None:
-        words = _cluster_words(self._expand(rest))
+        words = _shell_words(self._expand(rest), "cluster", CLUSTER_USAGE)
         if not words:
             display(cluster_view(mon))
             return
@@ -322,18 +322,12 @@ COMPARE_USAGE = (
 )
 
 
-def _compare_words(text: str) -> list[str]:
+def _shell_words(text: str, command: str, usage: str) -> list[str]:
+    """``text`` split as a shell would (quotes keep spaces); an unclosed quote is one line."""
     try:
         return shlex.split(text)
-    except ValueError as exc:  # an unclosed quote
-        raise UsageError(f"{exc} in %gpumon compare {text.strip()}; {COMPARE_USAGE}") from None
-
-
-def _cluster_words(text: str) -> list[str]:
-    try:
-        return shlex.split(text)
-    except ValueError as exc:  # an unclosed quote
-        raise UsageError(f"{exc} in %gpumon cluster {text.strip()}; {CLUSTER_USAGE}") from None
+    except ValueError as exc:
+        raise UsageError(f"{exc} in %gpumon {command} {text.strip()}; {usage}") from None
 
 
 def _quoted(value: str) -> str:
