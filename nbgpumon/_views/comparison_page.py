@@ -97,8 +97,15 @@ def aligned_svg(aligned: AlignedTimelines) -> str:
                 )
     axis_y = height - 6
     parts.append(
-        f'<text x="{_LEFT}" y="{axis_y}" fill="#666">{x0:.0f} s</text>'
+        f'<text x="{_LEFT}" y="{axis_y}" fill="#666">{_seconds(x0, span)} s</text>'
         f'<text x="{_WIDTH - _RIGHT}" y="{axis_y}" text-anchor="end" fill="#666">'
-        f"{x1:.0f} s (aligned by cell)</text></svg>"
+        f"{_seconds(x1, span)} s (aligned by cell)</text></svg>"
     )
     return "".join(parts)
+
+
+def _seconds(x: float, span: float) -> str:
+    """An end of the axis, to a precision the span needs: a 0.6 s span ends at "0.57", not "1"."""
+    text = f"{x:.{0 if span >= 10 else 1 if span >= 1 else 2}f}"
+    text = text.rstrip("0").rstrip(".") if "." in text else text
+    return "0" if text == "-0" else text

@@ -20,6 +20,11 @@ from .comparison_timeline import AlignedTimelines, Band, aligned_timelines
 _GIB = 2**30
 _BAND_COLORS = ("#c6dbef", "#dadaeb", "#f4a6a3")  # alternate cells; a regression
 MAX_BAND_LABELS = 40
+# A band's label only where it fits the band, as on the page: the plot area's width at a
+# notebook's usual width (the figure less its margins; narrower than most, so labels that show
+# fit), and about one character of the 11 px labels
+_PLOT_PX = 640
+_LABEL_PX = 6.5
 
 
 def comparison_report(
@@ -45,7 +50,7 @@ def comparison_report(
 def _figure(aligned: AlignedTimelines, what: str, x_scale: bq.LinearScale) -> bq.Figure:
     y_scale = bq.LinearScale(min=0.0)
     band_scale = bq.LinearScale(min=0.0, max=1.0)
-    marks: list[bq.Mark] = [*_bands(aligned.bands, x_scale, band_scale)]
+    marks: list[bq.Mark] = [*_bands(aligned.bands, aligned.span, x_scale, band_scale)]
     for line in (line for line in aligned.lines if line.what == what):
         marks.append(
             bq.Lines(
@@ -71,9 +76,15 @@ def _figure(aligned: AlignedTimelines, what: str, x_scale: bq.LinearScale) -> bq
     )
 
 
-def _bands(bands: Sequence[Band], x_scale: bq.LinearScale, band_scale: bq.LinearScale) -> list:
+def _bands(
+    bands: Sequence[Band],
+    span: tuple[float, float],
+    x_scale: bq.LinearScale,
+    band_scale: bq.LinearScale,
+) -> list:
     """Cells as filled spans, one path per colour (a NaN between spans lifts the pen), and
-    their labels (at most MAX_BAND_LABELS, evenly spread)."""
+    the labels of those wide enough to hold theirs (at most MAX_BAND_LABELS, evenly spread):
+    short cells side by side would pile their labels on each other."""
     if not bands:
         return []
     n = len(bands)
@@ -94,7 +105,11 @@ def _bands(bands: Sequence[Band], x_scale: bq.LinearScale, band_scale: bq.Linear
         fill_opacities=[0.6] * 3,
         stroke_width=0.0,
     )
-    shown = bands[:: max(1, -(-n // MAX_BAND_LABELS))]
+    px = _PLOT_PX / max(span[1] - span[0], 1e-9)
+    fits = [b for b in bands if (b.x1 - b.x0) * px >= _LABEL_PX * len(b.label) + 6]
+    shown = fits[:: max(1, -(-len(fits) // MAX_BAND_LABELS))]
+    if not shown:
+        return [filled]
     labels = bq.Label(
         x=np.array([band.x0 for band in shown]),
         y=np.ones(len(shown)),
