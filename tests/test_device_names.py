@@ -4,6 +4,8 @@ cells table; one wording for a GPU the kernel cannot see."""
 
 from __future__ import annotations
 
+import dataclasses
+
 from nbgpumon._foundation.gpu_names import NOT_VISIBLE, cuda_label, gpu_label
 from nbgpumon._ledger.records import AllocatorUsage, CellRecord, DeviceUsage
 from nbgpumon._session.data import Device
@@ -50,8 +52,8 @@ def test_tensors_on_both_gpus_show_each_gpus_own_peak_and_kept():
     assert "gpu0 (cuda:0): +1.0 GiB alloc, peak 1.0 GiB, kept 1.0 GiB" in line, line
     assert "gpu1 (cuda:1): +3.0 GiB alloc, peak 3.0 GiB, kept 2.0 GiB" in line, line
     table = cells_table([record]).text
-    assert "gpu0 (cuda:0) 1.0 GiB · gpu1 (cuda:1) 3.0 GiB" in table, table  # peak
-    assert "gpu0 (cuda:0) 1.0 GiB · gpu1 (cuda:1) 2.0 GiB" in table, table  # kept
+    assert "gpu0 (cuda:0) 1.0 GiB; gpu1 (cuda:1) 3.0 GiB" in table, table  # peak
+    assert "gpu0 (cuda:0) 1.0 GiB; gpu1 (cuda:1) 2.0 GiB" in table, table  # kept
 
 
 def test_the_kernels_only_gpu_is_named_by_its_nvml_index_when_another_is_hidden():
@@ -69,3 +71,16 @@ def test_a_gpu_left_untouched_is_not_listed_and_one_gpu_machines_read_as_before(
     assert summary_line(one).startswith("[5] +1.0 GiB alloc · peak 1.0 GiB · kept 1.0 GiB")
     idle = _record(_device(0, 0), _device(1, 1))  # nothing held anywhere: the totals
     assert summary_line(idle).startswith("[5] 0 B alloc · peak 0 B · kept 0 B"), summary_line(idle)
+
+
+def test_several_frameworks_on_several_gpus_are_named_by_gpu_then_framework():
+    torch_0 = AllocatorUsage("torch", 0, GIB, 0, GIB, GIB, True, GIB)
+    jax_0 = AllocatorUsage("jax", 0, GIB, 0, GIB, GIB, True)
+    gpu0 = dataclasses.replace(_device(0, 0, kept=GIB, peak=GIB), frameworks=(torch_0, jax_0))
+    record = _record(gpu0, _device(1, 1, kept=GIB, peak=2 * GIB))
+    line = summary_line(record)
+    assert "gpu0 (cuda:0) torch: +1.0 GiB alloc, peak 1.0 GiB, kept 1.0 GiB" in line, line
+    assert "gpu0 (cuda:0) JAX: peak 1.0 GiB, kept 1.0 GiB" in line, line
+    assert "gpu1 (cuda:1) torch: +2.0 GiB alloc, peak 2.0 GiB, kept 1.0 GiB" in line, line
+    table = cells_table([record]).text
+    assert "gpu0 (cuda:0) torch 1.0 GiB · JAX 1.0 GiB; gpu1 (cuda:1) torch 2.0 GiB" in table

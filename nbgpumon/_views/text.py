@@ -256,9 +256,9 @@ def _row(r: CellRecord) -> tuple[str, ...]:
     used = devices_used(r)
     if used:  # several GPUs: each one the cell used, by its physical identity
         named = len(r.frameworks) > 1
-        pairs = [_peak_and_kept(_on(r, d), named, _device_name(d) + " ") for d in used]
-        peak = " · ".join(p for p, _ in pairs)
-        kept = " · ".join(k for _, k in pairs)
+        pairs = [(_device_name(d), _peak_and_kept(_on(r, d), named)) for d in used]
+        peak = "; ".join(f"{where} {p}" for where, (p, _) in pairs)
+        kept = "; ".join(f"{where} {k}" for where, (_, k) in pairs)
     else:
         peak, kept = _peak_and_kept(r, len(r.frameworks) > 1)
     return (
@@ -277,16 +277,16 @@ def _row(r: CellRecord) -> tuple[str, ...]:
     )
 
 
-def _peak_and_kept(r: CellRecord, named: bool, where: str = "") -> tuple[str, str]:
-    """The table's peak and kept cells for ``r`` (each framework's own when ``named``: their
-    peaks need not coincide), each figure after ``where``."""
+def _peak_and_kept(r: CellRecord, named: bool) -> tuple[str, str]:
+    """The table's peak and kept cells for ``r``: each framework's own when ``named`` (their
+    peaks need not coincide)."""
     if named:
         figures = framework_figures(r)
-        peak = " · ".join(f"{where}{f.label} {_peak_text(f.peak, f.peak_exact)}" for f in figures)
-        kept = " · ".join(f"{where}{f.label} {format_bytes(f.kept)}" for f in figures)
+        peak = " · ".join(f"{f.label} {_peak_text(f.peak, f.peak_exact)}" for f in figures)
+        kept = " · ".join(f"{f.label} {format_bytes(f.kept)}" for f in figures)
         return peak, kept
     one_peak, exact, one_kept = shown_peak_and_kept(r)
-    return where + _peak_text(one_peak, exact), where + format_bytes(one_kept)
+    return _peak_text(one_peak, exact), format_bytes(one_kept)
 
 
 def cells_table(records: Sequence[CellRecord]) -> TextView:
