@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from notebook_runner import fake_nvml_env, run_cells
+from notebook_runner import DEVICES_CELL, fake_nvml_env, run_cells
 
 GIB = 2**30
 UUID_0 = "GPU-0a0a0a0a-1111-2222-3333-444444444444"
@@ -22,13 +22,8 @@ MACHINE = {
          "processes": [{"pid": "self", "used": GIB}]},
     ]
 }  # fmt: skip
-DEVICES_CELL = (
-    "import json, nbgpumon\n"
-    "print('DEVICES=' + json.dumps("
-    "[[d.index, d.cuda_index, d.label] for d in nbgpumon.monitor().devices]))"
-)
 WAIT_FOR_PROCESSES = (  # a condition with a deadline: the slow cadence read the process list
-    "import time\n_d = time.monotonic() + 30\n"
+    "import time, nbgpumon\n_d = time.monotonic() + 30\n"
     "while not nbgpumon.monitor().nvml.processes and time.monotonic() < _d:\n"
     "    time.sleep(0.02)\n"
     "print('PROCESSES', bool(nbgpumon.monitor().nvml.processes))"
