@@ -6,10 +6,13 @@ from __future__ import annotations
 
 import dataclasses
 
+from nbgpumon._api.monitor import Monitor
 from nbgpumon._foundation.gpu_names import NOT_VISIBLE, cuda_label, gpu_label
 from nbgpumon._ledger.records import AllocatorUsage, CellRecord, DeviceUsage
 from nbgpumon._session.data import Device
 from nbgpumon._views.text import cells_table, summary_line
+
+from notebook_runner import fake_pynvml
 
 GIB = 2**30
 
@@ -84,3 +87,20 @@ def test_several_frameworks_on_several_gpus_are_named_by_gpu_then_framework():
     assert "gpu1 (cuda:1) torch: +2.0 GiB alloc, peak 2.0 GiB, kept 1.0 GiB" in line, line
     table = cells_table([record]).text
     assert "gpu0 (cuda:0) torch 1.0 GiB · JAX 1.0 GiB; gpu1 (cuda:1) torch 2.0 GiB" in table
+
+
+def test_the_widget_sends_each_gpus_cuda_label_and_again_when_the_mapping_changes(monkeypatch):
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "1")
+    gpus = [{"name": "Fake A", "uuid": "GPU-aaaa"}, {"name": "Fake B", "uuid": "GPU-bbbb"}]
+    mon = Monitor(nvml_module=fake_pynvml(devices=gpus))
+    try:
+        mon.stop()
+        widget = mon.widget()
+        labels = [(d["index"], d["cuda_index"], d["cuda_label"]) for d in widget.devices]
+        assert labels == [(0, None, NOT_VISIBLE), (1, 0, "cuda:0")]
+        mon.nvml.remap_cuda(["GPU-bbbb", "GPU-aaaa"])  # as torch's UUIDs would say: 1,0
+        mon._publisher._publish_status()
+        labels = [(d["index"], d["cuda_index"], d["cuda_label"]) for d in widget.devices]
+        assert labels == [(0, 1, "cuda:1"), (1, 0, "cuda:0")]
+    finally:
+        mon.close()
