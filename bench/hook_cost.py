@@ -233,9 +233,12 @@ def main() -> None:
             pair["median"] / 1e3,
             "ms",
             TARGET_MS,
-            note=f"p99 {pair['p99'] / 1e3:.3f} ms; pre median {pre['median']:.0f} µs "
-            f"p99 {pre['p99']:.0f}; post median {post['median']:.0f} µs p99 {post['p99']:.0f}",
+            note=f"{n_gpu} GPU(s); p99 {pair['p99'] / 1e3:.3f} ms; pre median "
+            f"{pre['median']:.0f} µs p99 {pre['p99']:.0f}; post median {post['median']:.0f} µs "
+            f"p99 {post['p99']:.0f}",
         )
+        if n_gpu > 1:  # the hooks read every GPU's NVML memory and allocator: what each costs
+            result.add(f"hooks per cell per GPU, {label}", pair["median"] / 1e3 / n_gpu, "ms")
     mon.config.peak_mode = "reset"
     ledger_case(shell, hooks, mon, args.ledger, n_pairs, result, direct)
     mon.start()

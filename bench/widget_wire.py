@@ -3,8 +3,8 @@
 A real kernel, with the sampler at 0.1 s and ``%gpumon`` shown, sleeps for a while; every
 iopub message of the widget's ``samples`` stream is weighed: its binary buffers (the payload)
 and its whole JSON frame (header, parent header, metadata, content) as ipykernel sends them.
-GPUs are faked at NVML's boundary (tests/fake_nvml) so the 1- and 8-GPU cases run anywhere;
-the byte counts don't depend on the GPU.
+GPUs are faked at NVML's boundary (tests/fake_nvml) so the 1- and 8-GPU cases (``--gpus``) run
+anywhere; the byte counts don't depend on the GPU.
 """
 
 from __future__ import annotations
@@ -24,6 +24,11 @@ TARGET_BYTES_PER_GPU = 1024.0
 
 def add_arguments(parser: Any) -> None:
     parser.add_argument("--seconds", type=float, default=10.0, help="how long to listen")
+    parser.add_argument(
+        "--gpus",
+        default="1,8",
+        help="GPU counts to fake, comma-separated (bench/two_gpus.sh adds 2)",
+    )
 
 
 def measure(gpus: int, seconds: float) -> dict[str, float]:
@@ -61,7 +66,8 @@ def measure(gpus: int, seconds: float) -> dict[str, float]:
                 for k in ("header", "parent_header", "metadata", "content")
             )
             every += buffers + frame  # trait updates (the status line) count here too
-            if data.get("method") != "custom":
+            # the samples stream only: the ledger's ``cells`` messages carry rows of their own
+            if data.get("method") != "custom" or data["content"].get("type") != "samples":
                 continue
             payload += buffers
             framed += buffers + frame
@@ -84,7 +90,7 @@ def main() -> None:
     args = result_file.parse_args(__doc__.splitlines()[0], add_arguments)
     result = result_file.Result("widget_wire", args)
     seconds = 3.0 if args.quick else args.seconds
-    for gpus in (1, 8):
+    for gpus in sorted({int(n) for n in args.gpus.split(",") if n.strip()}):
         got = measure(gpus, seconds)
         result.details[f"{gpus}_gpus"] = got
         per_gpu = got["payload_bytes_per_s"] / gpus

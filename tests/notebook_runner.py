@@ -29,6 +29,12 @@ WAIT_FOR_ALLOCATOR_READS = (
     "while _m.sampler.ticks < _w and _t.monotonic() < _d:\n    _t.sleep(0.02)\n"
     "print('TICKS', _m.sampler.ticks >= _w)"
 )
+# Prints the session's GPUs as [NVML index, CUDA index (None: hidden), label] after "DEVICES=".
+DEVICES_CELL = (
+    "import json as _json, nbgpumon as _nbg\n"
+    "print('DEVICES=' + _json.dumps("
+    "[[d.index, d.cuda_index, d.label] for d in _nbg.monitor().devices]))"
+)
 
 
 def cells_by_label(records: list[dict]) -> dict[str, dict]:

@@ -197,6 +197,27 @@ def test_an_allocator_s_gauges_carry_its_framework_and_the_process_rank(monkeypa
     assert "nbgpumon_allocator_active_bytes" not in text
 
 
+def test_with_gpu0_hidden_the_allocator_s_cuda0_is_exported_as_physical_gpu1(monkeypatch):
+    monkeypatch.delenv("RANK", raising=False)
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "1")
+    gpu = FakeJaxDevice(0)  # the kernel's cuda:0
+    gpu.use(2 * GIB, pool=4 * GIB)
+    _install(monkeypatch, fake_jax({"cuda": FakeJaxClient([gpu])}))
+    mon = Monitor(nvml_module=fake_pynvml(devices=TWO_GPUS))
+    try:
+        mon.stop()
+        mon.sampler.tick()
+        text = SessionCollector(mon).text()
+    finally:
+        mon.close()
+    allocated = samples(text, "nbgpumon_allocator_allocated_bytes")
+    assert [(labels["gpu"], labels["UUID"], v) for labels, v in allocated] == [
+        ("1", "GPU-bbbb", 2 * GIB)
+    ]
+    # the hidden GPU's NVML figures are still the device's true view
+    assert value(text, "nbgpumon_gpu_memory_used_bytes", gpu="0") == 3 * GIB
+
+
 def test_cells_are_counted_by_outcome_and_the_last_one_is_described(monkeypatch, monitor):
     gpu = FakeJaxDevice(0)
     _install(monkeypatch, fake_jax({"cuda": FakeJaxClient([gpu])}))

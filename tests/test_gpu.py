@@ -106,7 +106,10 @@ def test_a_busy_cell_shows_high_utilization(gpu_run):
 
 def test_summary_line_on_a_gpu(gpu_run):
     line = gpu_run[10].stdout.strip()
-    assert line.startswith("[11] +1.0 GiB alloc · peak ")
+    # one GPU: the figures alone; several: named by the GPU they were on (gpu0 is cuda:0 here)
+    assert line.startswith(
+        ("[11] +1.0 GiB alloc · peak ", "[11] gpu0 (cuda:0): +1.0 GiB alloc, peak ")
+    ), line
     assert "kept 1.0 GiB" in line
 
 

@@ -136,7 +136,7 @@ def test_a_recording_draws_its_gpu_downsampled_with_one_band_and_one_bar_per_cel
     assert report.cell_bars.y.tolist() == [[2.0, 4.0, 3.0], [0.0, 1.0, 0.5]]  # GiB
     assert report.duration_bars.y.tolist() == [5.0, 10.0, 2.0]
     title = report.title.value
-    assert "3 cells" in title and "1 GPU: gpu0 Fake H200 (141 GiB)" in title
+    assert "3 cells" in title and "1 GPU: gpu0 Fake H200, 141 GiB" in title
     assert "6000 samples" in title and "(60.0 s)" in title
 
 

@@ -5,6 +5,7 @@ import xml.etree.ElementTree as ET
 import numpy as np
 
 from nbgpumon._sampling.timeline import Timeline
+from nbgpumon._session.data import Device
 from nbgpumon._views.svg import timeline_svg
 
 
@@ -26,21 +27,23 @@ def _timeline() -> Timeline:
 
 def test_the_picture_is_well_formed_svg_with_a_panel_per_metric_group():
     tl = _timeline()
-    svg = timeline_svg(tl.window(), tl.columns, [(0, "Fake GPU")], [(1010.0, 1020.0, "[3]")])
+    gpu = Device(0, "Fake GPU", cuda_index=0)
+    svg = timeline_svg(tl.window(), tl.columns, [gpu], [(1010.0, 1020.0, "[3]")])
     root = ET.fromstring(svg)
     lines = root.findall("{http://www.w3.org/2000/svg}polyline")
     assert len(lines) == 4  # used, reserved, GPU util, memory util (allocated is all missing)
     texts = [t.text for t in root.iter("{http://www.w3.org/2000/svg}text")]
-    assert "gpu0 Fake GPU: memory (GiB)" in texts and "[3]" in texts
+    assert "gpu0 Fake GPU (cuda:0): memory (GiB)" in texts and "[3]" in texts
 
 
 def test_names_from_the_system_are_escaped_not_markup():
     tl = _timeline()
-    svg = timeline_svg(tl.window(), tl.columns, [(0, "<script>alert(1)</script>")])
+    gpu = Device(0, "<script>alert(1)</script>", cuda_index=0)
+    svg = timeline_svg(tl.window(), tl.columns, [gpu])
     assert "<script>" not in svg
     root = ET.fromstring(svg)
     texts = [t.text for t in root.iter("{http://www.w3.org/2000/svg}text")]
-    assert "gpu0 <script>alert(1)</script>: memory (GiB)" in texts
+    assert "gpu0 <script>alert(1)</script> (cuda:0): memory (GiB)" in texts
 
 
 def test_without_a_gpu_the_picture_shows_host_memory():
@@ -58,3 +61,14 @@ def test_downsampling_keeps_extremes_and_means():
     assert len(small.times) == 100
     assert np.all(small.low[:, 0] == 0) and np.all(small.high[:, 0] == 9)
     assert np.allclose(small.mean[:, 0], 4.5)
+
+
+def test_a_gpu_hidden_from_the_kernel_is_titled_by_its_physical_identity():
+    tl = Timeline(["gpu0.nvml.mem_used", "gpu1.nvml.mem_used", "gpu1.torch.allocated"])
+    for i in range(10):
+        tl.append(1000.0 + i, [2**30, 2**31, 2**30])
+    devices = [Device(0, "Fake GPU", cuda_index=None), Device(1, "Fake GPU", cuda_index=0)]
+    root = ET.fromstring(timeline_svg(tl.window(), tl.columns, devices))
+    texts = [t.text for t in root.iter("{http://www.w3.org/2000/svg}text")]
+    assert "gpu0 Fake GPU (not visible to this kernel): memory (GiB)" in texts
+    assert "gpu1 Fake GPU (cuda:0): memory (GiB)" in texts

@@ -13,6 +13,7 @@ import { bucketColumns } from "./budget.js";
 import { Downsampler, bucketSeconds } from "./downsample.js";
 import { linePath } from "./line-path.js";
 import { timeAxis } from "./time-axis.js";
+import { cudaLabelOf } from "./devices.js";
 
 export const PANEL_HEIGHT = 160; // CSS px, axes included
 const TEXT_WIDTHS_KEPT = 1000; // label widths remembered (cells' names, totals)
@@ -55,10 +56,13 @@ const unitOf = (name) => UNIT[name] ?? PLAIN(name ? ` ${name}` : "");
 
 // Panel titles; a panel the registry adds later is titled by its name.
 const TITLE = { memory: "memory", util: "utilization", power: "power", temperature: "temperature" };
-/** "GPU memory", "GPU 1 utilization"; the host's RSS panel is "host memory". */
-function panelTitle(device, name, panel) {
+/** "GPU memory", "GPU 1 utilization (cuda:0)"; the host's RSS panel is "host memory".
+ * `cudaLabel` is the kernel's name for the GPU as Python words it (`cuda:0`, or that the
+ * kernel cannot see it), so the chart says what the text views say. */
+function panelTitle(device, name, panel, cudaLabel = "") {
   if (device === null && panel === "rss") return "host memory";
-  return `${device === null ? "host" : name} ${TITLE[panel] ?? panel}`;
+  const title = `${device === null ? "host" : name} ${TITLE[panel] ?? panel}`;
+  return cudaLabel ? `${title} (${cudaLabel})` : title;
 }
 
 // Sources whose lines wait for a first value (a framework the notebook may never use).
@@ -94,7 +98,7 @@ export function panelSpecs({ devices, columns, gpu, toggles, seen = () => true }
     .sort((a, b) => rank(a) - rank(b));
   const wanted = (panel, hasGpu) =>
     !OPTIONAL_PANELS.includes(panel) || (panel === "rss" ? toggles.rss || !hasGpu : toggles[panel]);
-  const build = (device, prefix, name, fallback) => {
+  const build = (device, prefix, name, fallback, cudaLabel = "") => {
     const groups = new Map();
     for (const c of charted.filter((m) => m.device === device)) {
       if (!wanted(c.panel, devices.length > 0)) continue;
@@ -110,7 +114,7 @@ export function panelSpecs({ devices, columns, gpu, toggles, seen = () => true }
       if (!g.series.length) continue;
       out.push({
         id: `${prefix}-${panel}`,
-        title: panelTitle(device, name, panel),
+        title: panelTitle(device, name, panel, cudaLabel),
         unit: g.series[0].unit,
         series: g.series.map((c, k) => ({
           label: String(c.label ?? c.name),
@@ -124,7 +128,8 @@ export function panelSpecs({ devices, columns, gpu, toggles, seen = () => true }
   };
   const panels = [];
   for (const d of devices.filter((d) => gpu === "all" || d.index === gpu)) {
-    panels.push(...build(d.index, `gpu${d.index}`, devices.length > 1 ? `GPU ${d.index}` : "GPU", d.memory_total));
+    const name = devices.length > 1 ? `GPU ${d.index}` : "GPU";
+    panels.push(...build(d.index, `gpu${d.index}`, name, d.memory_total, cudaLabelOf(d)));
   }
   panels.push(...build(null, "host", "host"));
   return panels;

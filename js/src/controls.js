@@ -3,6 +3,7 @@
 // host), GPU selector (only with more than one GPU), and toggles for the optional panels. The
 // last two are this kernel's, hidden while other nodes are shown. They change view state only;
 // nothing goes to the kernel.
+import { cudaLabelOf } from "./devices.js";
 
 export const WINDOWS = [
   { label: "1 min", seconds: 60 },
@@ -104,7 +105,7 @@ export class Controls {
       b.setAttribute("aria-pressed", on ? "true" : "false");
     }
 
-    const key = JSON.stringify(devices.map((d) => [d.index, d.name]));
+    const key = JSON.stringify(devices.map((d) => [d.index, d.name, cudaLabelOf(d)]));
     if (key !== this.deviceKey) {
       this.deviceKey = key;
       const options = [];
@@ -117,7 +118,8 @@ export class Controls {
       for (const d of devices) {
         const o = document.createElement("option");
         o.value = String(d.index);
-        o.textContent = `GPU ${d.index}: ${d.name ?? ""}`;
+        const cuda = cudaLabelOf(d);
+        o.textContent = `GPU ${d.index}: ${d.name ?? ""}${cuda ? ` (${cuda})` : ""}`;
         options.push(o);
       }
       this.gpuSelect.replaceChildren(...options);

@@ -78,6 +78,7 @@ class Recorded(RecordedSession):
                 memory_total=g.get("memory_total"),
                 cuda_index=g.get("cuda_index"),
                 uuid=str(g.get("uuid", "")),
+                cuda_known="cuda_index" in g,  # else None would read as hidden
             )
             for i, g in enumerate(self.gpus)
         )

@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
+from .._foundation import gpu_names
 from .._ledger.records import CellRecord
 from .._sampling.node_timeline import NodeTimeline
 from .._sampling.timeline import Chunk, Window
@@ -26,8 +27,19 @@ class Device:
     index: int
     name: str
     memory_total: int | None = None  # bytes
-    cuda_index: int | None = None
+    cuda_index: int | None = None  # None: CUDA_VISIBLE_DEVICES hides it from the kernel
     uuid: str = ""
+    cuda_known: bool = True  # False: a recording that does not say the kernel's numbering
+
+    @property
+    def label(self) -> str:
+        """``gpu1 NVIDIA H200 (cuda:0)``, or ``(not visible to this kernel)``."""
+        return gpu_names.gpu_label(self.index, self.name, self.cuda_index, self.cuda_known)
+
+    @property
+    def cuda_label(self) -> str:
+        """``cuda:0``, ``not visible to this kernel``, or "" when not known."""
+        return gpu_names.cuda_label(self.cuda_index) if self.cuda_known else ""
 
 
 @dataclass(frozen=True, slots=True)

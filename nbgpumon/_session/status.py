@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .._foundation.gpu_names import NOT_VISIBLE, cuda_label
 from .._foundation.units import format_bytes
 from .._sources.base import AllocatorSource, AllocatorStats
 from .data import Status
@@ -33,6 +34,9 @@ def _line(mon: Session, state: str, reads: Reads) -> str:
         parts.append(f"no GPU: {mon.nvml.status}")
     elif mon.nvml.status != "ok":
         parts.append(mon.nvml.status)
+    hidden = [f"gpu{d.nvml_index}" for d in mon.nvml.devices if d.cuda_index is None]
+    if hidden:  # the chart still draws their NVML figures: say why no allocator line is there
+        parts.append(f"{', '.join(hidden)} {NOT_VISIBLE}")
     disabled = mon.nvml.library.disabled_metrics()
     if disabled:
         parts.append("unavailable: " + ", ".join(f"gpu{d} {m}" for d, m in sorted(disabled)))
@@ -79,7 +83,7 @@ def status_lines(mon: Session, reads: Reads | None = None) -> list[str]:
         lines.append(f"NVML: unavailable: {mon.nvml.status}")
     disabled = lib.disabled_metrics()
     for d in mon.nvml.devices:
-        cuda = "hidden by CUDA_VISIBLE_DEVICES" if d.cuda_index is None else f"cuda:{d.cuda_index}"
+        cuda = cuda_label(d.cuda_index)
         lost = " (LOST)" if d.nvml_index in lib.lost_devices else ""
         lines.append(
             f"  gpu{d.nvml_index}: {d.name}, {d.uuid}, {cuda}, {format_bytes(d.memory_total)}{lost}"

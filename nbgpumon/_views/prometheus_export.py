@@ -124,6 +124,8 @@ class SessionCollector:
             if allocator and self.rank is not None:
                 names = (*names, "rank")
             for d in devices:
+                if allocator and d.cuda_index is None:
+                    continue  # hidden from the kernel: no figure of this kernel's is its
                 labels = [str(d.index), d.uuid, d.name, host]
                 if allocator:
                     labels.append(m.source)

@@ -70,7 +70,7 @@ class _ReportData:
     samples: int  # rows before downsampling
     records: tuple[CellRecord, ...]
     marks: tuple[tuple[float, str], ...]  # (unix seconds, label)
-    gpus: tuple[tuple[int, str, int | None], ...]  # (NVML index, name, total bytes)
+    gpus: tuple[tuple[int, str, int | None], ...]  # (NVML index, label, total bytes)
     nodes: tuple[NodeSeries, ...] = ()  # other nodes (a cluster read), busiest first
 
     def series(self, column: str, peak: bool = False) -> np.ndarray | None:
@@ -104,7 +104,7 @@ def _session_data(source: Any, max_points: int = MAX_POINTS) -> _ReportData:
     window = source.window(columns=wanted)
     records = list(source.records)
     marks = list(source.marks)
-    gpus = [(d.index, d.name, d.memory_total) for d in source.devices]
+    gpus = [(d.index, d.label, d.memory_total) for d in source.devices]
     label = source.source
     samples = len(window.times)
     small = window.downsample(max_points)
@@ -112,7 +112,7 @@ def _session_data(source: Any, max_points: int = MAX_POINTS) -> _ReportData:
     known = {index for index, _, _ in gpus}
     for index in _gpu_indices(all_columns):
         if index not in known:
-            gpus.append((index, "", None))
+            gpus.append((index, f"gpu{index}", None))
     return _ReportData(
         source=label,
         times=np.asarray(small.times, dtype=np.float64),
@@ -790,8 +790,7 @@ def _title_html(data: _ReportData, cells: int) -> str:
     parts.append(f"{cells} cell{'' if cells == 1 else 's'}")
     if data.gpus:
         names = ", ".join(
-            f"gpu{i} {name}".rstrip() + (f" ({format_bytes(total)})" if total else "")
-            for i, name, total in data.gpus
+            label + (f", {format_bytes(total)}" if total else "") for _, label, total in data.gpus
         )
         parts.append(
             f"{len(data.gpus)} GPU{'' if len(data.gpus) == 1 else 's'}: " + html.escape(names)

@@ -39,7 +39,7 @@ def session_html(session: Recorded, max_points: int = 1200) -> str:
     """The page for ``session``."""
     window = session.window().downsample(max_points)
     bands = [(r.start, r.start + r.duration, r.name) for r in session.records if r.kind == "cell"]
-    devices = [(int(g.get("index", i)), str(g.get("name", ""))) for i, g in enumerate(session.gpus)]
+    devices = session.devices
     picture = timeline_svg(window, session.columns, devices, bands, width=960)
     started = format_utc(session.started, "%Y-%m-%d %H:%M:%S UTC")
     span = float(session.times[-1] - session.times[0]) if len(session.times) > 1 else 0.0
@@ -48,7 +48,7 @@ def session_html(session: Recorded, max_points: int = 1200) -> str:
         "session": str(session.session_id),
         "started": started,
         "host": session.host,
-        "GPUs": ", ".join(f"gpu{g.get('index')} {g.get('name')}" for g in session.gpus) or "none",
+        "GPUs": ", ".join(d.label for d in devices) or "none",
         "driver": session.driver or "—",
         "versions": ", ".join(f"{k} {v}" for k, v in session.versions.items()),
         "samples": f"{_samples(session)} over {span:.0f} s",

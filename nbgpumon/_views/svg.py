@@ -8,12 +8,16 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 from xml.sax.saxutils import escape
 
 import numpy as np
 
 from .._sampling.timeline import Window
 from .panels import Panel, chart_panels
+
+if TYPE_CHECKING:
+    from .._session.data import Device
 
 _GIB = 2**30
 _TITLES = {
@@ -35,21 +39,22 @@ _COLORS = {
 def timeline_svg(
     window: Window,
     columns: Sequence[str],
-    devices: Sequence[tuple[int, str]],
+    devices: Sequence[Device],
     cells: Sequence[tuple[float, float, str]] = (),
     width: int = 720,
     panel_height: int = 110,
 ) -> str:
     """Memory and utilization per GPU (host RSS without a GPU) as one SVG document.
 
-    ``devices`` are (nvml_index, name); ``cells`` are (start, end, "[N]") bands, unix seconds.
+    ``devices`` are the session's GPUs, each titled by its physical identity; ``cells`` are
+    (start, end, "[N]") bands, unix seconds.
     """
     index = {name: i for i, name in enumerate(columns)}
     charted = chart_panels(columns, ("memory", "util", "rss"))
     panels: list[tuple[str, list[tuple[str, str]], float | None, str]] = []
-    for nvml_index, name in devices:
-        for panel in (p for p in charted if p.device == nvml_index):
-            title = f"gpu{nvml_index} {name}: " if panel.name == "memory" else f"gpu{nvml_index}: "
+    for d in devices:
+        for panel in (p for p in charted if p.device == d.index):
+            title = f"{d.label}: " if panel.name == "memory" else f"gpu{d.index}: "
             panels.append(_panel(title, panel))
     if not devices:
         panels += [_panel("host: ", p) for p in charted if p.device is None]

@@ -6,6 +6,7 @@ through ``html.escape`` before it is placed in HTML.
 
 from __future__ import annotations
 
+import dataclasses
 import html
 import math
 import time
@@ -13,9 +14,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from .._foundation.gpu_names import gpu_short_label
 from .._foundation.metrics import device_of, metric, metric_of, source_label
 from .._foundation.units import format_bytes, format_percent, format_seconds, format_value
-from .._ledger.records import AllocatorUsage, CellRecord, Retention
+from .._ledger.records import AllocatorUsage, CellRecord, DeviceUsage, Retention
 from .cluster_text import cluster_lines
 
 RSS = metric("host", "rss")
@@ -118,7 +120,23 @@ def _peak_text(peak: int | None, exact: bool) -> str:
 
 def _gpu_parts(record: CellRecord) -> list[str]:
     """``+1.0 GiB alloc · peak 3.2 GiB · kept 1.0 GiB``, one group per framework (named when
-    there are several); [] when no allocator was measured."""
+    there are several) and, on a machine of several GPUs, per GPU the cell used (named by its
+    physical identity: ``gpu1 (cuda:0): +1.0 GiB alloc, peak 1.0 GiB, kept 1.0 GiB``); [] when
+    no allocator was measured."""
+    named = len(record.frameworks) > 1  # more than one framework is up: say which is which
+    used = devices_used(record)
+    if used:
+        groups = [
+            g for d in used for g in _framework_groups(_on(record, d), named, _device_name(d))
+        ]
+    else:
+        groups = _framework_groups(record, named)
+    if groups:
+        groups[-1] += _held_by(record, "cuda")
+    return groups
+
+
+def _framework_groups(record: CellRecord, named: bool, where: str = "") -> list[str]:
     figures = framework_figures(record)
     if not figures and not record.frameworks and record.allocated_total is not None:
         # a record without per-framework figures (built by hand): its totals
@@ -129,7 +147,6 @@ def _gpu_parts(record: CellRecord) -> list[str]:
             )
         ]  # fmt: skip
     groups = []
-    named = len(record.frameworks) > 1  # more than one framework is up: say which is which
     for f in figures:
         parts = [] if f.allocated_total is None else [
             f"{format_bytes(f.allocated_total, signed=True)} alloc"
@@ -138,10 +155,31 @@ def _gpu_parts(record: CellRecord) -> list[str]:
         if f.pool_growth - (f.kept or 0) >= POOL_NEWS:  # why NVML grew more than it kept
             parts.append(f"pool {format_bytes(f.pool_growth, signed=True)}")
         parts.append(f"kept {format_bytes(f.kept)}")
-        groups.append(f"{f.label}: {', '.join(parts)}" if named else " · ".join(parts))
-    if groups:
-        groups[-1] += _held_by(record, "cuda")
+        label = " ".join(x for x in (where, f.label if named else "") if x)
+        groups.append(f"{label}: {', '.join(parts)}" if label else " · ".join(parts))
     return groups
+
+
+def devices_used(record: CellRecord) -> list[DeviceUsage]:
+    """The GPUs whose allocator figures a view shows one by one: on a machine of more than one
+    GPU, each that the cell's frameworks hold memory on or changed; [] on a one-GPU machine,
+    or when no framework holds anything anywhere (the totals say it all)."""
+    if len(record.devices) < 2:
+        return []
+    return [
+        d
+        for d in record.devices
+        if any(u.allocated_before or u.allocated_after or u.peak_allocated for u in d.frameworks)
+    ]
+
+
+def _on(record: CellRecord, device: DeviceUsage) -> CellRecord:
+    """``record`` as if ``device`` were its only GPU: that GPU's own figures."""
+    return dataclasses.replace(record, devices=(device,), retention=None)
+
+
+def _device_name(d: DeviceUsage) -> str:
+    return gpu_short_label(d.nvml_index, d.cuda_index)
 
 
 def summary_line(record: CellRecord) -> str:
@@ -215,13 +253,14 @@ def _row(r: CellRecord) -> tuple[str, ...]:
         if r.util_mean is None
         else (f"{format_percent(r.util_mean)} (max {format_percent(r.util_max)})")
     )
-    figures = framework_figures(r)
-    if len(r.frameworks) > 1:  # each framework's own figure: their peaks need not coincide
-        peak = " · ".join(f"{f.label} {_peak_text(f.peak, f.peak_exact)}" for f in figures)
-        kept = " · ".join(f"{f.label} {format_bytes(f.kept)}" for f in figures)
+    used = devices_used(r)
+    if used:  # several GPUs: each one the cell used, by its physical identity
+        named = len(r.frameworks) > 1
+        pairs = [(_device_name(d), _peak_and_kept(_on(r, d), named)) for d in used]
+        peak = "; ".join(f"{where} {p}" for where, (p, _) in pairs)
+        kept = "; ".join(f"{where} {k}" for where, (_, k) in pairs)
     else:
-        one_peak, exact, one_kept = shown_peak_and_kept(r)
-        peak, kept = _peak_text(one_peak, exact), format_bytes(one_kept)
+        peak, kept = _peak_and_kept(r, len(r.frameworks) > 1)
     return (
         r.name,
         r.status,
@@ -236,6 +275,18 @@ def _row(r: CellRecord) -> tuple[str, ...]:
         retention_text(r.retention) if r.retention is not None else "",
         r.label if r.kind == "cell" else "",
     )
+
+
+def _peak_and_kept(r: CellRecord, named: bool) -> tuple[str, str]:
+    """The table's peak and kept cells for ``r``: each framework's own when ``named`` (their
+    peaks need not coincide)."""
+    if named:
+        figures = framework_figures(r)
+        peak = " · ".join(f"{f.label} {_peak_text(f.peak, f.peak_exact)}" for f in figures)
+        kept = " · ".join(f"{f.label} {format_bytes(f.kept)}" for f in figures)
+        return peak, kept
+    one_peak, exact, one_kept = shown_peak_and_kept(r)
+    return _peak_text(one_peak, exact), format_bytes(one_kept)
 
 
 def cells_table(records: Sequence[CellRecord]) -> TextView:
@@ -310,7 +361,7 @@ def snapshot_view(data: SessionData, last_cells: int = 5) -> TextView:
         lines.append(status.line)
     by_device = _latest_by_device(latest, data.columns)
     for d in data.devices:
-        lines.append(f"gpu{d.index} {d.name}:")
+        lines.append(f"{d.label}:")
         for panel, values in by_device.get(d.index, {}).items():
             lines.append(f"  {panel}: " + " · ".join(values))
     lines += [f"  {p}" for p in status.processes]

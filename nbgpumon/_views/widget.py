@@ -29,7 +29,9 @@ from .svg import timeline_svg
 from .text import framework_figures, retention_text, shown_peak_and_kept, summary_line
 
 if TYPE_CHECKING:
-    from .._session.data import Cluster, SessionData
+    from collections.abc import Sequence
+
+    from .._session.data import Cluster, Device, SessionData
 
 BUNDLE = Path(__file__).parent.parent / "static" / "widget.js"  # nbgpumon/static
 SEND_EVERY = 0.5  # seconds between samples messages: <= 2 messages/s, <= 1 s latency
@@ -109,15 +111,7 @@ class Publisher:
         self._newest_row = -1  # the ledger index of the newest record the widget has
         with self._lock:
             widget.columns = describe_columns(data.columns)
-            widget.devices = [
-                {
-                    "index": d.index,
-                    "name": d.name,
-                    "memory_total": d.memory_total,
-                    "cuda_index": d.cuda_index,
-                }
-                for d in data.devices
-            ]
+            widget.devices = describe_devices(data.devices)
         self._publish_all_cells()
         self._publish_ledger()
         self._publish_status()
@@ -252,9 +246,13 @@ class Publisher:
 
     def _publish_status(self) -> None:
         status = self._data.status()
+        devices = describe_devices(self._data.devices)  # CUDA's numbering can change: below
         with self._lock:
             self.widget.status = status.line
             self.widget.interval = status.interval
+            # torch's first read maps the devices by UUID, after the widget was made
+            if devices != self.widget.devices:
+                self.widget.devices = devices
 
     def refresh_history(self, force: bool = False) -> None:
         """Replace the history snapshot (main thread), unless one was sent very recently."""
@@ -366,8 +364,23 @@ def static_svg(data: SessionData, seconds: float = 600.0) -> str:
         for r in data.records
         if r.kind == "cell" and r.start + r.duration >= end - seconds
     ]
-    devices = [(d.index, d.name) for d in data.devices]
-    return timeline_svg(window, data.columns, devices, bands)
+    return timeline_svg(window, data.columns, data.devices, bands)
+
+
+def describe_devices(devices: Sequence[Device]) -> list[dict]:
+    """The widget's ``devices``: each GPU's NVML index, name, total memory, CUDA index and how
+    the chart names the kernel's view of it (``cuda:0``, or ``not visible to this kernel``),
+    worded in Python so that the chart says what the text views say."""
+    return [
+        {
+            "index": d.index,
+            "name": d.name,
+            "memory_total": d.memory_total,
+            "cuda_index": d.cuda_index,
+            "cuda_label": d.cuda_label,
+        }
+        for d in devices
+    ]
 
 
 def plain_summary(data: SessionData) -> str:
@@ -376,8 +389,6 @@ def plain_summary(data: SessionData) -> str:
     lines = [f"nbgpumon live chart ({data.status().line})"]
     for d in data.devices:
         used = latest.get(MEM_USED.column(d.index))
-        lines.append(
-            f"gpu{d.index} {d.name}: {format_bytes(used)} used of {format_bytes(d.memory_total)}"
-        )
+        lines.append(f"{d.label}: {format_bytes(used)} used of {format_bytes(d.memory_total)}")
     lines += [summary_line(r) for r in list(data.records)[-5:]]
     return "\n".join(lines)

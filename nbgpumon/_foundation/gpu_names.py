@@ -1,0 +1,27 @@
+"""How every view names one of this machine's GPUs: its physical identity (NVML's index, in
+PCI bus order, and its name), then the kernel's name for it (``cuda:N``) or, for a GPU that
+``CUDA_VISIBLE_DEVICES`` hides, that this kernel cannot see it. One wording, from here, so the
+status, the snapshot, the summary line, the cells table, the chart, the picture, the report and
+the exporter agree."""
+
+from __future__ import annotations
+
+NOT_VISIBLE = "not visible to this kernel"
+
+
+def cuda_label(cuda_index: int | None) -> str:
+    """``cuda:0``, or ``not visible to this kernel`` for a hidden GPU (``cuda_index`` None)."""
+    return NOT_VISIBLE if cuda_index is None else f"cuda:{cuda_index}"
+
+
+def gpu_label(nvml_index: int, name: str, cuda_index: int | None, known: bool = True) -> str:
+    """``gpu1 NVIDIA H200 (cuda:0)``; ``gpu0 NVIDIA H200 (not visible to this kernel)``;
+    ``gpu0 NVIDIA H200`` where the kernel's numbering is not ``known`` (a recording that does
+    not say it)."""
+    named = f"gpu{nvml_index} {name}".rstrip()
+    return f"{named} ({cuda_label(cuda_index)})" if known else named
+
+
+def gpu_short_label(nvml_index: int, cuda_index: int | None) -> str:
+    """``gpu1 (cuda:0)``: where the name is already said (a cell's figures per device)."""
+    return f"gpu{nvml_index} ({cuda_label(cuda_index)})"
