@@ -15,6 +15,7 @@ import pytest
 from nbgpumon import FitResult, Monitor, UsageError
 from nbgpumon._foundation.units import parse_bytes
 from nbgpumon._ledger.peak_fit import GPU_MARGIN_MIN, default_margin, fit_line, predict
+from nbgpumon._session.size_fit import SizeRow, _fit_exact
 
 from fake_frameworks import FakeContexts, FakeCupy
 from notebook_runner import fake_pynvml, run_cells
@@ -171,6 +172,37 @@ def test_fit_measures_each_size_and_predicts_within_free_memory_and_the_idle_cac
     assert f"fits up to size {prediction.size} under" in text
     assert "(free 138 GiB + cache 2.1 GiB - margin 7.0 GiB)" in text
     assert "host: does not grow with size" in text
+
+
+def test_fit_arms_cupys_peak_hook_for_its_run_and_disarms_it_after(cupy_gpu):
+    mon, cupy = cupy_gpu
+    mon.config.cupy_peak_hook = False  # sampled per-cell peaks, as by default
+
+    def step(n: int) -> None:
+        cupy.malloc(0, n * MIB)  # here and gone between two samples: only a hook sees it
+        cupy.free(0, n * MIB)
+
+    result = mon.fit(step, sizes=(16, 32, 48))
+    assert [(r.peaks["cupy"], r.exact["cupy"]) for r in result.table] == [
+        (n * MIB, True) for n in (16, 32, 48)
+    ]
+    assert result.fits["cupy"].ok
+    assert not mon.cupy.peak_resettable and not mon.cupy.hook_wanted  # as it was
+
+
+def test_sampled_peaks_are_left_out_of_the_line_and_too_few_exact_ones_say_why():
+    def row(size: int, peak: int, exact: bool) -> SizeRow:
+        return SizeRow(size, "ok", 0.01, {"jax": peak}, {"jax": exact}, {"jax": 0})
+
+    # JAX's high-water mark: the first size stays under the warm-up's peak, so it reads ≥ 0 B
+    table = [row(64, 0, False), row(128, 128 * MIB, True), row(192, 192 * MIB, True)]
+    fit = _fit_exact("jax", ("jax", 0), table, "reset")
+    assert not fit.ok and fit.grows
+    assert fit.reason.startswith("1 of 3 peaks were sampled lower bounds (≥)")
+    assert "JAX's peak counter is this process's high-water mark" in fit.reason
+    table.append(row(256, 256 * MIB, True))
+    fit = _fit_exact("jax", ("jax", 0), table, "reset")  # three exact ones: a line, without ≥
+    assert fit.ok and fit.slope == pytest.approx(MIB) and len(fit.points) == 3
 
 
 def test_a_size_that_runs_out_stops_the_run_and_bounds_the_prediction(cupy_gpu):

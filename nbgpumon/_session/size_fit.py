@@ -10,6 +10,7 @@ still be taken now, after the runs.
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -18,7 +19,15 @@ from typing import TYPE_CHECKING, Any
 from .._foundation.errors import UsageError
 from .._foundation.units import format_bytes, parse_bytes
 from .._ledger.outcome import is_out_of_memory
-from .._ledger.peak_fit import LineFit, Prediction, default_margin, fit_line, predict
+from .._ledger.peak_fit import (
+    MIN_SIZES,
+    LineFit,
+    Prediction,
+    default_margin,
+    fit_line,
+    predict,
+)
+from .exact_peaks import cupy_peak_hook, why_sampled
 from .headroom import headroom
 
 if TYPE_CHECKING:
@@ -103,26 +112,26 @@ def run_fit(
     warmed = None
     rows: list[tuple[int, CellRecord]] = []
     ran_out: tuple[int, str] | None = None
-    if warmup:
-        warmed = order[0]
-        error = _call(step, warmed)  # compiles, builds workspaces and gradients: not measured
-        if error:
-            ran_out = (warmed, error)
-    for size in order if ran_out is None else ():
-        region = session.track(f"{label} size={size}")
-        error = _call(step, size, region)
-        assert region.record is not None
-        rows.append((size, region.record))
-        if error:
-            ran_out = (size, error)  # larger sizes would run out too
-            break
+    with cupy_peak_hook(session):
+        if warmup:
+            warmed = order[0]
+            error = _call(step, warmed)  # compiles, builds workspaces and gradients: unmeasured
+            if error:
+                ran_out = (warmed, error)
+        for size in order if ran_out is None else ():
+            region = session.track(f"{label} size={size}")
+            error = _call(step, size, region)
+            assert region.record is not None
+            rows.append((size, region.record))
+            if error:
+                ran_out = (size, error)  # larger sizes would run out too
+                break
     table, kinds = _table(rows)
     notes = _notes(table, kinds, warmed, ran_out)
     largest = max((r.size for r in table if r.outcome == "ok"), default=order[0])
     fits, predictions = {}, {}
     for kind, key in kinds.items():
-        points = [(r.size, r.peaks[kind]) for r in table if r.outcome == "ok"]
-        fits[kind] = fit_line(kind, [(s, p) for s, p in points if p is not None])
+        fits[kind] = _fit_exact(kind, key, table, session.config.peak_mode)
         room = _limit_for(session, kind, key, limits)
         kept = default_margin(room.bytes, key[0] != HOST) if room.bytes is not None else None
         predictions[kind] = predict(
@@ -134,6 +143,22 @@ def run_fit(
             room.note,
         )
     return FitRun(label, tuple(table), tuple(kinds), fits, predictions, warmed, notes)
+
+
+def _fit_exact(kind: str, key: Key, table: list[SizeRow], peak_mode: str) -> LineFit:
+    """The line through the exact peaks only: a sampled one is a lower bound (``≥ 0 B`` for a
+    peak that came and went between two samples), which would bend the line."""
+    ran = [r for r in table if r.outcome == "ok" and r.peaks[kind] is not None]
+    exact = [(r.size, r.peaks[kind]) for r in ran if r.exact[kind]]
+    fit = fit_line(kind, exact)  # type: ignore[arg-type]
+    sampled = len(ran) - len(exact)
+    if sampled and len(exact) < MIN_SIZES:
+        reason = (
+            f"{sampled} of {len(ran)} peaks were sampled lower bounds (≥), which a line "
+            f"cannot be fitted to: {why_sampled(key[0], peak_mode)}"
+        )
+        return dataclasses.replace(fit, ok=False, grows=True, reason=reason)
+    return fit
 
 
 def _call(step: Callable[[int], Any], size: int, region: Any = None) -> str:
@@ -216,10 +241,11 @@ def _notes(
         notes.append(f"the warm-up call at size {ran_out[0]} ran out of memory: {ran_out[1]}")
     elif ran_out is not None:
         notes.append(f"size {ran_out[0]} ran out of memory ({ran_out[1]}); larger sizes not tried")
-    if any(not r.exact[k] for r in table if r.outcome == "ok" for k in kinds if r.peaks[k]):
+    if any(
+        not r.exact[k] for r in table if r.outcome == "ok" for k in kinds if r.peaks[k] is not None
+    ):
         notes.append(
-            "≥: a lower bound sampled while it ran, not an exact peak; the real peaks may be "
-            "higher, and the sizes that fit smaller"
+            "≥: a lower bound sampled while it ran, not an exact peak, and left out of the fit"
         )
     for kind, key in kinds.items():
         if key[0] == HOST:
