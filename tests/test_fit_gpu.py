@@ -116,3 +116,46 @@ def test_the_predicted_batch_runs_and_an_extrapolation_from_far_below_it(fitted)
 def test_a_batch_1_25_times_the_prediction_runs_out_of_memory(fitted):
     out, text = fitted
     assert out["bigger"] == "OutOfMemoryError", text
+
+
+FRAMEWORK_STEP = {
+    "cupy": (
+        "import cupy as cp\n"
+        "def step(n):\n"
+        "    cp.ones((n, 1 << 20), dtype=cp.uint8)\n"
+        "    cp.cuda.Device().synchronize()\n"
+    ),
+    "jax": (
+        "import jax.numpy as jnp\n"
+        "def step(n):\n"
+        "    jnp.ones((n, 1 << 20), dtype=jnp.uint8).block_until_ready()\n"
+    ),
+}
+
+
+@pytest.mark.parametrize("framework", ["cupy", "jax"])
+def test_fit_on_cupy_and_jax_fits_their_exact_peaks(framework):
+    """n MiB a call: CuPy's peaks are exact (fit arms its hook), JAX's from the second size on
+    (its high-water mark can't be reset, so the warm-up's size reads ≥ and is left out)."""
+    pytest.importorskip(framework)
+    code = FRAMEWORK_STEP[framework] + (
+        "import json, nbgpumon\n"
+        "r = nbgpumon.fit(step, sizes=(64, 128, 192, 256, 320))\n"
+        "print(repr(r))\n"
+        f"fit = r.fits[{framework!r}]\n"
+        "print('FIT=' + json.dumps({'ok': fit.ok, 'slope': fit.slope, 'reason': fit.reason,\n"
+        f"    'exact': [row.exact[{framework!r}] for row in r.table],\n"
+        f"    'size': r.prediction[{framework!r}].size}}))\n"
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=300, env=env
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    line = next(x for x in done.stdout.splitlines() if x.startswith("FIT="))
+    out = json.loads(line[4:])
+    assert out["ok"], done.stdout
+    assert out["slope"] == pytest.approx(2**20, rel=0.02)  # 1 MiB per size
+    expected = [True] * 5 if framework == "cupy" else [False] + [True] * 4
+    assert out["exact"] == expected, done.stdout
+    assert out["size"] > 320
