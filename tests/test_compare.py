@@ -16,23 +16,12 @@ from nbgpumon._ledger.matching import EDITED, ONLY_IN_B, SAME_FIRST_LINE, SAME_S
 from nbgpumon._ledger.records import CellRecord
 from nbgpumon._views.comparison import Thresholds, compare_pairs
 
+from compare_runs import EXTRA, KEEP_A, KEEP_B, SAMPLED
 from notebook_runner import run_cells
 
 DATA = Path(__file__).parent / "data"
 MIB = 2**20
-KEEP_A = "keep = np.ones(100 * 2**20 // 8)  # keeps 100 MiB of host memory"
-KEEP_B = "keep = np.ones(3 * 100 * 2**20 // 8)  # keeps 300 MiB of host memory"
-EXTRA = "extra = [n * n for n in range(1000)]"
 COMMON = ["import numpy as np", "total = sum(range(10_000))", "print(total)"]
-# the run's last cell waits for three samples, so that each recording has a timeline to draw
-# however fast its cells ran
-SAMPLED = (
-    "import time, nbgpumon\n"
-    "_mon, _until = nbgpumon.monitor(), time.monotonic() + 30\n"
-    "_enough = _mon.cursor + 3\n"
-    "while _mon.cursor < _enough and time.monotonic() < _until:\n"
-    "    time.sleep(0.02)"
-)
 
 
 def _notebook(path: Path, keep: str, extra: list[str]) -> list[str]:

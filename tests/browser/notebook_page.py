@@ -91,6 +91,24 @@ def requests_for_xss(page: Page) -> list[str]:
     return seen
 
 
+def open_offline(page: Page, path: Path) -> list[str]:
+    """Open the file at ``path`` with every request but for files aborted; returns the list of
+    every URL asked for, which fills as the page loads (a self-contained page asks only for
+    itself)."""
+    requested: list[str] = []
+
+    def offline(route) -> None:
+        requested.append(route.request.url)
+        if route.request.url.startswith("file://"):
+            route.continue_()
+        else:
+            route.abort()
+
+    page.route("**/*", offline)
+    page.goto(path.as_uri())
+    return requested
+
+
 def safe_name(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", text).strip("_") or "page"
 

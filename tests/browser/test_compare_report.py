@@ -10,25 +10,15 @@ import re
 
 import pytest
 
-from notebook_page import ARTIFACTS, requests_for_xss
+from compare_runs import EXTRA, KEEP_A, KEEP_B, SAMPLED
+from notebook_page import ARTIFACTS, open_offline, requests_for_xss
 from notebook_runner import run_cells
 
 pytestmark = pytest.mark.browser
 
 XSS = "<img src=x onerror=alert(1)>"
 XSS_CELL = f"x = 1  # {XSS}"  # under the table's 40 characters of source: shown whole
-KEEP_A = "keep = np.ones(100 * 2**20 // 8)  # keeps 100 MiB of host memory"
-KEEP_B = "keep = np.ones(3 * 100 * 2**20 // 8)  # keeps 300 MiB of host memory"
 KEEP_B_SHOWN = KEEP_B[:39]  # the table shows a source's first 39 characters, then "…"
-EXTRA = "extra = [n * n for n in range(1000)]"
-# the run's last cell waits for three samples, so that each recording has a timeline to draw
-SAMPLED = (
-    "import time, nbgpumon\n"
-    "_mon, _until = nbgpumon.monitor(), time.monotonic() + 30\n"
-    "_enough = _mon.cursor + 3\n"
-    "while _mon.cursor < _enough and time.monotonic() < _until:\n"
-    "    time.sleep(0.02)"
-)
 RUN_COLORS = {"A": "#4c78a8", "B": "#f58518"}  # comparison_page.RUN_COLORS
 REGRESSION_BAND = "#f4a6a3"  # comparison_report._BAND_COLORS[2]
 REGRESSION_ROW = "rgb(253, 226, 225)"  # the table's #fde2e1
@@ -164,17 +154,7 @@ def test_the_comparison_page_opens_offline_and_shows_both_runs(page, two_runs, t
     a, b = two_runs
     path = tmp_path / "compare.html"
     path.write_text(nbgpumon.compare(a, b).report_html(), encoding="utf-8")
-    requested: list[str] = []
-
-    def offline(route):
-        requested.append(route.request.url)
-        if route.request.url.startswith("file://"):
-            route.continue_()
-        else:
-            route.abort()
-
-    page.route("**/*", offline)
-    page.goto(path.as_uri())
+    requested = open_offline(page, path)
     svg = page.locator(".timeline svg")
     svg.wait_for(state="visible")
     box = svg.bounding_box()

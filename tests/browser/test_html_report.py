@@ -7,6 +7,7 @@ import sys
 
 import pytest
 
+from notebook_page import open_offline
 from notebook_runner import run_cells
 
 pytestmark = pytest.mark.browser
@@ -27,17 +28,7 @@ def test_the_html_report_opens_offline_and_shows_the_chart_and_the_cells(page, t
     subprocess.run(
         [sys.executable, "-m", "nbgpumon", "report", str(path), "-o", str(report)], check=True
     )
-    requested: list[str] = []
-
-    def offline(route):
-        requested.append(route.request.url)
-        if route.request.url.startswith("file://"):
-            route.continue_()
-        else:
-            route.abort()
-
-    page.route("**/*", offline)
-    page.goto(report.as_uri())
+    requested = open_offline(page, report)
     svg = page.locator(".timeline svg")
     svg.wait_for(state="visible")
     box = svg.bounding_box()

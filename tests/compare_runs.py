@@ -1,0 +1,15 @@
+"""The notebook that tests/test_compare.py and tests/browser/test_compare_report.py record
+twice: run A keeps 100 MiB of host memory in one cell, run B three times that and one more cell.
+Each run ends with a cell that waits for three samples, so that its recording has a timeline to
+draw however fast its cells ran."""
+
+KEEP_A = "keep = np.ones(100 * 2**20 // 8)  # keeps 100 MiB of host memory"
+KEEP_B = "keep = np.ones(3 * 100 * 2**20 // 8)  # keeps 300 MiB of host memory"
+EXTRA = "extra = [n * n for n in range(1000)]"
+SAMPLED = (
+    "import time, nbgpumon\n"
+    "_mon, _until = nbgpumon.monitor(), time.monotonic() + 30\n"
+    "_enough = _mon.cursor + 3\n"
+    "while _mon.cursor < _enough and time.monotonic() < _until:\n"
+    "    time.sleep(0.02)"
+)
