@@ -103,7 +103,13 @@ def test_a_recording_opens_in_the_live_chart():
     widget = session.widget()
     assert [c["name"] for c in widget.columns] == session.columns
     assert widget.devices == [
-        {"index": 0, "name": "NVIDIA H200", "memory_total": 150754820096, "cuda_index": 0}
+        {
+            "index": 0,
+            "name": "NVIDIA H200",
+            "memory_total": 150754820096,
+            "cuda_index": 0,
+            "cuda_label": "cuda:0",
+        }
     ]
     rows, width = struct.unpack_from("<II", widget.history)
     assert (rows, width) == (308, len(session.columns))  # every sample, in the snapshot

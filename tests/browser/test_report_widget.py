@@ -138,7 +138,7 @@ def test_a_recorded_gpu_session_shows_memory_and_utilization(page, open_notebook
     nb.run_cell(0)
     report = nb.in_output(0, ".nbgpumon-report").first
     report.wait_for(state="visible", timeout=30_000)
-    expect(report).to_contain_text("1 GPU: gpu0 H200 (141 GiB)")
+    expect(report).to_contain_text("1 GPU: gpu0 H200, 141 GiB")
     figures = report.locator(".bqplot.figure")
     expect(figures).to_have_count(4, timeout=30_000)
     memory, util, per_cell, _ = figures.all()
