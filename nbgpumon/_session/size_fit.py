@@ -28,7 +28,7 @@ from .._ledger.peak_fit import (
     predict,
 )
 from .exact_peaks import cupy_peak_hook, why_sampled
-from .headroom import headroom
+from .headroom import Headroom, headroom
 
 if TYPE_CHECKING:
     from .._ledger.records import CellRecord
@@ -263,21 +263,14 @@ def _notes(
     return tuple(notes)
 
 
-@dataclass(frozen=True, slots=True)
-class _Limit:
-    bytes: int | None
-    note: str
-
-
 def _limit_for(
     session: Session, kind: str, key: Key, limits: int | dict[str, int] | None
-) -> _Limit:
+) -> Headroom:
     if isinstance(limits, int):
-        return _Limit(limits, "limit=")
+        return Headroom(limits, "limit=")
     if isinstance(limits, dict) and kind in limits:
-        return _Limit(limits[kind], "limit=")
-    room = headroom(session, None if key[0] == HOST else key[0], key[1])
-    return _Limit(room.bytes, room.note)
+        return Headroom(limits[kind], "limit=")
+    return headroom(session, None if key[0] == HOST else key[0], key[1])
 
 
 def _sizes(sizes: Iterable[int]) -> list[int]:
