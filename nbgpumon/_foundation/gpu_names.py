@@ -6,6 +6,8 @@ the exporter agree."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 NOT_VISIBLE = "not visible to this kernel"
 
 
@@ -25,3 +27,9 @@ def gpu_label(nvml_index: int, name: str, cuda_index: int | None, known: bool = 
 def gpu_short_label(nvml_index: int, cuda_index: int | None) -> str:
     """``gpu1 (cuda:0)``: where the name is already said (a cell's figures per device)."""
     return f"gpu{nvml_index} ({cuda_label(cuda_index)})"
+
+
+def hidden_gpus(nvml_indices: Iterable[int]) -> str:
+    """``gpu0, gpu2 not visible to this kernel`` for the GPUs hidden from it; "" for none."""
+    names = [f"gpu{i}" for i in nvml_indices]
+    return f"{', '.join(names)} {NOT_VISIBLE}" if names else ""

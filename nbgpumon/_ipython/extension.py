@@ -9,7 +9,7 @@ from typing import Any
 from .._api import current
 from .._api.monitor import Monitor
 from .._foundation.errors import RecordingError, UsageError
-from .._foundation.gpu_names import NOT_VISIBLE
+from .._foundation.gpu_names import hidden_gpus
 from .._foundation.version import __version__
 from .._ledger.records import CellRecord
 from .._session.config import GPUMon
@@ -125,8 +125,8 @@ def _loaded_line(mon: Monitor) -> str:
     if mon.has_gpu:
         devices = mon.nvml.devices
         names = sorted({d.name for d in devices})
-        hidden = [f"gpu{d.nvml_index}" for d in devices if d.cuda_index is None]
-        note = f" ({', '.join(hidden)} {NOT_VISIBLE})" if hidden else ""
+        hidden = hidden_gpus(d.nvml_index for d in devices if d.cuda_index is None)
+        note = f" ({hidden})" if hidden else ""
         return (
             f"nbgpumon {__version__}: watching {len(devices)} GPU(s) ({', '.join(names)}){note} "
             f"{interval}; %gpumon status for details"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .._foundation.gpu_names import NOT_VISIBLE, cuda_label
+from .._foundation.gpu_names import cuda_label, hidden_gpus
 from .._foundation.units import format_bytes
 from .._sources.base import AllocatorSource, AllocatorStats
 from .data import Status
@@ -34,9 +34,9 @@ def _line(mon: Session, state: str, reads: Reads) -> str:
         parts.append(f"no GPU: {mon.nvml.status}")
     elif mon.nvml.status != "ok":
         parts.append(mon.nvml.status)
-    hidden = [f"gpu{d.nvml_index}" for d in mon.nvml.devices if d.cuda_index is None]
+    hidden = hidden_gpus(d.nvml_index for d in mon.nvml.devices if d.cuda_index is None)
     if hidden:  # the chart still draws their NVML figures: say why no allocator line is there
-        parts.append(f"{', '.join(hidden)} {NOT_VISIBLE}")
+        parts.append(hidden)
     disabled = mon.nvml.library.disabled_metrics()
     if disabled:
         parts.append("unavailable: " + ", ".join(f"gpu{d} {m}" for d, m in sorted(disabled)))
