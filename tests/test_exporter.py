@@ -116,6 +116,17 @@ def _install(monkeypatch, modules: dict) -> None:
         monkeypatch.setitem(sys.modules, name, module)
 
 
+def _after_one_tick(nvml: object) -> str:
+    """The exposition of a monitor on ``nvml`` after one tick of its (stopped) sampler."""
+    mon = Monitor(nvml_module=nvml)
+    try:
+        mon.stop()
+        mon.sampler.tick()
+        return SessionCollector(mon).text()
+    finally:
+        mon.close()
+
+
 def _sampled(mon: Monitor) -> None:
     """Ticks until the PCIe rates (differenced between two detail reads) have a value."""
 
@@ -165,13 +176,7 @@ def test_each_gpu_s_figures_are_exported_in_base_units_with_dcgm_s_labels(monito
 
 def test_a_value_nvml_does_not_give_is_left_out_not_exported_as_nan():
     nvml = fake_pynvml(devices=TWO_GPUS, not_supported=["nvmlDeviceGetPowerUsage"])
-    mon = Monitor(nvml_module=nvml)
-    try:
-        mon.stop()
-        mon.sampler.tick()
-        text = SessionCollector(mon).text()
-    finally:
-        mon.close()
+    text = _after_one_tick(nvml)
     assert samples(text, "nbgpumon_gpu_power_watts") == []
     assert value(text, "nbgpumon_gpu_temperature_celsius", gpu="0") == 61.0
     assert "NaN" not in text
@@ -203,13 +208,7 @@ def test_with_gpu0_hidden_the_allocator_s_cuda0_is_exported_as_physical_gpu1(mon
     gpu = FakeJaxDevice(0)  # the kernel's cuda:0
     gpu.use(2 * GIB, pool=4 * GIB)
     _install(monkeypatch, fake_jax({"cuda": FakeJaxClient([gpu])}))
-    mon = Monitor(nvml_module=fake_pynvml(devices=TWO_GPUS))
-    try:
-        mon.stop()
-        mon.sampler.tick()
-        text = SessionCollector(mon).text()
-    finally:
-        mon.close()
+    text = _after_one_tick(fake_pynvml(devices=TWO_GPUS))
     allocated = samples(text, "nbgpumon_allocator_allocated_bytes")
     assert [(labels["gpu"], labels["UUID"], v) for labels, v in allocated] == [
         ("1", "GPU-bbbb", 2 * GIB)
