@@ -16,6 +16,7 @@ from .._session.data import SessionData
 from .comparison import CellChange
 from .comparison_page import RUN_COLORS
 from .comparison_timeline import AlignedTimelines, Band, aligned_timelines
+from .report import band_paths
 
 _GIB = 2**30
 _BAND_COLORS = ("#c6dbef", "#dadaeb", "#f4a6a3")  # alternate cells; a regression
@@ -87,13 +88,10 @@ def _bands(
     short cells side by side would pile their labels on each other."""
     if not bands:
         return []
-    n = len(bands)
-    x = np.empty(3 * n)
-    y = np.full((3, 3 * n), np.nan)
-    for i, band in enumerate(bands):
-        x[3 * i : 3 * i + 3] = (band.x0, band.x1, band.x1)
-        y[2 if band.regression else i % 2, 3 * i : 3 * i + 2] = 1.0
-    y[:, -1] = 0.0  # every curve ends on a finite point, or bqplot drops it
+    x, y = band_paths(
+        [(b.x0, b.x1, 2 if b.regression else i % 2) for i, b in enumerate(bands)],
+        len(_BAND_COLORS),
+    )
     filled = bq.Lines(
         x=x,
         y=y,

@@ -90,6 +90,23 @@ class _ReportData:
         return (min(points), max(points)) if points else None
 
 
+def band_paths(
+    spans: Sequence[tuple[float, float, int]], rows: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """x and ``rows`` y-rows for a filled ``bq.Lines`` drawing each (start, end, row) span at
+    the top of its row's path; a NaN after each span lifts the pen, and every path ends on a
+    finite point (bqplot drops a curve that ends in NaN) of zero height."""
+    n = len(spans)
+    x = np.empty(3 * n)
+    y = np.full((rows, 3 * n), np.nan)
+    for i, (start, end, row) in enumerate(spans):
+        x[3 * i : 3 * i + 3] = (start, end, end)
+        y[row, 3 * i : 3 * i + 2] = 1.0
+    if n:
+        y[:, -1] = 0.0
+    return x, y
+
+
 def _session_data(source: Any, max_points: int = MAX_POINTS) -> _ReportData:
     """``source`` (any SessionData: a live ``Monitor`` or a ``Recorded``) as ``_ReportData``,
     with at most ``max_points`` rows per line."""
@@ -451,14 +468,8 @@ class Report(widgets.VBox):
     def _cell_bands(self) -> tuple[bq.Lines, bq.Label]:
         """Cells as filled spans: one path per colour, ``[start, end]`` at the top of the band
         scale, filled down to the bottom; a NaN after each span breaks the path."""
-        n = len(self.cells)
-        x = np.empty(3 * n)
-        y = np.full((2, 3 * n), np.nan)
-        for i, r in enumerate(self.cells):
-            x[3 * i : 3 * i + 3] = (r.start, r.start + r.duration, r.start + r.duration)
-            y[i % 2, 3 * i : 3 * i + 2] = 1.0
-        if n:
-            y[:, -1] = 0.0  # every curve ends on a finite point (see _line); zero height
+        spans = [(r.start, r.start + r.duration, i % 2) for i, r in enumerate(self.cells)]
+        x, y = band_paths(spans, len(_BAND_COLORS))
         bands = bq.Lines(
             x=_dates(x),
             y=y,
