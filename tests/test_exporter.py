@@ -618,7 +618,7 @@ def test_a_port_taken_in_a_kernel_is_one_line_in_the_cell_s_error_output(kernel)
     )
 
 
-def test_unload_and_reload_with_the_exporter_on_leave_no_server_and_no_thread(kernel):
+def test_unload_and_reload_with_the_exporter_on_leave_one_server_at_most(kernel):
     port = free_port()
     for _ in range(3):
         kernel.run("%load_ext nbgpumon")
@@ -630,6 +630,13 @@ def test_unload_and_reload_with_the_exporter_on_leave_no_server_and_no_thread(ke
         assert port_is_free(port)
     kernel.run("%load_ext nbgpumon")
     kernel.run(f"%gpumon export {port}")
+    # a reload goes on with the live settings: one exporter again, the new monitor's
+    assert f"exporting on http://127.0.0.1:{port}/metrics" in text_of(
+        kernel.run("%reload_ext nbgpumon")
+    )
+    assert text_of(kernel.run(COUNT_EXPORTERS)) == "EXPORTERS 1\n"
+    assert samples(scrape(port), "nbgpumon_build_info")
+    kernel.run("%gpumon export off")
     kernel.run("%reload_ext nbgpumon")
     assert text_of(kernel.run(COUNT_EXPORTERS)) == "EXPORTERS 0\n"
     assert port_is_free(port)

@@ -28,7 +28,13 @@ def load(ip: Any) -> None:
         return  # already loaded into this shell: no second set of hooks or threads
     if _wiring:
         unload(_wiring["shell"])
-    config = GPUMon(parent=ip)
+    config, refused = GPUMon.for_shell(ip)
+    # What a configured value starts (a recording, the exporter, the cluster) starts after the
+    # sampler, each with its line; until then the setting says nothing runs, so a start that
+    # fails leaves it saying so.
+    starts = {name: getattr(config, name) for name in _STARTED_BY_SETTINGS}
+    for name in _STARTED_BY_SETTINGS:
+        config.set_trait(name, config.class_traits()[name].default())
     mon = Monitor(config, shell=current_shell)
     current.replace(mon)
     hooks = CellHooks(
@@ -45,21 +51,32 @@ def load(ip: Any) -> None:
     _wiring.update(shell=ip, hooks=hooks, config=config, errors_shown=errors_shown)
     mon.start()
     print(_loaded_line(mon))
-    if config.record_path:  # set in ipython_config.py: record from the start
+    for line in refused:
+        print(line)
+    _start_configured(mon, config, starts)
+
+
+# the settings that start something when configured: ipython_config.py, or kept by a reload
+_STARTED_BY_SETTINGS = ("record_path", "export_port", "prometheus_url")
+
+
+def _start_configured(mon: Monitor, config: GPUMon, starts: dict[str, Any]) -> None:
+    """Start what the configuration asks for, a line each; one that cannot start is taken
+    out of the shell's configuration, so that the next load does not try it again."""
+    actions = {
+        "record_path": (mon.record, RecordingError),
+        "export_port": (mon.export, UsageError),
+        "prometheus_url": (lambda url: mon.read_cluster(url, wait=0), UsageError),
+    }
+    for name, value in starts.items():
+        if not value:
+            continue
+        start, refusal = actions[name]
         try:
-            print(f"nbgpumon: {mon.record(config.record_path)}")
-        except RecordingError as exc:
-            print(f"nbgpumon: {exc}")
-    if config.export_port:  # set in ipython_config.py: serve from the start
-        try:
-            print(f"nbgpumon: {mon.export(config.export_port)}")
-        except UsageError as exc:
-            print(f"nbgpumon: {exc}")
-    if config.prometheus_url:  # set in ipython_config.py: read the cluster from the start
-        try:
-            print(f"nbgpumon: {mon.read_cluster(config.prometheus_url, wait=0)}")
-        except UsageError as exc:
-            print(f"nbgpumon: {exc}")
+            print(f"nbgpumon: {start(value)}")
+        except refusal as exc:
+            config.forget(name)
+            print(f"nbgpumon: GPUMon.{name} = {value!r} is not used: {exc}")
 
 
 def unload(ip: Any) -> None:
@@ -67,6 +84,7 @@ def unload(ip: Any) -> None:
     if _wiring.get("shell") is not ip:
         return
     _wiring["hooks"].unregister()
+    _wiring["config"].keep_in_shell()  # a later load goes on with these settings
     if _wiring["config"] in ip.configurables:
         ip.configurables.remove(_wiring["config"])
     previous = _wiring["errors_shown"]

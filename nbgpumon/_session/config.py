@@ -6,7 +6,7 @@ from collections.abc import Callable
 from typing import Any
 
 from traitlets import Bool, Enum, Float, Int, TraitError, Unicode, validate
-from traitlets.config import Configurable
+from traitlets.config import Config, Configurable
 
 from .._ledger.ledger import PEAK_MODES
 from .._sampling.sampler import MAX_INTERVAL, MIN_INTERVAL
@@ -145,14 +145,65 @@ class GPUMon(Configurable):
         "network policy.",
     ).tag(config=True)
 
+    @classmethod
+    def for_shell(cls, shell: Any) -> tuple[GPUMon, list[str]]:
+        """The settings for ``shell`` as its configuration gives them (``ipython_config.py``,
+        an earlier ``%config``), and a line for each configured value refused: that value is
+        taken out of the shell's configuration, and its setting keeps its default."""
+        section = _own_section(getattr(shell, "config", None))
+        lines: list[str] = []
+        if section:
+            probe = cls()  # no parent: it holds only the defaults
+            for name, value in list(section.items()):
+                if name not in probe.trait_names(config=True):
+                    continue  # traitlets says so itself ("not recognized")
+                try:
+                    setattr(probe, name, value)
+                except TraitError as exc:
+                    del section[name]
+                    default = cls.class_traits()[name].default()
+                    lines.append(f"nbgpumon: {_reason(exc)}; using the default, {default!r}")
+        return cls(parent=shell), lines
+
+    def forget(self, name: str) -> None:
+        """Take ``name`` out of the shell's configuration, where a refused value would make
+        the next ``%load_ext`` refuse it again."""
+        section = _own_section(getattr(self.parent, "config", None))
+        if section and name in section:
+            del section[name]
+
+    def keep_in_shell(self) -> None:
+        """Write the live settings into the shell's configuration, so that ``%reload_ext``
+        (or ``%unload_ext`` then ``%load_ext``) goes on with them: what ``%gpumon record``,
+        ``export`` or ``cluster`` started starts again."""
+        config = getattr(self.parent, "config", None)
+        if config is None:
+            return
+        section = config["GPUMon"]  # made if missing
+        for name, trait in self.traits(config=True).items():
+            value = getattr(self, name)
+            if name in section or value != trait.default():
+                section[name] = value
+
     def update_config(self, config: Any) -> None:
-        """Apply ``%config GPUMon.x = v`` (or a config file); a bad value is one printed line
-        and every setting keeps its value. (``%config`` would log the error through the root
-        logger, which terminal IPython shows as "ERROR:root:".)"""
-        try:
+        """Apply ``%config GPUMon.x = v`` (or a config file), one value at a time: a refused
+        value is one printed line, its setting keeps its value, and it is taken out of
+        ``config`` and the shell's configuration, so a later load does not meet it. (``%config``
+        would log the error through the root logger, which terminal IPython shows as
+        "ERROR:root:", and merge the refused value into the shell's configuration.)"""
+        section = _own_section(config)
+        if not section:
             super().update_config(config)
-        except TraitError as exc:
-            print(f"nbgpumon: {exc}")
+            return
+        for name, value in list(section.items()):
+            try:
+                super().update_config(Config({"GPUMon": {name: value}}))
+            except TraitError as exc:
+                # the shell merges the same ``config`` after this (its class sorts after
+                # GPUMon in %config's loop); should it have merged already, forget() takes it out
+                del section[name]
+                self.forget(name)
+                print(f"nbgpumon: {_reason(exc)}; GPUMon.{name} stays {getattr(self, name)!r}")
 
     @validate(*_RANGES)
     def _check_range(self, proposal):
@@ -161,3 +212,15 @@ class GPUMon(Configurable):
         if not allowed(value):
             raise TraitError(f"GPUMon.{name} {says}, not {value!r}{example.format(name=name)}")
         return value
+
+
+def _own_section(config: Any) -> Any:
+    """``config``'s GPUMon section, or None (without making one, as ``config.GPUMon`` would)."""
+    if config is None or "GPUMon" not in config:
+        return None
+    return config["GPUMon"]
+
+
+def _reason(exc: TraitError) -> str:
+    # traitlets' own messages end in a full stop; the line goes on after it
+    return str(exc).rstrip(".")
