@@ -13,7 +13,7 @@ import { bucketColumns } from "./budget.js";
 import { Downsampler, bucketSeconds } from "./downsample.js";
 import { linePath } from "./line-path.js";
 import { timeAxis } from "./time-axis.js";
-import { cudaLabelOf } from "./devices.js";
+import { cudaLabelOf, panelNameOf } from "./devices.js";
 
 export const PANEL_HEIGHT = 160; // CSS px, axes included
 const TEXT_WIDTHS_KEPT = 1000; // label widths remembered (cells' names, totals)
@@ -128,7 +128,7 @@ export function panelSpecs({ devices, columns, gpu, toggles, seen = () => true }
   };
   const panels = [];
   for (const d of devices.filter((d) => gpu === "all" || d.index === gpu)) {
-    const name = devices.length > 1 ? `GPU ${d.index}` : "GPU";
+    const name = panelNameOf(d, devices.length > 1);
     panels.push(...build(d.index, `gpu${d.index}`, name, d.memory_total, cudaLabelOf(d)));
   }
   panels.push(...build(null, "host", "host"));

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
 from dataclasses import dataclass, field
@@ -11,7 +12,8 @@ import psutil
 
 from .._foundation.metrics import columns_for, metrics_of
 from .base import CADENCES, DETAIL, SLOW
-from .cuda_devices import map_by_uuid, map_cuda_indices
+from .cuda_devices import cuda_view, map_by_uuid
+from .mig_devices import MigDevice, mig_devices
 from .nvml_library import NA, NvmlLibrary, shadowing_note
 
 # NVML constants used here, by value, so that the code reads the same with any binding version.
@@ -33,14 +35,27 @@ _GPU_UTIL, _MEM_UTIL = _AT["gpu_util"], _AT["mem_util"]
 
 
 @dataclass(frozen=True, slots=True)
+class MigPart:
+    """Where a MIG device is: its GPU, its instances and its profile."""
+
+    gpu_name: str  # the GPU's ("NVIDIA H200"), where the device's own name adds the profile
+    gpu_uuid: str  # the GPU's "GPU-…" (DCGM's UUID label of an instance)
+    profile: str  # "1g.18gb"
+    gpu_instance: int | None
+    compute_instance: int | None
+
+
+@dataclass(frozen=True, slots=True)
 class GpuDevice:
-    """One GPU as NVML and CUDA see it."""
+    """One GPU as NVML and CUDA see it: for a GPU in MIG mode, the MIG device this kernel
+    runs on, where there is one (its name, UUID and memory; ``mig`` says where it is)."""
 
     nvml_index: int
     name: str
     uuid: str
     memory_total: int | None  # bytes
     cuda_index: int | None  # None when CUDA_VISIBLE_DEVICES hides it from this process
+    mig: MigPart | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,7 +79,8 @@ class _Counter:
 
 @dataclass
 class _DeviceState:
-    handle: object
+    handle: object  # what memory, utilization and processes are read from (a MIG device's)
+    gpu_handle: object  # the GPU's: power, temperature, clocks and PCIe are the whole GPU's
     pcie: dict[int, _Counter] = field(default_factory=dict)
     last_sample_us: int = 0
     # this device's values as the last read left them: each tick copies them and fills in
@@ -81,6 +97,8 @@ class NvmlSource:
     def __init__(self, module: ModuleType | None = None) -> None:
         self.library = NvmlLibrary(module)
         self.devices: list[GpuDevice] = []
+        # per NVML index, its MIG devices (None: MIG mode off), this kernel's among them or not
+        self.mig_devices: list[list[MigDevice] | None] = []
         self._state: list[_DeviceState] = []
         self.mapping_note = ""
         self.processes: list[GpuProcess] = []  # read at the slow cadence
@@ -105,18 +123,21 @@ class NvmlSource:
             _text(lib.query("nvmlDeviceGetUUID", h, device=i)) or f"unknown-{i}"
             for i, h in enumerate(handles)
         ]
-        mapping, self.mapping_note = map_cuda_indices(uuids, os.environ.get("CUDA_VISIBLE_DEVICES"))
-        self._state = [_DeviceState(h) for h in handles]
-        self.devices = [
-            GpuDevice(
-                nvml_index=i,
-                name=_text(lib.query("nvmlDeviceGetName", h, device=i)) or "unknown GPU",
-                uuid=uuids[i],
-                memory_total=_attr(lib.query("nvmlDeviceGetMemoryInfo", h, device=i), "total"),
-                cuda_index=mapping.get(i),
-            )
-            for i, h in enumerate(handles)
-        ]
+        self.mig_devices = [mig_devices(lib, h) for h in handles]
+        view = cuda_view(uuids, self.mig_devices, os.environ.get("CUDA_VISIBLE_DEVICES"))
+        self.mapping_note = view.note
+        self._state, self.devices = [], []
+        for i, h in enumerate(handles):
+            name = _text(lib.query("nvmlDeviceGetName", h, device=i)) or "unknown GPU"
+            total = _attr(lib.query("nvmlDeviceGetMemoryInfo", h, device=i), "total")
+            device = GpuDevice(i, name, uuids[i], total, view.cuda.get(i))
+            migs = self.mig_devices[i]
+            if i in view.mig and migs:  # the kernel's MIG device stands for its GPU
+                device = _on_mig(device, migs[view.mig[i]])
+                self._state.append(_DeviceState(migs[view.mig[i]].handle, h))
+            else:
+                self._state.append(_DeviceState(h, h))
+            self.devices.append(device)
         self.read_slow()
         return True
 
@@ -125,9 +146,10 @@ class NvmlSource:
         if not cuda_uuids:
             return
         mapping = map_by_uuid([d.uuid for d in self.devices], cuda_uuids)
+        if not mapping and any(d.mig for d in self.devices):
+            return  # a MIG device's UUID as this framework words it: keep what the variable says
         self.devices = [
-            GpuDevice(d.nvml_index, d.name, d.uuid, d.memory_total, mapping.get(d.nvml_index))
-            for d in self.devices
+            dataclasses.replace(d, cuda_index=mapping.get(d.nvml_index)) for d in self.devices
         ]
         self.mapping_note = ""
 
@@ -193,7 +215,7 @@ class NvmlSource:
         return (None, None, None) if mem is NA else (mem.used, None, mem.total)
 
     def _read_details(self, i: int, state: _DeviceState) -> None:
-        lib, h = self.library, state.handle
+        lib, h = self.library, state.gpu_handle
         temp = lib.query(
             "nvmlDeviceGetTemperature", h, _TEMPERATURE_GPU, device=i, metric="temperature"
         )
@@ -214,7 +236,7 @@ class NvmlSource:
         # Counter fields, differenced: nvmlDeviceGetPcieThroughput blocks for 20 ms.
         values = self.library.query(
             "nvmlDeviceGetFieldValues",
-            state.handle,
+            state.gpu_handle,
             [_FI_PCIE_TX_BYTES, _FI_PCIE_RX_BYTES],
             device=i,
             metric="pcie",
@@ -246,7 +268,7 @@ class NvmlSource:
         """Values that change rarely; carried into every fast row."""
         for i, state in enumerate(self._state):
             limit = self.library.query(
-                "nvmlDeviceGetEnforcedPowerLimit", state.handle, device=i, metric="power_limit"
+                "nvmlDeviceGetEnforcedPowerLimit", state.gpu_handle, device=i, metric="power_limit"
             )
             state.values[_AT["power_limit"]] = None if limit is NA else limit / 1000.0
 
@@ -310,6 +332,14 @@ class NvmlSource:
                     state.last_sample_us = int(samples[-1][0] * 1e6)
             out.append(samples)
         return out
+
+
+def _on_mig(gpu: GpuDevice, mig: MigDevice) -> GpuDevice:
+    """``gpu`` as the kernel sees it: the MIG device ``mig`` of it."""
+    part = MigPart(gpu.name, gpu.uuid, mig.profile, mig.gpu_instance, mig.compute_instance)
+    return dataclasses.replace(
+        gpu, name=mig.name, uuid=mig.uuid, memory_total=mig.memory_total, mig=part
+    )
 
 
 def _rate(counter: _Counter, value: object) -> float | None:
