@@ -158,8 +158,8 @@ def test_the_widget_s_devices_are_the_mig_device_with_its_profile_and_memory(on_
     assert on_mig_1["widget"] == [
         {
             "index": 0, "name": "NVIDIA H200 MIG 1g.18gb", "memory_total": 17716740096,
-            "cuda_index": 0, "cuda_label": "cuda:0", "mig_profile": "1g.18gb",
-            "gpu_instance": 1,
+            "cuda_index": 0, "cuda_label": "cuda:0", "unavailable": ["gpu_util", "mem_util"],
+            "mig_profile": "1g.18gb", "gpu_instance": 1,
         }
     ]  # fmt: skip
     assert "Traceback" not in on_mig_1["all"] and "Error" not in on_mig_1["all"]

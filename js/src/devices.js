@@ -14,3 +14,9 @@ export function panelNameOf(d, many) {
   const gpu = many || (d && typeof d.mig_profile === "string") ? `GPU ${d.index}` : "GPU";
   return d && typeof d.mig_profile === "string" ? `${gpu} MIG ${d.mig_profile}`.trimEnd() : gpu;
 }
+
+/** The metrics NVML cannot give for GPU `d` (["gpu_util", "mem_util"] on a MIG device), which
+ * the chart draws no line for; [] when none, or from a kernel that does not say. */
+export function unavailableOf(d) {
+  return d && Array.isArray(d.unavailable) ? d.unavailable.filter((m) => typeof m === "string") : [];
+}

@@ -44,6 +44,7 @@ class Device:
     uuid: str = ""
     cuda_known: bool = True  # False: a recording that does not say the kernel's numbering
     mig: MigInstance | None = None
+    unavailable: tuple[str, ...] = ()  # NVML metrics it cannot give ("gpu_util" on a MIG device)
 
     @property
     def key(self) -> str:

@@ -256,6 +256,7 @@ class Session:
                 d.cuda_index,
                 d.uuid,
                 mig=None if d.mig is None else MigInstance(**dataclasses.asdict(d.mig)),
+                unavailable=self.nvml.unavailable(d.nvml_index),
             )
             for d in self.nvml.devices
         )

@@ -32,6 +32,17 @@ _AT = {name: i for i, name in enumerate(FAST_METRICS)}  # a metric's place in a 
 _DETAILS = ("temperature", "power", "sm_clock", "pcie_tx", "pcie_rx")  # the detail cadence's
 _MEM_USED, _MEM_RESERVED, _MEM_TOTAL = _AT["mem_used"], _AT["mem_reserved"], _AT["mem_total"]
 _GPU_UTIL, _MEM_UTIL = _AT["gpu_util"], _AT["mem_util"]
+# the reads NvmlLibrary can disable on a device (its ``metric=``) -> the metrics they give
+_READS = {
+    "memory": ("mem_used", "mem_reserved", "mem_total"),
+    "memory_v2": ("mem_reserved",),  # v1 still gives used and total
+    "utilization": ("gpu_util", "mem_util"),  # NotSupported on a MIG device
+    "temperature": ("temperature",),
+    "power": ("power",),
+    "power_limit": ("power_limit",),
+    "sm_clock": ("sm_clock",),
+    "pcie": ("pcie_tx", "pcie_rx"),
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,6 +166,17 @@ class NvmlSource:
 
     def close(self) -> None:
         self.library.shutdown()
+
+    def unavailable(self, nvml_index: int) -> tuple[str, ...]:
+        """The metrics NVML cannot give for a device (a read it answered NotSupported to, or
+        lacks), in registry order: what a chart should not draw as a line of no values."""
+        off = {
+            name
+            for (device, read) in self.library.disabled_metrics()
+            if device == nvml_index
+            for name in _READS.get(read, ())
+        }
+        return tuple(name for name in FAST_METRICS if name in off)
 
     @property
     def status(self) -> str:
