@@ -56,6 +56,14 @@ GROW = (  # the instance's NVML "used" grows by 2 GiB during this cell, as a rea
 )
 
 
+TICKED = (  # every view after it sees the grown memory: the sampler has read it since GROW
+    "import time, nbgpumon\n_m = nbgpumon.monitor()\n_w = _m.sampler.ticks + 2\n"
+    "_d = time.monotonic() + 30\n"
+    "while _m.sampler.ticks < _w and time.monotonic() < _d:\n    time.sleep(0.01)\n"
+    "print('TICKED', _m.sampler.ticks >= _w)"
+)
+
+
 def _scrape_cell(port: int) -> str:
     return (
         "import json, urllib.request\n"
@@ -78,22 +86,26 @@ def on_mig_1() -> dict:
             WAIT_FOR_READS,
             "%gpumon status",
             GROW,
+            TICKED,
             RECORDS_CELL,
             f"%gpumon export {port}",
             _scrape_cell(port),
             WIDGET_CELL,
             "%gpumon",
+            "%gpumon snapshot",
         ],
         env={**fake_nvml_env(**MACHINE), "CUDA_VISIBLE_DEVICES": MIG_1},
     )
     assert runs[1].stdout.split() == ["READ", "True"], runs[1].text
+    assert runs[4].stdout.split() == ["TICKED", "True"], runs[4].text
     return {
         "load": runs[0].text,
         "status": runs[2].text,
-        "records": runs[4].json_after("RECORDS="),
-        "metrics": runs[6].json_after("METRICS="),
-        "widget": runs[7].json_after("WIDGET="),
-        "chart": runs[8].text,
+        "records": runs[5].json_after("RECORDS="),
+        "metrics": runs[7].json_after("METRICS="),
+        "widget": runs[8].json_after("WIDGET="),
+        "chart": runs[9].text,
+        "snapshot": runs[10].text,
         "all": "".join(r.text for r in runs),
     }
 
@@ -115,7 +127,9 @@ def test_status_lists_the_mig_device_its_memory_and_its_gpu_and_utilization_unav
         "    MIG device: GPU instance 1, compute instance 0, profile 1g.18gb, of gpu0 "
         f"NVIDIA H200 ({GPU_UUID})"
     ) in status
-    assert f"    other MIG devices of gpu0: gpu0-mig2 3g.71gb ({MIG_2}, 71.0 GiB)" in status
+    assert (
+        f"    other MIG devices of gpu0: gpu0-mig2 3g.71gb ({MIG_2}, 5.0 GiB used of 71.0 GiB)"
+    ) in status
     assert "    utilization: unavailable (not supported on this device)" in status
     assert "140 GiB" not in status  # the GPU's whole memory is not what the kernel has
     assert status.count("NVIDIA H200 (") == 1  # the GPU named once, under its MIG device
@@ -126,6 +140,16 @@ def test_the_chart_s_status_line_says_which_mig_device_and_what_is_unavailable(o
     assert "· MIG device gpu0-mig1 (1g.18gb) ·" in first, first
     assert "unavailable: gpu0-mig1 utilization" in first, first
     assert f"{LABEL}: 6.0 GiB used of 16.5 GiB" in on_mig_1["chart"]  # after GROW's 2 GiB
+
+
+def test_the_snapshot_shows_the_instance_s_memory_and_processes_and_no_utilization(on_mig_1):
+    snapshot = on_mig_1["snapshot"]
+    assert f"{LABEL}:\n" in snapshot
+    assert "used (NVML) 6.0 GiB" in snapshot and "total 16.5 GiB" in snapshot
+    assert re.search(r"^  gpu0-mig1: PID \d+ this kernel: 3\.0 GiB$", snapshot, re.M), snapshot
+    assert "PID 4242" not in snapshot  # the other instance's process is not on this one
+    assert "  util:" not in snapshot  # NVML gives none on a MIG device: no number is made up
+    assert "power: power 310 W" in snapshot  # the whole GPU's
 
 
 def test_the_ledger_charges_the_cell_with_the_instance_s_memory(on_mig_1):
@@ -142,7 +166,7 @@ def test_the_exporter_labels_the_instance_as_dcgm_does(on_mig_1):
     text = on_mig_1["metrics"]
     (used,) = samples(text, "nbgpumon_gpu_memory_used_bytes")
     labels, value = used
-    assert value == 4 * GIB and labels.pop("Hostname")
+    assert value == 6 * GIB and labels.pop("Hostname")  # the instance's, after GROW
     assert labels == {
         "gpu": "0", "UUID": GPU_UUID, "modelName": "NVIDIA H200",
         "GPU_I_PROFILE": "1g.18gb", "GPU_I_ID": "1",
@@ -182,7 +206,10 @@ def test_a_mig_uuid_that_is_not_there_is_one_line_and_the_sampler_keeps_running(
     assert runs[1].stdout.split() == ["TICKS", "True", "True"]  # the sampler kept sampling
     status = runs[2].text
     assert f"  gpu0: NVIDIA H200, {GPU_UUID}, not visible to this kernel, 140 GiB" in status
-    assert f"gpu0-mig1 1g.18gb ({MIG_1}, 16.5 GiB), gpu0-mig2 3g.71gb ({MIG_2}, 71.0 GiB)" in status
+    assert (
+        f"    MIG mode on: gpu0-mig1 1g.18gb ({MIG_1}, 4.0 GiB used of 16.5 GiB), gpu0-mig2 "
+        f"3g.71gb ({MIG_2}, 5.0 GiB used of 71.0 GiB); none is this kernel's"
+    ) in status
     assert re.search(r"^\[\d+\] ", runs[4].text, re.MULTILINE), runs[4].text  # the ledger works
     assert not any(r.error for r in runs) and "Traceback" not in "".join(r.text for r in runs)
 

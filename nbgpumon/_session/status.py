@@ -75,9 +75,9 @@ def _mig_lines(mon: Session, d: Any) -> list[str]:
             f"{m.gpu_name} ({m.gpu_uuid}); its memory is the instance's, power, temperature, "
             "clock and PCIe the whole GPU's"
         )
-    others = [
+    others = [  # as nvitop lists a GPU's MIG devices: each with its memory in use now
         f"{gpu_key(d.nvml_index, m.gpu_instance)} {m.profile or m.name} ({m.uuid}, "
-        f"{format_bytes(m.memory_total)})"
+        f"{format_bytes(mon.nvml.read_mig_used(m))} used of {format_bytes(m.memory_total)})"
         for m in migs
         if m.uuid != d.uuid
     ]

@@ -277,6 +277,11 @@ class NvmlSource:
         """NVML memory used per device, in bytes (the ledger's before/after reading)."""
         return [self._memory(i, state)[0] for i, state in enumerate(self._state)]
 
+    def read_mig_used(self, mig: MigDevice) -> int | None:
+        """A MIG device's memory in use now, in bytes (for status: the GPU's other MIG
+        devices, which are not sampled)."""
+        return _attr(self.library.query("nvmlDeviceGetMemoryInfo", mig.handle), "used")
+
     def read_free(self) -> list[int | None]:
         """NVML free memory per device now, in bytes (what another allocation could get)."""
         out: list[int | None] = []
