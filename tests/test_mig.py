@@ -124,15 +124,15 @@ def test_status_lists_the_mig_device_its_memory_and_its_gpu_and_utilization_unav
     status = on_mig_1["status"]
     assert f"  gpu0-mig1: NVIDIA H200 MIG 1g.18gb, {MIG_1}, cuda:0, 16.5 GiB\n" in status
     assert (
-        "    MIG device: GPU instance 1, compute instance 0, profile 1g.18gb, of gpu0 "
-        f"NVIDIA H200 ({GPU_UUID})"
+        "    MIG device: GPU instance 1, compute instance 0, profile 1g.18gb, on gpu0 "
+        f"({GPU_UUID}); its memory is the instance's"
     ) in status
     assert (
         f"    other MIG devices of gpu0: gpu0-mig2 3g.71gb ({MIG_2}, 5.0 GiB used of 71.0 GiB)"
     ) in status
     assert "    utilization: unavailable (not supported on this device)" in status
     assert "140 GiB" not in status  # the GPU's whole memory is not what the kernel has
-    assert status.count("NVIDIA H200 (") == 1  # the GPU named once, under its MIG device
+    assert status.count("NVIDIA H200") == 1  # the GPU named once: in its MIG device's name
 
 
 def test_the_chart_s_status_line_says_which_mig_device_and_what_is_unavailable(on_mig_1):

@@ -62,7 +62,8 @@ def _key(device: Any) -> str:
 
 
 def _mig_lines(mon: Session, d: Any) -> list[str]:
-    """Under a GPU in MIG mode: where the kernel's MIG device is, and the GPU's others."""
+    """Under a GPU in MIG mode: where the kernel's MIG device is, and the GPU's others (the
+    GPU's name is in the MIG device's, once: not said again)."""
     migs = mon.nvml.mig_devices[d.nvml_index] if d.nvml_index < len(mon.nvml.mig_devices) else None
     if migs is None:
         return []
@@ -71,9 +72,9 @@ def _mig_lines(mon: Session, d: Any) -> list[str]:
         m = d.mig
         lines.append(
             f"    MIG device: GPU instance {m.gpu_instance}, compute instance "
-            f"{m.compute_instance}, profile {m.profile or 'unknown'}, of gpu{d.nvml_index} "
-            f"{m.gpu_name} ({m.gpu_uuid}); its memory is the instance's, power, temperature, "
-            "clock and PCIe the whole GPU's"
+            f"{m.compute_instance}, profile {m.profile or 'unknown'}, on gpu{d.nvml_index} "
+            f"({m.gpu_uuid}); its memory is the instance's, power, temperature, clock and "
+            "PCIe the whole GPU's"
         )
     others = [  # as nvitop lists a GPU's MIG devices: each with its memory in use now
         f"{gpu_key(d.nvml_index, m.gpu_instance)} {m.profile or m.name} ({m.uuid}, "
