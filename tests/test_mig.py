@@ -13,7 +13,9 @@ import re
 
 import pytest
 
+import nbgpumon
 from nbgpumon._api.monitor import Monitor
+from nbgpumon._session.data import MigInstance
 from nbgpumon._sources.cluster_series import reading_from
 from nbgpumon._sources.nvml import NvmlSource
 from nbgpumon._sources.prometheus_http import Series
@@ -289,3 +291,19 @@ def test_torch_s_uuid_of_the_mig_device_keeps_it_cuda0(monkeypatch):
     assert source.devices[0].cuda_index == 0
     source.remap_cuda(["GPU-" + MIG_1.removeprefix("MIG-")])
     assert source.devices[0].cuda_index == 0
+
+
+def test_a_recording_keeps_the_mig_device_and_reads_a_malformed_one_as_none(monkeypatch, tmp_path):
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", MIG_1)
+    mon = Monitor(nvml_module=fake_pynvml(**MACHINE))
+    try:
+        mon.record(tmp_path / "run.sqlite")
+        mon.sampler.tick()
+    finally:
+        mon.close()
+    (device,) = nbgpumon.load(tmp_path / "run.sqlite").devices
+    assert device.label == LABEL
+    assert device.mig == MigInstance("NVIDIA H200", GPU_UUID, "1g.18gb", 1, 0)
+    assert MigInstance.recorded("1g.18gb") is None and MigInstance.recorded(None) is None
+    odd = MigInstance.recorded({"profile": 7, "gpu_instance": True, "compute_instance": "0"})
+    assert odd == MigInstance("", "", "7", None, None)

@@ -30,6 +30,22 @@ class MigInstance:
     gpu_instance: int | None  # DCGM's GPU_I_ID
     compute_instance: int | None
 
+    @classmethod
+    def recorded(cls, value: object) -> MigInstance | None:
+        """What a recording's GPU entry says of its MIG device: None for none, and for
+        anything not shaped like one (a damaged or foreign file)."""
+        if not isinstance(value, dict):
+            return None
+
+        def number(key: str) -> int | None:
+            got = value.get(key)
+            return got if isinstance(got, int) and not isinstance(got, bool) else None
+
+        text = {key: str(value.get(key, "")) for key in ("gpu_name", "gpu_uuid", "profile")}
+        return cls(
+            **text, gpu_instance=number("gpu_instance"), compute_instance=number("compute_instance")
+        )
+
 
 @dataclass(frozen=True, slots=True)
 class Device:
