@@ -13,7 +13,7 @@ import { bucketColumns } from "./budget.js";
 import { Downsampler, bucketSeconds } from "./downsample.js";
 import { linePath } from "./line-path.js";
 import { timeAxis } from "./time-axis.js";
-import { cudaLabelOf } from "./devices.js";
+import { cudaLabelOf, panelNameOf, unavailableOf } from "./devices.js";
 
 export const PANEL_HEIGHT = 160; // CSS px, axes included
 const TEXT_WIDTHS_KEPT = 1000; // label widths remembered (cells' names, totals)
@@ -98,9 +98,10 @@ export function panelSpecs({ devices, columns, gpu, toggles, seen = () => true }
     .sort((a, b) => rank(a) - rank(b));
   const wanted = (panel, hasGpu) =>
     !OPTIONAL_PANELS.includes(panel) || (panel === "rss" ? toggles.rss || !hasGpu : toggles[panel]);
-  const build = (device, prefix, name, fallback, cudaLabel = "") => {
+  const build = (device, prefix, name, fallback, cudaLabel = "", unavailable = []) => {
     const groups = new Map();
-    for (const c of charted.filter((m) => m.device === device)) {
+    // a metric NVML cannot give on this device (utilization on a MIG device) gets no line
+    for (const c of charted.filter((m) => m.device === device && !unavailable.includes(m.metric))) {
       if (!wanted(c.panel, devices.length > 0)) continue;
       if (!groups.has(c.panel)) groups.set(c.panel, { series: [], total: null, unit: c.unit });
       const g = groups.get(c.panel);
@@ -128,8 +129,8 @@ export function panelSpecs({ devices, columns, gpu, toggles, seen = () => true }
   };
   const panels = [];
   for (const d of devices.filter((d) => gpu === "all" || d.index === gpu)) {
-    const name = devices.length > 1 ? `GPU ${d.index}` : "GPU";
-    panels.push(...build(d.index, `gpu${d.index}`, name, d.memory_total, cudaLabelOf(d)));
+    const name = panelNameOf(d, devices.length > 1);
+    panels.push(...build(d.index, `gpu${d.index}`, name, d.memory_total, cudaLabelOf(d), unavailableOf(d)));
   }
   panels.push(...build(null, "host", "host"));
   return panels;

@@ -15,7 +15,7 @@ from .._ledger.records import CellRecord
 from .._recording.reader import RecordedSession
 from .._recording.reader import load as read_session
 from .._sampling.timeline import Chunk, Window
-from .._session.data import Cluster, Device, RunningCell, Status
+from .._session.data import Cluster, Device, MigInstance, RunningCell, Status
 from .._views.advisor import advise, hints_text, recorded_evidence
 from .._views.frames import cells_frame, samples_frame, write_frames
 from .._views.widget import GPUMonWidget, Publisher
@@ -79,6 +79,7 @@ class Recorded(RecordedSession):
                 cuda_index=g.get("cuda_index"),
                 uuid=str(g.get("uuid", "")),
                 cuda_known="cuda_index" in g,  # else None would read as hidden
+                mig=MigInstance.recorded(g.get("mig")),
             )
             for i, g in enumerate(self.gpus)
         )

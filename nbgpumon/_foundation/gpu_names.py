@@ -1,8 +1,9 @@
 """How every view names one of this machine's GPUs: its physical identity (NVML's index, in
 PCI bus order, and its name), then the kernel's name for it (``cuda:N``) or, for a GPU that
-``CUDA_VISIBLE_DEVICES`` hides, that this kernel cannot see it. One wording, from here, so the
-status, the snapshot, the summary line, the cells table, the chart, the picture, the report and
-the exporter agree."""
+``CUDA_VISIBLE_DEVICES`` hides, that this kernel cannot see it. A MIG device is its GPU's index
+and its GPU instance, ``gpu0-mig1``, as the cluster view names DCGM's instances. One wording,
+from here, so the status, the snapshot, the summary line, the cells table, the chart, the
+picture, the report and the exporter agree."""
 
 from __future__ import annotations
 
@@ -16,11 +17,23 @@ def cuda_label(cuda_index: int | None) -> str:
     return NOT_VISIBLE if cuda_index is None else f"cuda:{cuda_index}"
 
 
-def gpu_label(nvml_index: int, name: str, cuda_index: int | None, known: bool = True) -> str:
+def gpu_key(nvml_index: int, gpu_instance: int | None = None) -> str:
+    """``gpu1``; ``gpu0-mig1`` for GPU instance 1 of GPU 0 (a MIG device)."""
+    return f"gpu{nvml_index}" if gpu_instance is None else f"gpu{nvml_index}-mig{gpu_instance}"
+
+
+def gpu_label(
+    nvml_index: int,
+    name: str,
+    cuda_index: int | None,
+    known: bool = True,
+    gpu_instance: int | None = None,
+) -> str:
     """``gpu1 NVIDIA H200 (cuda:0)``; ``gpu0 NVIDIA H200 (not visible to this kernel)``;
     ``gpu0 NVIDIA H200`` where the kernel's numbering is not ``known`` (a recording that does
-    not say it)."""
-    named = f"gpu{nvml_index} {name}".rstrip()
+    not say it); ``gpu0-mig1 NVIDIA H200 MIG 1g.18gb (cuda:0)`` for a MIG device (NVML's name
+    of one names its GPU, once)."""
+    named = f"{gpu_key(nvml_index, gpu_instance)} {name}".rstrip()
     return f"{named} ({cuda_label(cuda_index)})" if known else named
 
 

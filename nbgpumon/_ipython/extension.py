@@ -9,7 +9,7 @@ from typing import Any
 from .._api import current
 from .._api.monitor import Monitor
 from .._foundation.errors import RecordingError, UsageError
-from .._foundation.gpu_names import hidden_gpus
+from .._foundation.gpu_names import gpu_key, hidden_gpus
 from .._foundation.version import __version__
 from .._ledger.records import CellRecord
 from .._session.config import GPUMon
@@ -145,10 +145,14 @@ def _loaded_line(mon: Monitor) -> str:
         names = sorted({d.name for d in devices})
         hidden = hidden_gpus(d.nvml_index for d in devices if d.cuda_index is None)
         note = f" ({hidden})" if hidden else ""
-        return (
-            f"nbgpumon {__version__}: watching {len(devices)} GPU(s) ({', '.join(names)}){note} "
-            f"{interval}; %gpumon status for details"
+        on_mig = [gpu_key(d.nvml_index, d.mig.gpu_instance) for d in devices if d.mig]
+        where = f" on MIG device {', '.join(on_mig)}" if on_mig else ""
+        line = (
+            f"nbgpumon {__version__}: watching {len(devices)} GPU(s) ({', '.join(names)}){where}"
+            f"{note} {interval}; %gpumon status for details"
         )
+        # what CUDA_VISIBLE_DEVICES asked for and did not get, where the user set it
+        return f"{line}\nnbgpumon: {mon.nvml.mapping_note}" if mon.nvml.mapping_note else line
     return (
         f"nbgpumon {__version__}: no GPU ({mon.nvml.status}); recording host memory per "
         f"cell {interval}"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import platform
 import sys
@@ -20,7 +21,8 @@ def session_info(nvml: NvmlSource) -> dict[str, Any]:
             versions[name.lower()] = str(getattr(module, "__version__", "?"))
     gpus = [
         {"index": d.nvml_index, "cuda_index": d.cuda_index, "name": d.name, "uuid": d.uuid,
-         "memory_total": d.memory_total}
+         "memory_total": d.memory_total,
+         **({"mig": dataclasses.asdict(d.mig)} if d.mig is not None else {})}
         for d in nvml.devices
     ]  # fmt: skip
     return {

@@ -32,7 +32,7 @@ from .._sources.jax_allocator import JaxAllocatorSource
 from .._sources.nvml import GpuProcess, NvmlSource
 from .._sources.torch_allocator import TorchAllocatorSource
 from .config import GPUMon
-from .data import Cluster, Device, RunningCell, Status
+from .data import Cluster, Device, MigInstance, RunningCell, Status
 from .info import session_info
 from .nvtx_ranges import NvtxRanges, range_name
 from .region import Region
@@ -249,7 +249,15 @@ class Session:
     @property
     def devices(self) -> tuple[Device, ...]:
         return tuple(
-            Device(d.nvml_index, d.name, d.memory_total, d.cuda_index, d.uuid)
+            Device(
+                d.nvml_index,
+                d.name,
+                d.memory_total,
+                d.cuda_index,
+                d.uuid,
+                mig=None if d.mig is None else MigInstance(**dataclasses.asdict(d.mig)),
+                unavailable=self.nvml.unavailable(d.nvml_index),
+            )
             for d in self.nvml.devices
         )
 

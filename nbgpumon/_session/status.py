@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .._foundation.gpu_names import cuda_label, hidden_gpus
+from .._foundation.gpu_names import cuda_label, gpu_key, hidden_gpus
 from .._foundation.units import format_bytes
 from .._sources.base import AllocatorSource, AllocatorStats
 from .data import Status
@@ -34,12 +34,19 @@ def _line(mon: Session, state: str, reads: Reads) -> str:
         parts.append(f"no GPU: {mon.nvml.status}")
     elif mon.nvml.status != "ok":
         parts.append(mon.nvml.status)
+    for d in mon.nvml.devices:
+        if d.mig is not None:
+            parts.append(f"MIG device {_key(d)} ({d.mig.profile or 'profile unknown'})")
     hidden = hidden_gpus(d.nvml_index for d in mon.nvml.devices if d.cuda_index is None)
     if hidden:  # the chart still draws their NVML figures: say why no allocator line is there
         parts.append(hidden)
     disabled = mon.nvml.library.disabled_metrics()
     if disabled:
-        parts.append("unavailable: " + ", ".join(f"gpu{d} {m}" for d, m in sorted(disabled)))
+        keys = {d.nvml_index: _key(d) for d in mon.nvml.devices}
+        parts.append(
+            "unavailable: "
+            + ", ".join(f"{keys.get(d, f'gpu{d}')} {m}" for d, m in sorted(disabled))
+        )
     for source in mon.allocators:
         state = _framework_state(mon, source, reads)
         if source.name == "torch" or state != "not imported":
@@ -49,12 +56,51 @@ def _line(mon: Session, state: str, reads: Reads) -> str:
     return " · ".join(parts)
 
 
+def _key(device: Any) -> str:
+    """``gpu0``, or ``gpu0-mig1`` for the kernel's MIG device of GPU 0."""
+    return gpu_key(device.nvml_index, device.mig.gpu_instance if device.mig else None)
+
+
+def _mig_lines(mon: Session, d: Any) -> list[str]:
+    """Under a GPU in MIG mode: where the kernel's MIG device is, and the GPU's others (the
+    GPU's name is in the MIG device's, once: not said again)."""
+    migs = mon.nvml.mig_devices[d.nvml_index] if d.nvml_index < len(mon.nvml.mig_devices) else None
+    if migs is None:
+        return []
+    lines = []
+    if d.mig is not None:
+        m = d.mig
+        lines.append(
+            f"    MIG device: GPU instance {m.gpu_instance}, compute instance "
+            f"{m.compute_instance}, profile {m.profile or 'unknown'}, on gpu{d.nvml_index} "
+            f"({m.gpu_uuid}); its memory is the instance's, power, temperature, clock and "
+            "PCIe the whole GPU's"
+        )
+    others = [  # as nvitop lists a GPU's MIG devices: each with its memory in use now
+        f"{gpu_key(d.nvml_index, m.gpu_instance)} {m.profile or m.name} ({m.uuid}, "
+        f"{format_bytes(mon.nvml.read_mig_used(m))} used of {format_bytes(m.memory_total)})"
+        for m in migs
+        if m.uuid != d.uuid
+    ]
+    if d.mig is None:
+        lines.append(
+            "    MIG mode on: "
+            + (", ".join(others) if others else "no MIG device made")
+            + "; none is this kernel's (the figures above are the whole GPU's)"
+        )
+    elif others:
+        lines.append(f"    other MIG devices of gpu{d.nvml_index}: {', '.join(others)}")
+    return lines
+
+
 def _processes(mon: Session) -> list[str]:
     lines = []
+    keys = {d.nvml_index: _key(d) for d in mon.nvml.devices}  # a MIG device's: its instance's
     for proc in mon.nvml.processes:
         who = "this kernel" if proc.is_this_kernel else proc.name
         pid = "PID unknown" if proc.pid is None else f"PID {proc.pid}"
-        lines.append(f"gpu{proc.nvml_index}: {pid} {who}: {format_bytes(proc.used_memory)}")
+        key = keys.get(proc.nvml_index, f"gpu{proc.nvml_index}")
+        lines.append(f"{key}: {pid} {who}: {format_bytes(proc.used_memory)}")
     return lines
 
 
@@ -86,8 +132,9 @@ def status_lines(mon: Session, reads: Reads | None = None) -> list[str]:
         cuda = cuda_label(d.cuda_index)
         lost = " (LOST)" if d.nvml_index in lib.lost_devices else ""
         lines.append(
-            f"  gpu{d.nvml_index}: {d.name}, {d.uuid}, {cuda}, {format_bytes(d.memory_total)}{lost}"
+            f"  {_key(d)}: {d.name}, {d.uuid}, {cuda}, {format_bytes(d.memory_total)}{lost}"
         )
+        lines += _mig_lines(mon, d)
         for (dev, name), why in sorted(disabled.items()):
             if dev == d.nvml_index:
                 lines.append(f"    {name}: unavailable ({why})")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
 from dataclasses import dataclass, field
@@ -11,7 +12,8 @@ import psutil
 
 from .._foundation.metrics import columns_for, metrics_of
 from .base import CADENCES, DETAIL, SLOW
-from .cuda_devices import map_by_uuid, map_cuda_indices
+from .cuda_devices import cuda_view, map_by_uuid
+from .mig_devices import MigDevice, mig_devices
 from .nvml_library import NA, NvmlLibrary, shadowing_note
 
 # NVML constants used here, by value, so that the code reads the same with any binding version.
@@ -30,17 +32,41 @@ _AT = {name: i for i, name in enumerate(FAST_METRICS)}  # a metric's place in a 
 _DETAILS = ("temperature", "power", "sm_clock", "pcie_tx", "pcie_rx")  # the detail cadence's
 _MEM_USED, _MEM_RESERVED, _MEM_TOTAL = _AT["mem_used"], _AT["mem_reserved"], _AT["mem_total"]
 _GPU_UTIL, _MEM_UTIL = _AT["gpu_util"], _AT["mem_util"]
+# the reads NvmlLibrary can disable on a device (its ``metric=``) -> the metrics they give
+_READS = {
+    "memory": ("mem_used", "mem_reserved", "mem_total"),
+    "memory_v2": ("mem_reserved",),  # v1 still gives used and total
+    "utilization": ("gpu_util", "mem_util"),  # NotSupported on a MIG device
+    "temperature": ("temperature",),
+    "power": ("power",),
+    "power_limit": ("power_limit",),
+    "sm_clock": ("sm_clock",),
+    "pcie": ("pcie_tx", "pcie_rx"),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class MigPart:
+    """Where a MIG device is: its GPU, its instances and its profile."""
+
+    gpu_name: str  # the GPU's ("NVIDIA H200"), where the device's own name adds the profile
+    gpu_uuid: str  # the GPU's "GPU-…" (DCGM's UUID label of an instance)
+    profile: str  # "1g.18gb"
+    gpu_instance: int | None
+    compute_instance: int | None
 
 
 @dataclass(frozen=True, slots=True)
 class GpuDevice:
-    """One GPU as NVML and CUDA see it."""
+    """One GPU as NVML and CUDA see it: for a GPU in MIG mode, the MIG device this kernel
+    runs on, where there is one (its name, UUID and memory; ``mig`` says where it is)."""
 
     nvml_index: int
     name: str
     uuid: str
     memory_total: int | None  # bytes
     cuda_index: int | None  # None when CUDA_VISIBLE_DEVICES hides it from this process
+    mig: MigPart | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,7 +90,8 @@ class _Counter:
 
 @dataclass
 class _DeviceState:
-    handle: object
+    handle: object  # what memory, utilization and processes are read from (a MIG device's)
+    gpu_handle: object  # the GPU's: power, temperature, clocks and PCIe are the whole GPU's
     pcie: dict[int, _Counter] = field(default_factory=dict)
     last_sample_us: int = 0
     # this device's values as the last read left them: each tick copies them and fills in
@@ -81,6 +108,8 @@ class NvmlSource:
     def __init__(self, module: ModuleType | None = None) -> None:
         self.library = NvmlLibrary(module)
         self.devices: list[GpuDevice] = []
+        # per NVML index, its MIG devices (None: MIG mode off), this kernel's among them or not
+        self.mig_devices: list[list[MigDevice] | None] = []
         self._state: list[_DeviceState] = []
         self.mapping_note = ""
         self.processes: list[GpuProcess] = []  # read at the slow cadence
@@ -105,18 +134,21 @@ class NvmlSource:
             _text(lib.query("nvmlDeviceGetUUID", h, device=i)) or f"unknown-{i}"
             for i, h in enumerate(handles)
         ]
-        mapping, self.mapping_note = map_cuda_indices(uuids, os.environ.get("CUDA_VISIBLE_DEVICES"))
-        self._state = [_DeviceState(h) for h in handles]
-        self.devices = [
-            GpuDevice(
-                nvml_index=i,
-                name=_text(lib.query("nvmlDeviceGetName", h, device=i)) or "unknown GPU",
-                uuid=uuids[i],
-                memory_total=_attr(lib.query("nvmlDeviceGetMemoryInfo", h, device=i), "total"),
-                cuda_index=mapping.get(i),
-            )
-            for i, h in enumerate(handles)
-        ]
+        self.mig_devices = [mig_devices(lib, h) for h in handles]
+        view = cuda_view(uuids, self.mig_devices, os.environ.get("CUDA_VISIBLE_DEVICES"))
+        self.mapping_note = view.note
+        self._state, self.devices = [], []
+        for i, h in enumerate(handles):
+            name = _text(lib.query("nvmlDeviceGetName", h, device=i)) or "unknown GPU"
+            total = _attr(lib.query("nvmlDeviceGetMemoryInfo", h, device=i), "total")
+            device = GpuDevice(i, name, uuids[i], total, view.cuda.get(i))
+            migs = self.mig_devices[i]
+            if i in view.mig and migs:  # the kernel's MIG device stands for its GPU
+                device = _on_mig(device, migs[view.mig[i]])
+                self._state.append(_DeviceState(migs[view.mig[i]].handle, h))
+            else:
+                self._state.append(_DeviceState(h, h))
+            self.devices.append(device)
         self.read_slow()
         return True
 
@@ -125,14 +157,26 @@ class NvmlSource:
         if not cuda_uuids:
             return
         mapping = map_by_uuid([d.uuid for d in self.devices], cuda_uuids)
+        if not mapping and any(d.mig for d in self.devices):
+            return  # a MIG device's UUID as this framework words it: keep what the variable says
         self.devices = [
-            GpuDevice(d.nvml_index, d.name, d.uuid, d.memory_total, mapping.get(d.nvml_index))
-            for d in self.devices
+            dataclasses.replace(d, cuda_index=mapping.get(d.nvml_index)) for d in self.devices
         ]
         self.mapping_note = ""
 
     def close(self) -> None:
         self.library.shutdown()
+
+    def unavailable(self, nvml_index: int) -> tuple[str, ...]:
+        """The metrics NVML cannot give for a device (a read it answered NotSupported to, or
+        lacks), in registry order: what a chart should not draw as a line of no values."""
+        off = {
+            name
+            for (device, read) in self.library.disabled_metrics()
+            if device == nvml_index
+            for name in _READS.get(read, ())
+        }
+        return tuple(name for name in FAST_METRICS if name in off)
 
     @property
     def status(self) -> str:
@@ -193,7 +237,7 @@ class NvmlSource:
         return (None, None, None) if mem is NA else (mem.used, None, mem.total)
 
     def _read_details(self, i: int, state: _DeviceState) -> None:
-        lib, h = self.library, state.handle
+        lib, h = self.library, state.gpu_handle
         temp = lib.query(
             "nvmlDeviceGetTemperature", h, _TEMPERATURE_GPU, device=i, metric="temperature"
         )
@@ -214,7 +258,7 @@ class NvmlSource:
         # Counter fields, differenced: nvmlDeviceGetPcieThroughput blocks for 20 ms.
         values = self.library.query(
             "nvmlDeviceGetFieldValues",
-            state.handle,
+            state.gpu_handle,
             [_FI_PCIE_TX_BYTES, _FI_PCIE_RX_BYTES],
             device=i,
             metric="pcie",
@@ -233,6 +277,11 @@ class NvmlSource:
         """NVML memory used per device, in bytes (the ledger's before/after reading)."""
         return [self._memory(i, state)[0] for i, state in enumerate(self._state)]
 
+    def read_mig_used(self, mig: MigDevice) -> int | None:
+        """A MIG device's memory in use now, in bytes (for status: the GPU's other MIG
+        devices, which are not sampled)."""
+        return _attr(self.library.query("nvmlDeviceGetMemoryInfo", mig.handle), "used")
+
     def read_free(self) -> list[int | None]:
         """NVML free memory per device now, in bytes (what another allocation could get)."""
         out: list[int | None] = []
@@ -246,7 +295,7 @@ class NvmlSource:
         """Values that change rarely; carried into every fast row."""
         for i, state in enumerate(self._state):
             limit = self.library.query(
-                "nvmlDeviceGetEnforcedPowerLimit", state.handle, device=i, metric="power_limit"
+                "nvmlDeviceGetEnforcedPowerLimit", state.gpu_handle, device=i, metric="power_limit"
             )
             state.values[_AT["power_limit"]] = None if limit is NA else limit / 1000.0
 
@@ -310,6 +359,14 @@ class NvmlSource:
                     state.last_sample_us = int(samples[-1][0] * 1e6)
             out.append(samples)
         return out
+
+
+def _on_mig(gpu: GpuDevice, mig: MigDevice) -> GpuDevice:
+    """``gpu`` as the kernel sees it: the MIG device ``mig`` of it."""
+    part = MigPart(gpu.name, gpu.uuid, mig.profile, mig.gpu_instance, mig.compute_instance)
+    return dataclasses.replace(
+        gpu, name=mig.name, uuid=mig.uuid, memory_total=mig.memory_total, mig=part
+    )
 
 
 def _rate(counter: _Counter, value: object) -> float | None:

@@ -163,6 +163,19 @@ class NvmlLibrary:
             self._record_failure(exc, function, device, metric)
             return NA
 
+    def probe(self, function: str, *args: Any) -> Any:
+        """Ask whether this machine has a feature (MIG): ``pynvml.<function>(*args)`` or
+        ``NA``, and nothing remembered either way. A GPU or driver without the feature
+        answers NotSupported or lacks the function: that is an answer, not a fault to report."""
+        fn = getattr(self._module, function, None) if self.available else None
+        if fn is None:
+            return NA
+        self.calls += 1
+        try:
+            return fn(*args)
+        except Exception:
+            return NA
+
     def call_first(
         self,
         functions: tuple[str, ...],

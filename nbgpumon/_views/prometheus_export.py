@@ -3,7 +3,9 @@
 :class:`SessionCollector` is a prometheus_client custom collector: each scrape, ``collect()``
 turns a :class:`~nbgpumon._session.data.SessionData` (live or recorded) into metric families.
 The families come from the registry's ``export`` names (base units, Prometheus naming), with
-the DCGM exporter's label names (``gpu``, ``UUID``, ``modelName``, ``Hostname``), plus the cell
+the DCGM exporter's label names (``gpu``, ``UUID``, ``modelName``, ``Hostname``; for a MIG
+device, as DCGM labels one, its GPU's index, UUID and model with ``GPU_I_PROFILE`` and
+``GPU_I_ID``), plus the cell
 context: the running cell's execution count, cells by outcome, the last cell's figures. A value
 the session does not have (NaN, None) is left out, never exported as NaN.
 
@@ -26,9 +28,14 @@ from .._foundation.metrics import ALLOCATOR_SOURCES, EXPORT_PREFIX, REGISTRY, so
 from .._foundation.metrics import Metric as RegistryMetric
 from .._foundation.version import __version__
 from .._ledger.records import CellRecord
-from .._session.data import SessionData
+from .._session.data import Device, SessionData
 
 GPU_LABELS = ("gpu", "UUID", "modelName", "Hostname")  # the DCGM exporter's label names
+# ... and, as it labels a MIG device, its GPU instance: only on a machine with one
+MIG_LABELS = ("gpu", "UUID", "modelName", "GPU_I_PROFILE", "GPU_I_ID", "Hostname")
+# panels whose figures are the whole GPU's even on a MIG device (NVML has them per GPU only):
+# exported, as DCGM exports them, without the GPU instance
+_WHOLE_GPU_PANELS = frozenset({"power", "temperature", "clock", "pcie"})
 CELL_STATUSES = ("ok", "error", "interrupted", "oom")  # CellRecord.status: each one counted
 
 # Registry units to base units: percent is a ratio (0 to 1), MHz hertz; the rest are base units.
@@ -113,6 +120,9 @@ class SessionCollector:
         devices = self.data.devices  # once: a live session builds them on each read
         families: dict[str, GaugeMetricFamily] = {}
         host = self.hostname
+        gpu_names = MIG_LABELS if any(d.mig for d in devices) else GPU_LABELS
+        gpu_labels = [_gpu_labels(d, host, gpu_names) for d in devices]
+        whole_gpu = [_gpu_labels(d, host, gpu_names, instance=False) for d in devices]
         for m in REGISTRY:
             if not m.export or m.scope not in ("gpu", "host"):
                 continue
@@ -120,13 +130,14 @@ class SessionCollector:
                 self._add(families, m, [host], latest.get(m.column()), ("Hostname",))
                 continue
             allocator = m.source in ALLOCATOR_SOURCES
-            names = (*GPU_LABELS, "framework") if allocator else GPU_LABELS
+            names = (*gpu_names, "framework") if allocator else gpu_names
             if allocator and self.rank is not None:
                 names = (*names, "rank")
-            for d in devices:
+            per_gpu = m.panel in _WHOLE_GPU_PANELS
+            for d, gpu, whole in zip(devices, gpu_labels, whole_gpu, strict=True):
                 if allocator and d.cuda_index is None:
                     continue  # hidden from the kernel: no figure of this kernel's is its
-                labels = [str(d.index), d.uuid, d.name, host]
+                labels = list(whole if per_gpu else gpu)
                 if allocator:
                     labels.append(m.source)
                     if self.rank is not None:
@@ -216,6 +227,19 @@ class SessionCollector:
         )
         family.add_metric([__version__], 1)
         return family
+
+
+def _gpu_labels(d: Device, host: str, names: tuple[str, ...], instance: bool = True) -> list[str]:
+    """A GPU's label values for ``names``. A MIG device's are DCGM's: its GPU's index, UUID
+    and model, then its GPU instance's profile and ID, left "" without ``instance`` (a figure
+    of the whole GPU's) and for a GPU not in MIG mode."""
+    values = {"gpu": str(d.index), "UUID": d.uuid, "modelName": d.name, "Hostname": host}
+    if d.mig is not None:
+        values.update(UUID=d.mig.gpu_uuid, modelName=d.mig.gpu_name)
+        if instance:
+            values["GPU_I_PROFILE"] = d.mig.profile
+            values["GPU_I_ID"] = "" if d.mig.gpu_instance is None else str(d.mig.gpu_instance)
+    return [values.get(name, "") for name in names]
 
 
 def _gauge(name: str, help_text: str, labels: list[str], value: float) -> GaugeMetricFamily:

@@ -54,7 +54,7 @@ def timeline_svg(
     panels: list[tuple[str, list[tuple[str, str]], float | None, str]] = []
     for d in devices:
         for panel in (p for p in charted if p.device == d.index):
-            title = f"{d.label}: " if panel.name == "memory" else f"gpu{d.index}: "
+            title = f"{d.label}: " if panel.name == "memory" else f"{d.key}: "
             panels.append(_panel(title, panel))
     if not devices:
         panels += [_panel("host: ", p) for p in charted if p.device is None]

@@ -370,7 +370,9 @@ def static_svg(data: SessionData, seconds: float = 600.0) -> str:
 def describe_devices(devices: Sequence[Device]) -> list[dict]:
     """The widget's ``devices``: each GPU's NVML index, name, total memory, CUDA index and how
     the chart names the kernel's view of it (``cuda:0``, or ``not visible to this kernel``),
-    worded in Python so that the chart says what the text views say."""
+    worded in Python so that the chart says what the text views say; for a MIG device, its
+    profile and GPU instance too (its name and memory are the MIG device's); and the NVML
+    metrics it cannot give (``unavailable``), which the chart then draws no line for."""
     return [
         {
             "index": d.index,
@@ -378,6 +380,12 @@ def describe_devices(devices: Sequence[Device]) -> list[dict]:
             "memory_total": d.memory_total,
             "cuda_index": d.cuda_index,
             "cuda_label": d.cuda_label,
+            **({"unavailable": list(d.unavailable)} if d.unavailable else {}),
+            **(
+                {"mig_profile": d.mig.profile, "gpu_instance": d.mig.gpu_instance}
+                if d.mig is not None
+                else {}
+            ),
         }
         for d in devices
     ]

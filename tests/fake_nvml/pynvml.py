@@ -13,6 +13,18 @@ and describe the machine in the environment variable ``NBGPUMON_FAKE_NVML`` (JSO
      "call_delay": 0.001,             # seconds each device call takes
      "processes": [{"pid": "self", "used": 1048576}, {"pid": 0, "used": null}]}
 
+A GPU with ``"mig": [...]`` is in MIG mode, each entry one MIG device (a compute instance of a
+GPU instance) with its own memory, as a real driver answers on its handle:
+
+    {"name": "NVIDIA H200", "uuid": "GPU-…", "total": 150754820096,
+     "mig": [{"uuid": "MIG-…", "gpu_instance": 1, "compute_instance": 0,
+              "profile": "1g.18gb", "total": 17716740096, "used": 4294967296}]}
+
+A MIG device's name is its GPU's with `` MIG <profile>`` after it; on its handle utilization,
+temperature, power, clocks and field values answer NotSupported (as they do on real drivers),
+and so does ``nvmlDeviceGetMigMode``. A GPU without ``"mig"`` answers NotSupported to
+``nvmlDeviceGetMigMode`` (a GPU that cannot do MIG) unless ``"mig_mode": 0`` says it can.
+
 ``configure(dict)`` does the same in-process.
 
 Like the real binding, it also hands out C function pointers (``_nvmlGetFunctionPointer``)
@@ -34,7 +46,9 @@ __version__ = "fake-13.0"
 
 NVML_SUCCESS = 0
 NVML_ERROR_UNINITIALIZED = 1
+NVML_ERROR_INVALID_ARGUMENT = 2
 NVML_ERROR_NOT_SUPPORTED = 3
+NVML_ERROR_NOT_FOUND = 6
 NVML_ERROR_LIBRARY_NOT_FOUND = 12
 NVML_ERROR_FUNCTION_NOT_FOUND = 13
 NVML_ERROR_GPU_IS_LOST = 15
@@ -46,6 +60,8 @@ nvmlMemory_v2 = 0x02000028
 
 _MESSAGES = {
     NVML_ERROR_UNINITIALIZED: "Uninitialized",
+    NVML_ERROR_INVALID_ARGUMENT: "Invalid Argument",
+    NVML_ERROR_NOT_FOUND: "Not Found",
     NVML_ERROR_NOT_SUPPORTED: "Not Supported",
     NVML_ERROR_DRIVER_NOT_LOADED: "Driver Not Loaded",
     NVML_ERROR_LIBRARY_NOT_FOUND: "NVML Shared Library Not Found",
@@ -93,11 +109,31 @@ def _check(name: str) -> None:
 
 
 class _Handle(ctypes.c_void_p):
-    """A device handle: pointer-sized, as NVML's are, so that a C function can take one."""
+    """A device handle: pointer-sized, as NVML's are, so that a C function can take one. A
+    GPU's is its index + 1 (a null pointer is no device); a MIG device's is
+    ``_MIG_BASE * (GPU index + 1) + its index + 1``."""
 
     @property
     def index(self) -> int:
-        return self.value - 1  # handles start at 1: a null pointer is no device
+        return (self.value or 0) % _MIG_BASE - 1 if self.is_mig else (self.value or 0) - 1
+
+    @property
+    def gpu(self) -> int:
+        """The index of the GPU it is, or the GPU its MIG device is on."""
+        return (self.value or 0) // _MIG_BASE - 1 if self.is_mig else self.index
+
+    @property
+    def is_mig(self) -> bool:
+        return (self.value or 0) >= _MIG_BASE
+
+
+_MIG_BASE = 1000
+# what a MIG device's handle answers NotSupported to, as real drivers do
+_NOT_ON_MIG = {
+    "nvmlDeviceGetUtilizationRates", "nvmlDeviceGetTemperature", "nvmlDeviceGetPowerUsage",
+    "nvmlDeviceGetEnforcedPowerLimit", "nvmlDeviceGetClockInfo", "nvmlDeviceGetFieldValues",
+    "nvmlDeviceGetSamples", "nvmlDeviceGetMigMode", "nvmlDeviceGetMaxMigDeviceCount",
+}  # fmt: skip
 
 
 def _device(handle: _Handle, name: str, through_c: bool = False) -> dict:
@@ -112,7 +148,22 @@ def _device(handle: _Handle, name: str, through_c: bool = False) -> dict:
     if lost_after is not None and _state["device_calls"] > lost_after:
         raise NVMLError(NVML_ERROR_GPU_IS_LOST)
     _check(name)
-    return _config.get("devices", [])[handle.index]
+    gpu = _config.get("devices", [])[handle.gpu]
+    if not handle.is_mig:
+        return gpu
+    if name in _NOT_ON_MIG:
+        raise NVMLError(NVML_ERROR_NOT_SUPPORTED)
+    return _mig_device(gpu, handle.index)
+
+
+def _mig_device(gpu: dict, index: int) -> dict:
+    """MIG device ``index`` of ``gpu`` with its defaults filled in."""
+    mig = dict(gpu["mig"][index])
+    profile = mig.get("profile", "1g.18gb")
+    mig.setdefault("name", f"{gpu.get('name', 'Fake GPU')} MIG {profile}")
+    mig.setdefault("uuid", f"MIG-{index:08d}-fake-0000-0000-000000000000")
+    mig.setdefault("processes", [])
+    return mig
 
 
 # -- life cycle ---------------------------------------------------------------------------
@@ -158,7 +209,7 @@ def nvmlDeviceGetName(handle: _Handle) -> str:
 
 
 def nvmlDeviceGetUUID(handle: _Handle) -> str:
-    default = f"GPU-{handle.index:08d}-fake-0000-0000-000000000000"
+    default = f"GPU-{handle.gpu:08d}-fake-0000-0000-000000000000"
     return _device(handle, "nvmlDeviceGetUUID").get("uuid", default)
 
 
@@ -232,6 +283,56 @@ def nvmlDeviceGetSamples(handle: _Handle, kind: int, last_seen_us: int):
         for t in stamps
         if t > last_seen_us
     ]
+
+
+# -- MIG ----------------------------------------------------------------------------------
+def nvmlDeviceGetMigMode(handle: _Handle) -> list[int]:
+    d = _device(handle, "nvmlDeviceGetMigMode")
+    if "mig" in d:
+        return [1, 1]
+    if "mig_mode" in d:
+        return [d["mig_mode"], d["mig_mode"]]
+    raise NVMLError(NVML_ERROR_NOT_SUPPORTED)
+
+
+def nvmlDeviceGetMaxMigDeviceCount(handle: _Handle) -> int:
+    d = _device(handle, "nvmlDeviceGetMaxMigDeviceCount")
+    return d.get("max_mig", 7) if "mig" in d or "mig_mode" in d else 0
+
+
+def nvmlDeviceGetMigDeviceHandleByIndex(handle: _Handle, index: int) -> _Handle:
+    d = _device(handle, "nvmlDeviceGetMigDeviceHandleByIndex")
+    if handle.is_mig:
+        raise NVMLError(NVML_ERROR_INVALID_ARGUMENT)
+    if index >= len(d.get("mig", [])):
+        raise NVMLError(NVML_ERROR_NOT_FOUND)
+    return _Handle(_MIG_BASE * (handle.index + 1) + index + 1)
+
+
+def nvmlDeviceIsMigDeviceHandle(handle: _Handle) -> ctypes.c_uint:
+    _device(handle, "nvmlDeviceIsMigDeviceHandle")
+    return ctypes.c_uint(1 if handle.is_mig else 0)  # the binding returns the c_uint itself
+
+
+def nvmlDeviceGetDeviceHandleFromMigDeviceHandle(handle: _Handle) -> _Handle:
+    _device(handle, "nvmlDeviceGetDeviceHandleFromMigDeviceHandle")
+    if not handle.is_mig:
+        raise NVMLError(NVML_ERROR_INVALID_ARGUMENT)
+    return _Handle(handle.gpu + 1)
+
+
+def nvmlDeviceGetGpuInstanceId(handle: _Handle) -> int:
+    d = _device(handle, "nvmlDeviceGetGpuInstanceId")
+    if not handle.is_mig:
+        raise NVMLError(NVML_ERROR_INVALID_ARGUMENT)
+    return d.get("gpu_instance", handle.index + 1)
+
+
+def nvmlDeviceGetComputeInstanceId(handle: _Handle) -> int:
+    d = _device(handle, "nvmlDeviceGetComputeInstanceId")
+    if not handle.is_mig:
+        raise NVMLError(NVML_ERROR_INVALID_ARGUMENT)
+    return d.get("compute_instance", 0)
 
 
 # -- C entry points: NVML's ABI, for callers that skip the binding -------------------------
