@@ -7,8 +7,10 @@ Colab itself cannot be reached from here. What this reproduces of it:
   ``google.colab.output.custom_widget_manager_calls``.
 - Output sent from a thread other than the kernel's main thread never reaches the page
   (googlecolab/colabtools#3373: a widget updated from a background thread does not change
-  until the main thread sends its state). Every iopub message but ``status`` sent from another
-  thread is dropped, and counted in ``google.colab.output.dropped``.
+  until the main thread sends its state). Every display, display update and comm message sent
+  from another thread is dropped, and counted by type in ``google.colab.output.dropped``.
+  Streams are left alone: ipykernel flushes every print from its own IO thread, so which
+  thread printed is not known where they are sent (and nbgpumon's thread prints nothing).
 """
 
 from __future__ import annotations
