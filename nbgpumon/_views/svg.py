@@ -76,12 +76,12 @@ def timeline_svg(
             f'<rect x="{left}" y="{top}" width="{right - left}" '
             f'height="{panel_height}" fill="none" stroke="#ccc"/>'
         )
-        bands = [
-            (x0, x1, label)
-            for start, end, label in cells
-            if (x1 := left + (min(end, t1) - t0) / span * (right - left))
-            > (x0 := left + (max(start, t0) - t0) / span * (right - left))
-        ]
+        bands = []  # (x0, x1, label) of the cells in view, in pixels
+        for start, end, label in cells:
+            x0 = left + (max(start, t0) - t0) / span * (right - left)
+            x1 = left + (min(end, t1) - t0) / span * (right - left)
+            if x1 > x0:
+                bands.append((x0, x1, label))
         for k, (x0, x1, label) in enumerate(bands):
             parts.append(
                 f'<rect x="{x0:.1f}" y="{top}" width="{x1 - x0:.1f}" '
