@@ -13,7 +13,9 @@ from nbclient import NotebookClient
 
 def main(source: str, target: str) -> None:
     nb = nbformat.read(source, as_version=4)
-    NotebookClient(nb, kernel_name="python3", timeout=600).execute()
+    # Without the live chart's widget state, nbconvert, nbviewer and GitHub show its picture;
+    # with it, an HTML export draws the chart only where it can load widget scripts from the web.
+    NotebookClient(nb, kernel_name="python3", timeout=600, store_widget_state=False).execute()
     nbformat.write(nb, target)
 
 

@@ -72,3 +72,14 @@ def test_a_gpu_hidden_from_the_kernel_is_titled_by_its_physical_identity():
     texts = [t.text for t in root.iter("{http://www.w3.org/2000/svg}text")]
     assert "gpu0 Fake GPU (not visible to this kernel): memory (GiB)" in texts
     assert "gpu1 Fake GPU (cuda:0): memory (GiB)" in texts
+
+
+def test_a_short_cells_label_gives_way_to_the_long_cell_that_follows_it():
+    tl = _timeline()
+    gpu = Device(0, "Fake GPU", cuda_index=0)
+    # [2] lasts 3 ms and [3] starts right after it: one label each would print "[[2]3]"
+    svg = timeline_svg(
+        tl.window(), tl.columns, [gpu], [(1001.0, 1001.003, "[2]"), (1001.004, 1040.0, "[3]")]
+    )
+    texts = [t.text for t in ET.fromstring(svg).iter("{http://www.w3.org/2000/svg}text")]
+    assert "[3]" in texts and "[2]" not in texts

@@ -36,3 +36,9 @@ def test_a_bad_setting_is_one_line_without_a_logging_prefix_and_exit_gets_no_sum
     # the summary of `x = 1` (cell 5) and none for `exit` (cell 6)
     assert any("[5] host" in line for line in summaries), out
     assert not any("[6]" in line for line in summaries), out
+
+
+def test_gpumon_in_a_terminal_prints_the_charts_text_not_a_widget_repr():
+    out = _terminal("%load_ext nbgpumon\n%gpumon\nexit\n")
+    assert "nbgpumon live chart (sampling every 0.1 s" in out, out
+    assert "GPUMonWidget(" not in out and "application/vnd.jupyter" not in out, out

@@ -187,7 +187,9 @@ def test_static_mode_updates_one_picture_in_place_at_most_once_a_second(kernel):
     )
     elapsed = time.time() - started
     updates = [m for m in kernel.messages if m["msg_type"] == "update_display_data"]
-    assert 3 <= len(updates) <= elapsed + 1
+    # the sampler's thread at most once a second, and the main thread once after each of the
+    # two cells run since it was shown (so a front end that drops thread output misses nothing)
+    assert 3 <= len(updates) <= elapsed + 1 + 2
     assert {m["content"]["transient"]["display_id"] for m in updates} == {display_id}
 
 

@@ -28,11 +28,13 @@ export class Store {
     this.ring = new Ring(0, capacity);
     this.history = null; // decoded `history`: { rows, width, times, mean, low, high }
     this.cursor = null; // timeline cursor just past the last row received
+    this.historyCursor = null; // the cursor the kernel packed `history` at (its rows are in it)
     this.revision = 0;
     this.epoch = 0; // counts changes other than appended rows (what drawing caches key on)
     this.listeners = new Set();
     this.pendingGap = false; // rows were lost; break the line before the next row
-    this.stats = { messages: 0, rejected: 0, gaps: 0 };
+    this.stats = { messages: 0, rejected: 0, gaps: 0, asked: 0, filled: 0 };
+    this.requested = new Map(); // resend requests without their answer: to -> from
   }
 
   /** Call `fn(revision)` on every change; returns the unsubscribe function. */
@@ -156,7 +158,8 @@ export class Store {
       return false;
     }
     const { start, rows, times, values } = samples;
-    const lost = samples.gap || (this.cursor !== null && start > this.cursor);
+    const base = this.cursor ?? this.historyCursor; // before the first message: the history's
+    const lost = samples.gap || (base !== null && start > base);
     if (lost) this.pendingGap = true;
     this.cursor = start + rows;
     let last = this.lastTime;
@@ -180,6 +183,83 @@ export class Store {
     if (appended) this._changed();
     return appended > 0;
   }
+}
+
+/**
+ * The rows a `samples` message shows were never received, as the `resend` request for them
+ * ({type, from, to}: the cursors of the missing rows), or null. Not for a `gap` message (the
+ * kernel itself no longer had them) or one of other columns. The store remembers the request,
+ * so that the answer's rows are known to fill the whole hole.
+ */
+export function missingRows(store, samples) {
+  const held = store.cursor ?? store.historyCursor; // before the first message: the history's
+  if (!samples || samples.gap || held === null) return null;
+  if (samples.width !== store.columns.length || !(samples.start > held)) return null;
+  store.requested.set(samples.start, held);
+  return { type: "resend", from: held, to: samples.start };
+}
+
+/**
+ * Merge a `fill` message (rows the kernel sent again, older than some held) into the ring, in
+ * time order; a row held already stays. When it answers a request (its last row is just before
+ * the rows that showed the hole), the break drawn for the hole goes; if the kernel no longer
+ * had the first of them (`gap`), a break goes just before the rows it sent. Rebuilds the ring:
+ * this happens once per hole, after a cell, in a front end that drops the sampler thread's
+ * messages.
+ */
+export function fillRows(store, samples) {
+  if (!samples || samples.width !== store.columns.length || samples.rows === 0) return false;
+  const { times, values, rows, width, start, gap } = samples;
+  const from = store.requested.get(start + rows);
+  const answers = from !== undefined && from <= start;
+  if (answers) store.requested.delete(start + rows);
+  const old = store.ring;
+  const real = (i) => !old.isBreak(i);
+  let before = old.lowerBound(times[0]) - 1;
+  while (before >= 0 && !real(before)) before -= 1;
+  let after = old.upperBound(times[rows - 1]);
+  while (after < old.length && !real(after)) after += 1;
+  const next = new Ring(width, store.capacity);
+  next._grow(old.length + rows + 1);
+  const copyHeld = (i) => {
+    const p = old.slot(i);
+    const q = next._push(old.times[p], old.breaks[p] === 1);
+    for (let c = 0; c < width; c++) next.cols[c][q] = old.cols[c][p];
+  };
+  const copySent = (r) => {
+    if (r === 0 && answers && gap) {
+      const t = before >= 0 ? (old.time(before) + times[0]) / 2 : times[0];
+      const q = next._push(t, true);
+      for (const col of next.cols) col[q] = NaN;
+    }
+    const q = next._push(times[r], false);
+    for (let c = 0; c < width; c++) next.cols[c][q] = values[r * width + c];
+  };
+  let i = 0;
+  let r = 0;
+  let added = 0;
+  while (i < old.length || r < rows) {
+    if (answers && i < old.length && !real(i) && i > before && i < after) {
+      i += 1; // the hole's break: the rows it stood for are here now
+      continue;
+    }
+    const held = i < old.length ? old.time(i) : Infinity;
+    const sent = r < rows ? times[r] : Infinity;
+    if (held < sent || (held === sent && !real(i))) {
+      copyHeld(i++); // on a tie, a break first: the line breaks before the row
+    } else if (held === sent) {
+      copyHeld(i++);
+      r += 1; // held already
+    } else {
+      copySent(r++);
+      added += 1;
+    }
+  }
+  store.ring = next;
+  store.stats.filled += added;
+  store.epoch += 1;
+  store._changed();
+  return added > 0;
 }
 
 function remapHistory(h, oldNames, newNames) {
@@ -208,7 +288,9 @@ export function forgetStore(model) {
 }
 
 // The traits and the custom message that feed the timeline's store.
-const TIMELINE = { columns: "columns", history: "history", samples: "samples" };
+// Only the timeline's rows are asked for again: the cluster's come every scrape interval and a
+// missed one is just a break.
+const TIMELINE = { columns: "columns", history: "history", samples: "samples", resend: true };
 
 /**
  * Feed `model`'s store from the kernel: `columns` and `history` now and on change, `samples`
@@ -227,6 +309,10 @@ export function connectStore(model, store, names) {
   if (store.disconnect) store.disconnect();
 
   const readHistory = () => {
+    if (names.resend) {
+      const at = model.get("history_cursor");
+      if (Number.isInteger(at) && at >= 0) store.historyCursor = at;
+    }
     const h = decodeHistory(model.get(names.history));
     if (h === null) {
       // Empty bytes: no snapshot yet. Keep whatever is held (it is at least as new).
@@ -243,7 +329,18 @@ export function connectStore(model, store, names) {
     readHistory();
   };
   const onMessage = (msg, buffers) => {
-    if (msg && msg.type === names.samples) store.appendSamples(decodeSamples(msg, buffers, names.samples));
+    if (!msg || msg.type !== names.samples) return;
+    const samples = decodeSamples(msg, buffers, names.samples);
+    if (names.resend && msg.fill === true) {
+      fillRows(store, samples);
+      return;
+    }
+    const request = names.resend ? missingRows(store, samples) : null;
+    store.appendSamples(samples); // drawn at once, with a break where rows are missing
+    if (request && typeof model.send === "function") {
+      store.stats.asked += 1;
+      model.send(request);
+    }
   };
 
   onColumns();

@@ -9,6 +9,7 @@ const OWN = `
 .nbgpumon-widget *{box-sizing:border-box}
 .nbgpumon-widget [hidden]{display:none!important}
 .nbgpumon-status{color:var(--jp-ui-font-color2,#6b7280);font-size:11px;white-space:nowrap;overflow:hidden;text-overflow:ellipsis;margin-bottom:4px}
+.nbgpumon-note{color:var(--jp-warn-color0,#92400e);font-size:11px;margin-bottom:4px}
 .nbgpumon-controls{display:flex;flex-wrap:wrap;align-items:center;gap:4px 12px;margin-bottom:2px;font-size:11px}
 .nbgpumon-windows{display:inline-flex}
 .nbgpumon-windows button{font:inherit;color:inherit;background:var(--jp-layout-color1,transparent);border:1px solid var(--jp-border-color1,#d1d5db);margin:0;padding:0 8px;line-height:18px;cursor:pointer}

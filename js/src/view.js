@@ -80,6 +80,9 @@ export function createView({ model, el }, deps) {
   root.dataset.points = "0";
   const status = document.createElement("div");
   status.className = "nbgpumon-status";
+  const note = document.createElement("div");
+  note.className = "nbgpumon-note";
+  note.hidden = true;
   const chartEl = document.createElement("div");
   chartEl.className = "nbgpumon-chart";
   const empty = document.createElement("div");
@@ -147,7 +150,7 @@ export function createView({ model, el }, deps) {
   });
   const table = new CellTable({ onSelect: select, onScroll: schedule });
 
-  root.append(styleElement(), status, controls.el, chartEl, empty, nodesView.el, table.el);
+  root.append(styleElement(), status, note, controls.el, chartEl, empty, nodesView.el, table.el);
   el.append(root);
 
   // Columns found with a value (allocator lines join their panel then); once seen, kept.
@@ -184,6 +187,9 @@ export function createView({ model, el }, deps) {
     const text = model.get("status");
     const line = typeof text === "string" ? text : "";
     if (status.textContent !== line) status.textContent = line; // the same text: no layout to redo
+    const missed = missedNote(store.stats);
+    if (note.textContent !== missed) note.textContent = missed;
+    note.hidden = missed === "";
 
     let gpu = state.gpu ?? (devices.length ? devices[0].index : "all");
     if (gpu !== "all" && !devices.some((d) => d.index === gpu)) gpu = devices.length ? devices[0].index : "all";
@@ -266,4 +272,17 @@ export function createView({ model, el }, deps) {
     table.destroy();
     root.remove();
   };
+}
+
+/**
+ * One line when samples sent from the kernel's sampler thread never arrived and were asked for
+ * again (a front end that drops messages from background threads: Colab), else "".
+ */
+export function missedNote(stats) {
+  if (!stats.asked) return "";
+  const got = stats.filled ? `; ${stats.filled.toLocaleString("en-US")} were sent again after the cell, and are drawn` : "";
+  return (
+    "nbgpumon: samples sent while a cell ran did not arrive here (this front end drops what a " +
+    `kernel's background thread sends)${got}: the chart moves only between cells`
+  );
 }

@@ -16,11 +16,12 @@ function view(bytes, misalign) {
  * @param {number[]} times unix seconds
  * @param {number[][]} rows one array of `width` values per row (NaN for missing)
  */
-export function samples(start, times, rows, { gap = false, misalign = false } = {}) {
+export function samples(start, times, rows, { gap = false, misalign = false, fill = false } = {}) {
   const width = rows.length ? rows[0].length : 0;
   const t = new Float64Array(times);
   const v = new Float32Array(rows.flat());
   const msg = { type: "samples", start, rows: times.length, width, gap };
+  if (fill) msg.fill = true;
   return [msg, [view(new Uint8Array(t.buffer), misalign), view(new Uint8Array(v.buffer), misalign)]];
 }
 

@@ -126,3 +126,78 @@ describe("the model's store", () => {
     expect(storeFor(model).size).toBe(1);
   });
 });
+
+describe("rows a front end dropped are asked for again and merged in", () => {
+  function gapped() {
+    const model = new FakeModel({ columns: COLUMNS });
+    connectModel(model);
+    const store = storeFor(model);
+    send(model, 0, [1, 2], [[1, 1], [2, 2]]);
+    send(model, 5, [6, 7], [[6, 6], [7, 7]]); // rows 2..4 (t = 3, 4, 5) never arrived
+    return { model, store };
+  }
+
+  test("a start past the cursor sends one resend request for exactly the missing rows", () => {
+    const { model, store } = gapped();
+    expect(model.sent).toEqual([{ type: "resend", from: 2, to: 5 }]);
+    expect(store.stats.asked).toBe(1);
+  });
+
+  test("the kernel's gap flag asks for nothing: it no longer has those rows", () => {
+    const model = new FakeModel({ columns: COLUMNS });
+    connectModel(model);
+    send(model, 0, [1, 2], [[1, 1], [2, 2]]);
+    send(model, 5, [6, 7], [[6, 6], [7, 7]], { gap: true });
+    expect(model.sent).toEqual([]);
+  });
+
+  test("the fill lands between the rows held, in time order, and the break goes", () => {
+    const { model, store } = gapped();
+    const epoch = store.epoch;
+    send(model, 2, [3, 4, 5], [[3, 3], [4, 4], [5, 5]], { fill: true });
+    expect(heldTimes(store)).toEqual([1, 2, 3, 4, 5, 6, 7]);
+    expect(Array.from({ length: 7 }, (_, i) => store.ring.isBreak(i))).toEqual(Array(7).fill(false));
+    expect(store.latest("host.rss")).toBe(7); // still the newest row's value
+    expect(store.ring.value(3, 0)).toBe(4);
+    expect(store.cursor).toBe(7);
+    expect(store.stats.filled).toBe(3);
+    expect(store.epoch).toBe(epoch + 1); // drawing caches start again
+  });
+
+  test("a fill the kernel could give only in part breaks the line just before its rows", () => {
+    const { model, store } = gapped();
+    send(model, 3, [4, 5], [[4, 4], [5, 5]], { fill: true, gap: true }); // row 2 (t = 3) is gone
+    expect(heldTimes(store)).toEqual([1, 2, 3, 4, 5, 6, 7]);
+    expect(Array.from({ length: 7 }, (_, i) => store.ring.isBreak(i))).toEqual([
+      false, false, true, false, false, false, false,
+    ]);
+  });
+
+  test("rows sent again that are held already are not held twice, and no break goes", () => {
+    const { model, store } = gapped();
+    send(model, 0, [1, 2, 3], [[1, 1], [2, 2], [3, 3]], { fill: true }); // not what was asked
+    expect(heldTimes(store)).toEqual([1, 2, 3, 4, 6, 7]);
+    expect(store.ring.isBreak(3)).toBe(true); // t = 4, 5 are still missing
+    expect(store.stats.filled).toBe(1);
+  });
+
+  test("a fill of other columns is ignored", () => {
+    const { model, store } = gapped();
+    send(model, 2, [3], [[3, 3, 3]], { fill: true });
+    expect(heldTimes(store)).toEqual([1, 2, 4, 6, 7]);
+  });
+});
+
+test("before any samples message, the history's cursor says which rows are missing", () => {
+  const model = new FakeModel({
+    columns: COLUMNS,
+    history: new DataView(packHistory([1, 2], [[1, 1], [2, 2]]).buffer),
+    history_cursor: 2,
+  });
+  connectModel(model);
+  send(model, 9, [10], [[10, 10]]); // the sampler's messages for cursors 2..8 never arrived
+  expect(model.sent).toEqual([{ type: "resend", from: 2, to: 9 }]);
+  send(model, 2, [3, 4, 5, 6, 7, 8, 9], [3, 4, 5, 6, 7, 8, 9].map((t) => [t, t]), { fill: true });
+  expect(heldTimes(storeFor(model))).toEqual([3, 4, 5, 6, 7, 8, 9, 10]);
+  expect(storeFor(model).size).toBe(10); // the two history rows, then the eight live ones
+});

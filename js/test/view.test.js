@@ -479,3 +479,28 @@ describe("a view", () => {
     expect(memory.data[1]).toEqual([GiB, 2 * GiB, null, 3 * GiB, 4 * GiB]);
   });
 });
+
+describe("samples a front end dropped", () => {
+  test("one line says they did not arrive, then how many were sent again; no note before", () => {
+    const model = gpuModel();
+    widget.initialize({ model });
+    widget.render({ model, el });
+    model.custom(...samples(2, [102], [row(3)]));
+    frames.flush();
+    const note = el.querySelector(".nbgpumon-note");
+    expect(note.hidden).toBe(true);
+    model.custom(...samples(30, [130], [row(30)])); // cursors 3..29 never arrived
+    frames.flush();
+    expect(model.sent).toEqual([{ type: "resend", from: 3, to: 30 }]);
+    expect(note.hidden).toBe(false);
+    expect(note.textContent).toBe(
+      "nbgpumon: samples sent while a cell ran did not arrive here (this front end drops what a " +
+        "kernel's background thread sends): the chart moves only between cells",
+    );
+    const times = Array.from({ length: 27 }, (_, k) => 103 + k);
+    model.custom(...samples(3, times, times.map((t) => row(t - 99)), { fill: true }));
+    frames.flush();
+    expect(note.textContent).toContain("; 27 were sent again after the cell, and are drawn:");
+    expect(el.querySelector(".nbgpumon-widget").dataset.points).toBe(String(2 + 1 + 27 + 1));
+  });
+});

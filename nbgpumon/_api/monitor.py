@@ -161,9 +161,12 @@ class Monitor(Session):
         return view
 
     def ledger_changed(self) -> None:
-        """Tell the widget, if any, that a cell was recorded or a mark set (main thread)."""
+        """Tell the widget and the static pictures that a cell was recorded or a mark set
+        (main thread: what the sampler's thread sent may never have shown, as in Colab)."""
         if self._publisher is not None:
             self._publisher.ledger_changed()
+        for view in self._static_views:
+            view.refresh()
 
     def cell_opened(self) -> None:
         """A cell's measurement has begun (main thread): the widget shows it as running."""

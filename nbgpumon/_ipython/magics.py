@@ -27,6 +27,12 @@ if TYPE_CHECKING:
     from .._api.recorded import Recorded
 
 HELP = "%gpumon? lists the commands"
+# Colab shows no widget update sent from a background thread (googlecolab/colabtools#3373),
+# and the chart's samples come from the sampler's thread: there, %gpumon is the picture.
+COLAB_NOTE = (
+    "nbgpumon: in Colab the chart is a picture (%gpumon --static), redrawn after every cell: "
+    "Colab does not show widget updates sent from a background thread"
+)
 MAX_LINE = 8192  # characters: far more than any command needs, and quick to parse
 
 
@@ -148,6 +154,7 @@ class GPUMonMagics(Magics):
     def _show(self, mon: Monitor, rest: list[str]) -> None:
         _no_args("", rest)
         if "google.colab" in sys.modules:
+            print(COLAB_NOTE)
             self._static(mon, rest)
         else:
             display(mon.widget())

@@ -17,7 +17,11 @@ class StaticView:
     """``%gpumon --static``: an SVG picture updated in place at most once a second.
 
     For front ends where widget messages from a background thread don't show (Colab). The
-    update goes through a display id, so it replaces the picture instead of adding output.
+    update goes through a display id, so it replaces the picture instead of adding output. The
+    sampler's thread redraws it while a cell runs; ``refresh`` redraws it from the main thread
+    after each cell, so a front end that drops output from other threads (Colab) and a headless
+    run that saves the notebook (nbclient keeps only updates made while a cell runs) still get
+    every sample, a cell late at most.
     """
 
     def __init__(self, data: SessionData, display: Callable[..., Any], every: float = 1.0) -> None:
@@ -40,6 +44,12 @@ class StaticView:
             return
         self._next = now + self._every
         self._handle.update(self._bundle(), raw=True)
+
+    def refresh(self) -> None:
+        """Redraw now, whatever the last redraw was (main thread, after a cell)."""
+        if self._handle is not None:
+            self._next = time.monotonic() + self._every
+            self._handle.update(self._bundle(), raw=True)
 
     def close(self) -> None:
         self._unsubscribe()

@@ -76,14 +76,18 @@ def timeline_svg(
             f'<rect x="{left}" y="{top}" width="{right - left}" '
             f'height="{panel_height}" fill="none" stroke="#ccc"/>'
         )
+        bands = []  # (x0, x1, label) of the cells in view, in pixels
         for start, end, label in cells:
             x0 = left + (max(start, t0) - t0) / span * (right - left)
             x1 = left + (min(end, t1) - t0) / span * (right - left)
             if x1 > x0:
-                parts.append(
-                    f'<rect x="{x0:.1f}" y="{top}" width="{x1 - x0:.1f}" '
-                    f'height="{panel_height}" fill="#888" fill-opacity="0.12"/>'
-                )
+                bands.append((x0, x1, label))
+        for k, (x0, x1, label) in enumerate(bands):
+            parts.append(
+                f'<rect x="{x0:.1f}" y="{top}" width="{x1 - x0:.1f}" '
+                f'height="{panel_height}" fill="#888" fill-opacity="0.12"/>'
+            )
+            if _label_fits(bands, k):
                 parts.append(
                     f'<text x="{x0 + 2:.1f}" y="{top + 11}" fill="#555">{escape(label)}</text>'
                 )
@@ -125,3 +129,14 @@ def _panel(title: str, panel: Panel) -> tuple[str, list[tuple[str, str]], float 
 
 def _color(metric: str, k: int) -> str:
     return _COLORS.get(metric, _PALETTE[k % len(_PALETTE)])
+
+
+_LABEL_CHAR = 6.5  # px per character of an 11 px sans-serif label, about
+
+
+def _label_fits(bands: list[tuple[float, float, str]], k: int) -> bool:
+    """Whether band ``k``'s label is drawn: not when it would run into the next band's label
+    while its own band is narrower than it (a 3 ms cell just before a long one)."""
+    x0, x1, label = bands[k]
+    end = x0 + 2 + _LABEL_CHAR * len(label)
+    return k + 1 == len(bands) or x1 >= end or bands[k + 1][0] >= end

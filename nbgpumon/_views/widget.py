@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import anywidget
-from traitlets import Bytes, Dict, Float, List, Unicode
+from traitlets import Bytes, Dict, Float, Int, List, Unicode
 
 from .._foundation.metrics import describe_columns, metric
 from .._foundation.units import format_bytes
@@ -58,6 +58,7 @@ class GPUMonWidget(anywidget.AnyWidget):
     columns = List(Dict()).tag(sync=True)  # each: name, unit, panel, label, ... (registry)
     devices = List(Dict()).tag(sync=True)
     history = Bytes(b"").tag(sync=True)
+    history_cursor = Int(0).tag(sync=True)  # the timeline's cursor when `history` was packed
     cells = List(Dict()).tag(sync=True)
     running = Dict().tag(sync=True)  # the cell being measured now; {} between cells
     marks = List(Dict()).tag(sync=True)
@@ -116,6 +117,8 @@ class Publisher:
         self._publish_ledger()
         self._publish_status()
         self.refresh_history(force=True)  # the cluster's too, if there is one
+        self.resent_rows = 0  # rows sent again because the browser missed them
+        widget.on_msg(self._on_browser_message)
         self._unsubscribe = data.subscribe(self)
 
     def __call__(self, cursor: int) -> None:
@@ -131,16 +134,38 @@ class Publisher:
         self.sync_cluster(details=details)
 
     def send_new(self) -> None:
-        """Send every sample appended since the last call (one message, or none)."""
-        chunk = self._data.since(self._cursor)
-        if chunk.end <= chunk.start:
-            return
-        header, buffers = _chunk_message("samples", chunk)
-        with self._lock:
+        """Send every sample appended since the last call (one message, or none): from the
+        sampler's thread on its ticks, and from the main thread after each cell."""
+        with self._lock:  # both threads send: one chunk at a time, the cursor moving forward
+            chunk = self._data.since(self._cursor)
+            if chunk.end <= chunk.start:
+                return
+            header, buffers = _chunk_message("samples", chunk)
             self.widget.send(header, buffers=buffers)
-        self._cursor = chunk.end
+            self._cursor = chunk.end
         self.bytes_sent += sum(len(b) for b in buffers)
         self.messages_sent += 1
+
+    def _on_browser_message(self, _widget: Any, content: Any, _buffers: Any) -> None:
+        """A ``resend`` request (main thread): the browser saw a ``samples`` message start past
+        what it held, so messages sent before it never arrived (a front end that drops what
+        the sampler's thread sends, as Colab does): the rows ``[from, to)`` again, as one
+        ``samples`` message marked ``fill``. Anything else, or a range not sent yet, is
+        ignored: the browser asks again at the next gap."""
+        if not isinstance(content, dict) or content.get("type") != "resend":
+            return
+        start, stop = content.get("from"), content.get("to")
+        if not (isinstance(start, int) and isinstance(stop, int) and 0 <= start < stop):
+            return
+        with self._lock:
+            if stop > self._cursor:
+                return
+            chunk = self._data.since(start, stop - start)
+            if chunk.end <= chunk.start:
+                return  # the kernel's raw ring no longer holds them: the break stays
+            header, buffers = _chunk_message("samples", chunk, fill=True)
+            self.widget.send(header, buffers=buffers)
+        self.resent_rows += chunk.end - chunk.start
 
     def sync_cluster(self, details: bool = False, history: bool = False) -> None:
         """Other nodes' GPUs, if a cluster is read (it may start after the widget was made).
@@ -195,11 +220,15 @@ class Publisher:
             self.widget.running = running
 
     def ledger_changed(self) -> None:
-        """After a cell or a mark (main thread): the ledger and marks as the widget shows them.
+        """After a cell or a mark (main thread): the samples so far, then the ledger and marks
+        as the widget shows them.
 
-        The history snapshot (for views opened or pages reloaded later) is refreshed here, not
+        The samples go from the main thread too, so that a front end that drops messages from
+        other threads (Colab) hears of the rows it missed and asks for them (``resend``). The
+        history snapshot (for views opened or pages reloaded later) is refreshed here, not
         while cells run, and at most every HISTORY_EVERY seconds: live views never need it.
         """
+        self.send_new()
         self._publish_ledger()
         self.refresh_history()
 
@@ -260,9 +289,11 @@ class Publisher:
         if not force and now < self._next_history:
             return
         self._next_history = now + HISTORY_EVERY
+        cursor = self._data.cursor  # before the window: rows the history holds may be resent
         history = pack_history(self._data.window().downsample(HISTORY_ROWS))
-        with self._lock:
+        with self._lock, self.widget.hold_sync():
             self.widget.history = history
+            self.widget.history_cursor = cursor
         self.sync_cluster(details=True, history=True)
 
     def close(self) -> None:

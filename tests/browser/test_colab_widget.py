@@ -1,0 +1,89 @@
+"""The live chart in JupyterLab 4 on a kernel that drops what other threads send, as Colab does
+(tests/colab_emulation/colab_kernel.py, as a kernelspec of its own): the chart gets none of the
+sampler's messages, asks for the rows it missed when the main thread next sends, draws them, and
+says so in one line."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import re
+import shutil
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from notebook_page import NotebookPage, write_notebook
+
+pytestmark = pytest.mark.browser
+
+EMULATION = Path(__file__).resolve().parent.parent / "colab_emulation" / "colab_kernel.py"
+KERNEL = "python3-colab-emulated"
+CELLS = [
+    "%load_ext nbgpumon\nimport nbgpumon\nnbgpumon.monitor().widget()",
+    "import time\ntime.sleep(3)  # the sampler's ~30 rows: every message it sends is dropped",
+    "import google.colab.output as _o\n_p = nbgpumon.monitor()._publisher\n"
+    "print('DROPPED', _o.dropped['comm_msg'] > 0, 'RESENT', _p.resent_rows)",
+]
+
+
+@pytest.fixture
+def colab_kernel(lab_server):
+    """A kernelspec in the Lab server's data dir whose kernel runs the Colab emulation."""
+    spec = Path(lab_server.env["JUPYTER_DATA_DIR"]) / "kernels" / KERNEL
+    spec.mkdir(parents=True, exist_ok=True)
+    argv = [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}",
+            f"--IPKernelApp.exec_files={EMULATION}"]  # fmt: skip
+    (spec / "kernel.json").write_text(
+        json.dumps({"argv": argv, "display_name": "Colab (emulated)", "language": "python"})
+    )
+    yield lab_server
+    shutil.rmtree(spec, ignore_errors=True)
+
+
+def test_the_chart_catches_up_on_the_rows_a_colab_like_front_end_dropped(page, colab_kernel):
+    name = "colab_widget.ipynb"
+    path = write_notebook(colab_kernel.root_dir / name, CELLS)
+    nb_file = nbformat.read(path, as_version=4)
+    nb_file.metadata["kernelspec"] = {"name": KERNEL, "display_name": "Colab (emulated)",
+                                      "language": "python"}  # fmt: skip
+    nbformat.write(nb_file, path)
+    nb = NotebookPage(page, colab_kernel, name).open()
+    try:
+        nb.run_cell(0)
+        widget = nb.in_output(0, ".nbgpumon-widget").first
+        widget.wait_for(state="visible", timeout=30_000)
+        before = int(widget.get_attribute("data-points") or 0)
+        note = widget.locator(".nbgpumon-note")
+        assert note.is_hidden()
+        nb.run_cell(1)
+        # after the cell the main thread sent the newest rows; the chart asked for those it
+        # missed, and the kernel (idle) sent them: all of the cell's ~30 rows are drawn
+        note.wait_for(state="visible", timeout=30_000)
+        nb.wait_until(
+            lambda: int(widget.get_attribute("data-points") or 0) >= before + 25,
+            timeout=30_000,
+            what="the missed rows drawn",
+        )
+        page.wait_for_function(
+            "e => /were sent again/.test(e.textContent)", arg=note.element_handle(), timeout=30_000
+        )
+        assert re.fullmatch(
+            r"nbgpumon: samples sent while a cell ran did not arrive here \(this front end drops "
+            r"what a kernel's background thread sends\); [\d,]+ were sent again after the cell, "
+            r"and are drawn: the chart moves only between cells",
+            note.text_content(),
+        ), note.text_content()
+        nb.run_cell(2)
+        counts = nb.output_text(2)
+        resent = int(re.search(r"RESENT (\d+)", counts).group(1))
+        assert "DROPPED True" in counts and resent >= 25, counts
+        widget.scroll_into_view_if_needed()
+        nb.screenshot("colab_widget_caught_up")
+        page.record.assert_clean()
+    finally:
+        page.finish()
+        with contextlib.suppress(Exception):
+            nb.shutdown_kernel()

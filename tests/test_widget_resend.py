@@ -1,0 +1,68 @@
+"""The kernel's answer to the browser's ``resend`` request (docs/widget-protocol.md): exactly
+the rows asked for, sent again as one ``samples`` message marked ``fill``; a request that is
+malformed or asks for rows never sent gets nothing."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+
+from nbgpumon._api.monitor import Monitor
+
+from notebook_runner import fake_pynvml
+
+
+@pytest.fixture
+def sent_widget():
+    """A monitor with at least 12 rows, all sent, its sampler stopped; what the widget sends
+    next is kept in the list returned with it."""
+    mon = Monitor(nvml_module=fake_pynvml())
+    try:
+        mon.start()
+        deadline = time.monotonic() + 30
+        while mon.cursor < 12 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        mon.stop()
+        assert mon.cursor >= 12
+        widget = mon.widget()
+        publisher = mon._publisher
+        publisher.send_new()
+        sent: list[tuple[dict, list]] = []
+        widget.send = lambda content, buffers=None: sent.append((content, buffers))
+        yield mon, widget, sent
+    finally:
+        mon.close()
+
+
+def test_a_resend_request_gets_the_rows_asked_for_as_one_fill_message(sent_widget):
+    mon, widget, sent = sent_widget
+    widget._handle_custom_msg({"type": "resend", "from": 3, "to": 9}, [])
+    [(header, buffers)] = sent
+    assert header["type"] == "samples" and header["fill"] is True
+    assert (header["start"], header["rows"], header["gap"]) == (3, 6, False)
+    times = np.frombuffer(buffers[0], "<f8")
+    assert list(times) == list(mon.since(3, 6).times)
+    assert mon._publisher.resent_rows == 6
+
+
+@pytest.mark.parametrize(
+    "request_",
+    [
+        {"type": "resend", "from": 3},  # no end
+        {"type": "resend", "from": "3", "to": 9},  # not a cursor
+        {"type": "resend", "from": 9, "to": 3},  # backwards
+        {"type": "resend", "from": -1, "to": 3},
+        {"type": "resend", "from": 3, "to": 10**9},  # rows never sent
+        {"type": "history", "from": 3, "to": 9},  # no such request
+        ["resend", 3, 9],
+    ],
+)
+def test_a_request_that_is_malformed_or_asks_for_rows_never_sent_gets_nothing(
+    sent_widget, request_
+):
+    mon, widget, sent = sent_widget
+    widget._handle_custom_msg(request_, [])
+    assert sent == []
+    assert mon._publisher.resent_rows == 0
