@@ -58,7 +58,8 @@ def test_in_colab_gpumon_is_the_picture_with_one_line_saying_why_and_catches_up_
     # The saved output is the picture as the main thread last redrew it, after cell [5]:
     # the 128 MiB cell [4] is in its band and its summary, though every redraw that the
     # sampler's thread sent while [4] ran was dropped.
-    assert re.search(r"^\[4\] host \+12[0-9](\.\d)? MiB", picture["text/plain"], re.M), picture
+    # (128 MiB kept and the cell's own churn: 120-140 MiB in all)
+    assert re.search(r"^\[4\] host \+1[23]\d(\.\d)? MiB", picture["text/plain"], re.M), picture
     assert ">[4]</text>" in picture["image/svg+xml"]
     assert "<img" not in picture["text/html"].replace("&lt;img", "")
     counts = runs[5].stdout
