@@ -7,6 +7,7 @@ quick. Fork-safe: locks are taken before ``fork()`` and the child starts with no
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 import time
@@ -21,6 +22,9 @@ from .timeline import Timeline
 
 Subscriber = Callable[[int], None]
 _FAST_ONLY = frozenset({FAST})
+# Each source's read is timed on every slower tick and on one fast tick in this many: the
+# stamps cost more than some of the reads they time.
+SOURCE_TIMING_EVERY = 16
 
 MIN_INTERVAL = 0.01  # seconds; faster than 100 Hz costs more than it shows
 MAX_INTERVAL = 60.0
@@ -52,7 +56,9 @@ class Sampler:
         self._subscribers: list[Subscriber] = []
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()
-        self._wake = threading.Event()
+        # Held while nobody asks the thread to wake; released to wake it: its wait is one
+        # timed acquire (an Event's wait builds a lock and a list entry every time).
+        self._wake = _held_lock()
         self._prepared = threading.Event()  # set once the thread has built the timeline
         self._lock = threading.Lock()  # held for the duration of a tick
         self._next = dict.fromkeys(self.intervals, 0.0)  # monotonic time each cadence is due
@@ -102,7 +108,7 @@ class Sampler:
         """Stop the thread and wait for it (at most ``timeout`` seconds)."""
         thread = self._thread
         self._stop.set()
-        self._wake.set()
+        self._wake_up()
         if thread is not None and thread is not threading.current_thread():
             thread.join(timeout)
         self._thread = None
@@ -112,7 +118,11 @@ class Sampler:
         if not MIN_INTERVAL <= seconds <= MAX_INTERVAL:
             raise ValueError(f"interval must be between {MIN_INTERVAL} and {MAX_INTERVAL} s")
         self.interval = seconds
-        self._wake.set()
+        self._wake_up()
+
+    def _wake_up(self) -> None:
+        with contextlib.suppress(RuntimeError):  # (already woken: it was not held)
+            self._wake.release()
 
     def subscribe(self, callback: Subscriber) -> Callable[[], None]:
         """Call ``callback(cursor)`` after every tick; returns a function that unsubscribes."""
@@ -122,46 +132,58 @@ class Sampler:
     # -- the thread -----------------------------------------------------------------------
     def _run(self, stop: threading.Event) -> None:
         try:
-            self.timeline.prepare()  # numpy and the rings: here, off the load path
+            self.timeline.prepare()
         except Exception as exc:  # (out of memory): the first append tries again
             self.error = f"{type(exc).__name__}: {exc}"
         finally:
             self._prepared.set()
+        cpu = self.cost.started_thread()
         next_tick = time.monotonic()
         while not stop.is_set():
-            self.tick()
+            cpu = self._tick(cpu)  # charged from the last tick's end: its wait and wake too
             next_tick += self.interval
             delay = next_tick - time.monotonic()
             if delay < 0:  # fell behind (suspended, slow driver): skip, don't burst
                 next_tick = time.monotonic()
                 delay = 0
-            self._wake.wait(delay)
-            self._wake.clear()
+            self._sleep(delay)
+
+    def _sleep(self, seconds: float) -> None:
+        """Wait ``seconds``, or less when woken (stop, a new interval)."""
+        self._wake.acquire(timeout=seconds)
 
     def tick(self) -> None:
         """One round of reads; callable directly (tests, benchmarks). Never raises."""
+        self._tick(time.thread_time_ns())
+
+    def _tick(self, cpu_from: int) -> int:
+        """One tick, charged the thread's CPU time since ``cpu_from`` (``thread_time_ns``);
+        returns that clock at its end: one read of it a tick."""
         cost = self.cost
         with self._lock:
-            start = cost.clock()
+            wall_from = time.perf_counter_ns()
             due = _FAST_ONLY
             try:
                 due = self._read_into_timeline()
                 self.error = ""
             except Exception as exc:  # contained: the thread must outlive any one bad read
                 self.error = f"{type(exc).__name__}: {exc}"
-            read = cost.clock()
-            cost.tick_read(due, start, read)
-            self.last_tick_seconds = (read[1] - start[1]) / 1e9
+            wall_read = time.perf_counter_ns()
+            cpu_read = time.thread_time_ns()
+            cost.tick_read(due, cpu_read - cpu_from, wall_from, wall_read)
+            self.last_tick_seconds = (wall_read - wall_from) / 1e9
             self.ticks += 1
+        if not self._subscribers:
+            return cpu_read
         cursor = self.timeline.cursor
-        subscribers = list(self._subscribers)
-        for callback in subscribers:
+        for callback in list(self._subscribers):
             try:
                 callback(cursor)
             except Exception as exc:
                 self.error = f"subscriber failed: {type(exc).__name__}: {exc}"
-        if subscribers:
-            cost.subscribers_ran(read, cost.clock())
+        cpu_end = time.thread_time_ns()
+        cost.subscribers_ran(cpu_end - cpu_read, wall_read, time.perf_counter_ns())
+        return cpu_end
 
     def cost_report(self) -> CostReport:
         """What the sampler thread took since it started: CPU and wall time by tick class and
@@ -171,21 +193,37 @@ class Sampler:
     def _read_into_timeline(self) -> frozenset[str]:
         now = wall_clock()
         mono = time.monotonic()
-        due = self._due(mono)
+        due = _FAST_ONLY if mono < self._soonest else self._due(mono)
+        if due is not _FAST_ONLY or self.ticks % SOURCE_TIMING_EVERY == 0:
+            self._read_timed(now, due)
+            return due
+        row: list[float | None] = []
+        for source in self.sources:
+            row += source.read(due)
+        self.timeline.append(now, row)
+        if self.remote is not None:
+            self._take_remote()
+        return due
+
+    def _read_timed(self, now: float, due: frozenset[str]) -> None:
+        """The same reads, each source's (and the append's) wall time stamped."""
         row: list[float | None] = []
         clock = time.perf_counter_ns
         stamps = [clock()]  # before the first source, after each, after the append
         for source in self.sources:
-            row.extend(source.read(due))
+            row += source.read(due)
             stamps.append(clock())
         self.timeline.append(now, row)
+        if self.remote is not None:
+            self._take_remote()
+        stamps.append(clock())
+        self.cost.reads_took(stamps)
+
+    def _take_remote(self) -> None:
         remote, nodes = self.remote, self.nodes
         if remote is not None and nodes is not None:
             for reading in remote.take():
                 nodes.add(reading)
-        stamps.append(clock())
-        self.cost.reads_took(stamps)
-        return due
 
     def _due(self, mono: float) -> frozenset[str]:
         """The cadences due at ``mono`` (FAST always); each due one is scheduled again."""
@@ -216,7 +254,7 @@ class Sampler:
             # The thread does not exist in the child; leave it stopped, with fresh primitives.
             self._lock = threading.Lock()
             self._stop = threading.Event()
-            self._wake = threading.Event()
+            self._wake = _held_lock()
             self._thread = None
             self._subscribers = []
             self.remote = None  # its worker thread is the parent's
@@ -225,6 +263,12 @@ class Sampler:
 
 
 PREPARE_WAIT = 5.0  # seconds a cell or a fork waits at most for the timeline to be built
+
+
+def _held_lock() -> threading.Lock:
+    lock = threading.Lock()
+    lock.acquire()
+    return lock
 
 
 def timeline_columns(sources: Sequence[Source]) -> list[str]:
