@@ -22,6 +22,7 @@ from .timeline import Timeline
 
 Subscriber = Callable[[int], None]
 _FAST_ONLY = frozenset({FAST})
+_EVERY_TICK = frozenset({FAST})  # a source's ``changes_on`` when it does not say
 # Each source's read is timed on every slower tick and on one fast tick in this many: the
 # stamps cost more than some of the reads they time.
 SOURCE_TIMING_EVERY = 16
@@ -67,6 +68,10 @@ class Sampler:
         # it has fetched since (never waiting for it) into the cluster timeline.
         self.remote: RemoteSource | None = None
         self.nodes: NodeTimeline | None = None
+        # The last row, which fast ticks refill in place: each source read every tick (its
+        # ``changes_on`` holds FAST, or it has none), with where its values go in the row.
+        self._row: list[float | None] | None = None
+        self._every_tick: list[tuple[Source, int, int]] = []
         self.cost = SamplerCost(self.sources)  # its own CPU and wall time, by tick class
         _live_samplers.add(self)
 
@@ -168,6 +173,7 @@ class Sampler:
                 self.error = ""
             except Exception as exc:  # contained: the thread must outlive any one bad read
                 self.error = f"{type(exc).__name__}: {exc}"
+                self._row = None  # (a read of the wrong length): every source next tick
             wall_read = time.perf_counter_ns()
             cpu_read = time.thread_time_ns()
             cost.tick_read(due, cpu_read - cpu_from, wall_from, wall_read)
@@ -194,25 +200,32 @@ class Sampler:
         now = wall_clock()
         mono = time.monotonic()
         due = _FAST_ONLY if mono < self._soonest else self._due(mono)
-        if due is not _FAST_ONLY or self.ticks % SOURCE_TIMING_EVERY == 0:
-            self._read_timed(now, due)
+        row = self._row
+        if row is None or due is not _FAST_ONLY or self.ticks % SOURCE_TIMING_EVERY == 0:
+            self._read_all(now, due)
             return due
-        row: list[float | None] = []
-        for source in self.sources:
-            row += source.read(due)
+        # Most ticks: only the sources read every tick, into the last row in place (the
+        # others' values are what their last reads left there).
+        for source, start, end in self._every_tick:
+            row[start:end] = source.read(due)
         self.timeline.append(now, row)
         if self.remote is not None:
             self._take_remote()
         return due
 
-    def _read_timed(self, now: float, due: frozenset[str]) -> None:
-        """The same reads, each source's (and the append's) wall time stamped."""
+    def _read_all(self, now: float, due: frozenset[str]) -> None:
+        """Every source read, each one's (and the append's) wall time stamped."""
         row: list[float | None] = []
+        every_tick = []
         clock = time.perf_counter_ns
         stamps = [clock()]  # before the first source, after each, after the append
         for source in self.sources:
+            start = len(row)
             row += source.read(due)
             stamps.append(clock())
+            if FAST in getattr(source, "changes_on", _EVERY_TICK):
+                every_tick.append((source, start, len(row)))
+        self._row, self._every_tick = row, every_tick
         self.timeline.append(now, row)
         if self.remote is not None:
             self._take_remote()

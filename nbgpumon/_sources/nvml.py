@@ -12,6 +12,7 @@ import psutil
 from .._foundation.metrics import columns_for, metrics_of
 from .base import CADENCES, DETAIL, SLOW
 from .cuda_devices import map_by_uuid, map_cuda_indices
+from .nvml_held_calls import DeviceReads
 from .nvml_library import NA, NvmlLibrary, shadowing_note
 
 # NVML constants used here, by value, so that the code reads the same with any binding version.
@@ -70,6 +71,8 @@ class _DeviceState:
     # this device's values as the last read left them: each tick copies them and fills in
     # what it reads, so what slower cadences read is carried
     values: list[float | None] = field(default_factory=lambda: [None] * len(FAST_METRICS))
+    reads: DeviceReads | None = None  # its fast calls bound once, while they may be made so
+    reads_at: int = -1  # the library's ``changes`` when ``reads`` was made
 
 
 class NvmlSource:
@@ -170,12 +173,28 @@ class NvmlSource:
 
     def _read_device(self, i: int, state: _DeviceState) -> list[float | None]:
         """The fast metrics read now; the slower ones as their last reads left them."""
-        # Every tick, every device: positional arguments and fixed slots, no dict built.
-        used, reserved, total = self._memory(i, state)
-        util = self.library.query(
+        lib, values = self.library, state.values
+        if state.reads_at != lib.changes:
+            state.reads = lib.device_reads(i, state.handle, _MEMORY_V2)
+            state.reads_at = lib.changes
+        reads = state.reads
+        if reads is not None:  # most ticks: the bound calls
+            code = lib.read_held(reads)
+            if not code:
+                _put_memory(values, reads.memory)
+                values[_GPU_UTIL], values[_MEM_UTIL] = reads.util.gpu, reads.util.memory
+                return values
+            lib.held_call_failed(reads, code, i)  # recorded as query would: not asked again
+            if reads.failed == "utilization":  # (memory answered)
+                _put_memory(values, reads.memory)
+                values[_GPU_UTIL] = values[_MEM_UTIL] = None
+                return values
+        # Through query, which records a failure (and disables a metric, marks a GPU lost);
+        # memory's v2 not again when the bound call just failed.
+        used, reserved, total = self._memory(i, state, v2=reads is None)
+        util = lib.query(
             "nvmlDeviceGetUtilizationRates", state.handle, device=i, metric="utilization"
         )
-        values = state.values
         values[_MEM_USED], values[_MEM_RESERVED], values[_MEM_TOTAL] = used, reserved, total
         if util is NA:
             values[_GPU_UTIL] = values[_MEM_UTIL] = None
@@ -183,12 +202,15 @@ class NvmlSource:
             values[_GPU_UTIL], values[_MEM_UTIL] = util.gpu, util.memory
         return values
 
-    def _memory(self, i: int, state: _DeviceState) -> tuple[int | None, int | None, int | None]:
+    def _memory(
+        self, i: int, state: _DeviceState, v2: bool = True
+    ) -> tuple[int | None, int | None, int | None]:
         """(used, reserved, total) bytes: v2 (as nvidia-smi counts "used"), else v1."""
         lib, h = self.library, state.handle
-        mem = lib.query("nvmlDeviceGetMemoryInfo", h, _MEMORY_V2, device=i, metric="memory_v2")
-        if mem is not NA:
-            return mem.used, mem.reserved, mem.total
+        if v2:
+            mem = lib.query("nvmlDeviceGetMemoryInfo", h, _MEMORY_V2, device=i, metric="memory_v2")
+            if mem is not NA:
+                return mem.used, mem.reserved, mem.total
         mem = lib.query("nvmlDeviceGetMemoryInfo", h, device=i, metric="memory")
         return (None, None, None) if mem is NA else (mem.used, None, mem.total)
 
@@ -310,6 +332,12 @@ class NvmlSource:
                     state.last_sample_us = int(samples[-1][0] * 1e6)
             out.append(samples)
         return out
+
+
+def _put_memory(values: list[float | None], memory: object) -> None:
+    values[_MEM_USED] = memory.used  # type: ignore[attr-defined]
+    values[_MEM_RESERVED] = memory.reserved  # type: ignore[attr-defined]
+    values[_MEM_TOTAL] = memory.total  # type: ignore[attr-defined]
 
 
 def _rate(counter: _Counter, value: object) -> float | None:

@@ -13,14 +13,26 @@ from __future__ import annotations
 import contextlib
 import importlib
 import threading
+import time
 import warnings
 from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
-from .nvml_held_calls import SLOW_CALL_NS, gil_keeping_functions
+from .nvml_held_calls import (
+    SLOW_CALL_NS,
+    SLOW_CALLS_ALLOWED,
+    DeviceReads,
+    fast_tick_functions,
+    gil_keeping_functions,
+)
 
 NA: Any = None  # the value of a reading NVML could not give
+# the binding's names of what DeviceReads calls, by the metric each reads
+_HELD_FUNCTIONS = {
+    "memory_v2": "nvmlDeviceGetMemoryInfo",
+    "utilization": "nvmlDeviceGetUtilizationRates",
+}
 
 # NVML return codes (stable across driver versions; the binding exports the same numbers).
 _NOT_SUPPORTED = 3
@@ -76,6 +88,10 @@ class NvmlLibrary:
         self.gil_kept_calls = 0  # ... of which kept the GIL (nvml_held_calls says which, and why)
         # the binding's functions by name, where a GIL-keeping one replaces the binding's own
         self._gil_keeping: dict[str, Callable[..., Any]] = {}
+        self._fast_tick: tuple[Any, Any] | None = None  # the C functions DeviceReads call
+        # counts what changes which calls a device's fast tick may make (a metric disabled, a
+        # GPU lost, a function given back its GIL release): a DeviceReads made before is stale
+        self.changes = 0
 
     # -- life cycle ---------------------------------------------------------------------
     def init(self) -> bool:
@@ -102,6 +118,7 @@ class NvmlLibrary:
             return False
         self.available = True
         self._gil_keeping = gil_keeping_functions(nvml, self._release_gil_for)
+        self._fast_tick = fast_tick_functions(nvml)
         version = self.query("nvmlSystemGetDriverVersion")
         self.driver_version = _text(version)
         return True
@@ -127,6 +144,50 @@ class NvmlLibrary:
     def gil_kept(self) -> tuple[str, ...]:
         """The NVML functions called without releasing the GIL (the fast tick's)."""
         return tuple(self._gil_keeping)
+
+    # -- the fast tick's calls -----------------------------------------------------------
+    def device_reads(self, device: int, handle: Any, version: int) -> DeviceReads | None:
+        """``device``'s memory (v2, ``version``) and utilization calls bound once, or None
+        where they must go through :meth:`query`: no GIL-keeping functions, either metric
+        disabled on it, the GPU lost. Made again when :attr:`changes` moves."""
+        kept = self._gil_keeping
+        if (
+            not self.available
+            or self._fast_tick is None
+            or "nvmlDeviceGetMemoryInfo" not in kept
+            or "nvmlDeviceGetUtilizationRates" not in kept
+            or device in self.lost_devices
+            or (device, "memory_v2") in self._disabled
+            or (device, "utilization") in self._disabled
+        ):
+            return None
+        return DeviceReads(self._fast_tick, handle, version)
+
+    def read_held(self, reads: DeviceReads) -> int:
+        """Make ``reads``' calls: 0, or the failed call's NVML error code (then tell
+        :meth:`held_call_failed`). Too slow too often, and both calls go back to the binding's,
+        which release the GIL (nvml_held_calls says why)."""
+        start = time.perf_counter_ns()
+        code = reads.call()
+        if time.perf_counter_ns() - start > SLOW_CALL_NS:
+            reads.slow += 1
+            if reads.slow == SLOW_CALLS_ALLOWED:
+                self._release_gil_for("nvmlDeviceGetMemoryInfo")
+                self._release_gil_for("nvmlDeviceGetUtilizationRates")
+        elif reads.slow:
+            reads.slow = 0
+        made = 1 if code and reads.failed == "memory_v2" else 2
+        self.calls += made
+        self.gil_kept_calls += made
+        return code
+
+    def held_call_failed(self, reads: DeviceReads, code: int, device: int) -> None:
+        """Record a failed held call as :meth:`query` records one (a metric disabled, a GPU
+        lost), so that it is asked once, not again through query."""
+        function = _HELD_FUNCTIONS[reads.failed]
+        error = getattr(self._module, "NVMLError", None)
+        exc = error(code) if error is not None else RuntimeError(code)
+        self._record_failure(exc, function, device, reads.failed)
 
     # -- calls ----------------------------------------------------------------------------
     def query(
@@ -215,6 +276,7 @@ class NvmlLibrary:
         if code in (_GPU_IS_LOST, _GPU_NOT_FOUND) and device is not None:
             with self._lock:
                 self.lost_devices.add(device)
+                self.changes += 1
         elif code == _FUNCTION_NOT_FOUND:
             self._note_missing(function)
             if metric is not None and device is not None:
@@ -227,10 +289,12 @@ class NvmlLibrary:
     def _disable(self, device: int, metric: str, reason: str) -> None:
         with self._lock:
             self._disabled[(device, metric)] = reason
+            self.changes += 1
 
     def _release_gil_for(self, function: str) -> None:
         """A GIL-keeping call was slow too often: call the binding's own (releasing) one."""
         with self._lock:
+            self.changes += 1
             if self._gil_keeping.pop(function, None) is not None:
                 self.notes.append(
                     f"{function} took over {SLOW_CALL_NS / 1e6:g} ms on this driver: "
