@@ -16,10 +16,12 @@ and wake-up. Three runs per interval:
 
 The main thread sleeps, or with ``--train`` runs bench/training_loop.py's launch-bound loop
 (torch; on CUDA where there is a GPU). NVML: the installed binding (``--nvml real``, no GPU:
-no NVML, host only), or tests/fake_nvml's (``--nvml fake --gpus N``), whose "C" calls are
-ctypes callbacks into Python and so cost far more than NVML's.
+no NVML, host only), tests/fake_nvml's (``--nvml fake --gpus N``), whose "C" calls are
+ctypes callbacks into Python and so cost far more than NVML's, or the real binding with
+NVML's C calls made nearly free (``--nvml stub --gpus N``, stub_nvml.py): the Python around
+them, as on a GPU.
 
-    python bench/tick_cpu.py --out DIR [--quick] [--seconds S] [--nvml real|fake] [--gpus N]
+    python bench/tick_cpu.py --out DIR [--quick] [--seconds S] [--nvml real|fake|stub] [--gpus N]
         [--train]
 """
 
@@ -45,8 +47,8 @@ FAKE_NVML = Path(__file__).resolve().parent.parent / "tests" / "fake_nvml"
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seconds", type=float, default=10.0, help="seconds per run")
-    parser.add_argument("--nvml", choices=("real", "fake"), default="real")
-    parser.add_argument("--gpus", type=int, default=1, help="GPUs of the fake NVML")
+    parser.add_argument("--nvml", choices=("real", "fake", "stub"), default="real")
+    parser.add_argument("--gpus", type=int, default=1, help="GPUs of the fake or stub NVML")
     parser.add_argument("--train", action="store_true", help="the training loop meanwhile")
 
 
@@ -182,6 +184,7 @@ def main() -> None:
         os.environ["NBGPUMON_FAKE_NVML"] = json.dumps({"devices": devices})
         sys.path.insert(0, str(FAKE_NVML))
     import cuda_setup
+    import stub_nvml
 
     import nbgpumon
 
@@ -193,9 +196,10 @@ def main() -> None:
         held = cuda_setup.hold_gpu_tensors(result, "allocator reads")
         work, device = trainer()
         where = f"the training loop on {device}"
-    elif args.nvml == "real":
+    elif args.nvml != "fake":
         held = cuda_setup.hold_gpu_tensors(result, "allocator reads")
-    mon = nbgpumon.Monitor()
+    module = stub_nvml.stubbed_binding(args.gpus) if args.nvml == "stub" else None
+    mon = nbgpumon.Monitor(nvml_module=module)
     gpus = len(mon.nvml.devices)
     per = max(gpus, 1)
     result.details.update(
@@ -207,9 +211,14 @@ def main() -> None:
         for label, interval in INTERVALS.items():
             cpu, ticks, wall, _, report, done = run(mon, interval, seconds, "fast", work)
             fast_us = cpu / 1e3 / max(ticks, 1)
-            _, sticks, _, steps, sreport, _ = run(mon, interval, seconds, "steps", work)
+            scpu, sticks, _, steps, sreport, _ = run(mon, interval, seconds, "steps", work)
             breakdown = steps.per_tick_us(sticks) if steps is not None else {}
-            breakdown["rest (the tick's own loop)"] = fast_us - sum(breakdown.values())
+            # the same run's total, less its steps and what wrapping them added
+            calls = sum(n for n, _ in steps.spent.values()) / max(sticks, 1) if steps else 0
+            wrapped_us = scpu / 1e3 / max(sticks, 1)
+            breakdown["rest (the tick's own code)"] = (
+                wrapped_us - sum(breakdown.values()) - calls * result.details["wrapper_cost_us"]
+            )
             ccpu, cticks, cwall, _, creport, _ = run(mon, interval, seconds, "cadences", work)
             share = ccpu / 1e9 / cwall * 100
             result.log(
@@ -239,6 +248,7 @@ def main() -> None:
                 "fast_wall_s": wall,
                 "work_done": done,
                 "breakdown_us_per_tick": breakdown,
+                "steps_run_tick_cpu_us": wrapped_us,
                 "breakdown_calls": steps.spent if steps is not None else {},
                 "in_thread_fast_us": report.groups["fast"].cpu_per_tick * 1e6,
                 "in_thread_steps_line": sreport.line(),

@@ -243,3 +243,20 @@ def test_load_and_sampling_import_no_numpy_or_views():
     assert last[2] == "LATEST True", runs[4].text
     # a reader that wants arrays brings numpy, on its own thread
     assert last[3:] == ["WINDOW True", "READER [('numpy', 'MainThread')]"], runs[4].text
+
+
+def test_unload_right_after_load_stops_the_thread_with_no_import_left_to_wait_for():
+    # Before issue 23 the sampler's thread imported numpy as the load returned, and an unload
+    # at once waited for that import to finish before the thread could stop.
+    runs = run_cells(
+        [
+            WATCH_IMPORTS,
+            "%load_ext nbgpumon\n%unload_ext nbgpumon",
+            "import threading\n"
+            "print('THREADS', [t.name for t in threading.enumerate() if 'nbgpumon' in t.name])\n"
+            "print('IMPORTED', sorted(first_import.items()))",
+        ],
+        env=fake_nvml_env(devices=[{}]),
+    )
+    assert runs[1].error is None, runs[1].text
+    assert runs[2].stdout.splitlines() == ["THREADS []", "IMPORTED []"], runs[2].text

@@ -151,11 +151,12 @@ class Sampler:
             if delay < 0:  # fell behind (suspended, slow driver): skip, don't burst
                 next_tick = time.monotonic()
                 delay = 0
-            self._sleep(delay)
+            if self._sleep(delay):  # woken (a new interval): tick now, then keep to it
+                next_tick = time.monotonic()
 
-    def _sleep(self, seconds: float) -> None:
-        """Wait ``seconds``, or less when woken (stop, a new interval)."""
-        self._wake.acquire(timeout=seconds)
+    def _sleep(self, seconds: float) -> bool:
+        """Wait ``seconds``, or less when woken (stop, a new interval); True when woken."""
+        return self._wake.acquire(timeout=seconds)
 
     def tick(self) -> None:
         """One round of reads; callable directly (tests, benchmarks). Never raises."""
