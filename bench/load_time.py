@@ -6,10 +6,13 @@ cell (queued with the next one at once, as Run All sends them), that next cell's
 against the same cell run later, and, in another fresh kernel, ``%unload_ext`` as the cell
 right after the load; an empty first cell in a fresh kernel is the floor the load cell is
 also given less. Nothing is warmed for these kernels: no child runs first, and no bytecode
-cache of the bench's own is used. Python reads the bytecode the packages have installed:
-pip compiles a package's modules at install, so nbgpumon's own (the checkout first on
-PYTHONPATH, which nobody installed) are compiled the same way once, with ``compileall``,
-importing nothing. What the OS has cached of the files is as the machine left it.
+cache of the bench's own is used, and nothing it starts writes bytecode
+(PYTHONDONTWRITEBYTECODE): each kernel reads the bytecode the packages have installed (pip
+compiles a package's modules at install, unless told ``--no-compile``). nbgpumon's own (the
+checkout first on PYTHONPATH, which nobody installed) are compiled the same way once, with
+``compileall``, importing nothing; the result file says how many modules of nbgpumon, IPython,
+ipykernel, psutil, traitlets and numpy had no bytecode. What the OS has cached of the files
+is as the machine left it.
 
 Besides, each in a fresh interpreter (no kernel): ``%load_ext`` in a bare InteractiveShell
 (with torch and numpy imported first, too), ``import nbgpumon`` and ``import numpy`` alone,
@@ -188,19 +191,36 @@ def in_kernels() -> dict[str, float]:
 
 def compile_like_pip() -> dict[str, Any]:
     """Compile the nbgpumon that a kernel here imports, as ``pip install`` does, importing
-    nothing; how many of its modules lacked bytecode before."""
+    nothing; and say, for it and the packages a kernel and the load import, how many modules
+    had no bytecode (an install made with ``pip --no-compile`` has none: each kernel then
+    compiles what it imports, and that is counted, as a user of such an install waits for it)."""
     import compileall
+
+    found = {name: _bytecode(name) for name in BYTECODE_OF}
+    package = found["nbgpumon"]
+    if "path" in package:
+        compileall.compile_dir(package["path"], quiet=1)
+    return found
+
+
+BYTECODE_OF = ("nbgpumon", "IPython", "ipykernel", "psutil", "traitlets", "numpy")
+
+
+def _bytecode(name: str) -> dict[str, Any]:
+    """Where package ``name`` is and how many of its modules lack bytecode (nothing imported)."""
     import importlib.util
     from pathlib import Path
 
-    spec = importlib.util.find_spec("nbgpumon")
+    try:
+        spec = importlib.util.find_spec(name)
+    except (ImportError, ValueError):
+        spec = None
     if spec is None or spec.origin is None:
-        raise RuntimeError("nbgpumon is not importable")
-    package = Path(spec.origin).parent
-    sources = list(package.rglob("*.py"))
-    missing = [p for p in sources if not Path(importlib.util.cache_from_source(str(p))).exists()]
-    compileall.compile_dir(str(package), quiet=1)
-    return {"package": str(package), "modules": len(sources), "had_no_bytecode": len(missing)}
+        return {"missing": True}
+    path = Path(spec.origin).parent
+    sources = list(path.rglob("*.py"))
+    lacking = sum(not Path(importlib.util.cache_from_source(str(p))).exists() for p in sources)
+    return {"path": str(path), "modules": len(sources), "without_bytecode": lacking}
 
 
 def slowest_imports(stderr: str, top: int = 12) -> list[dict[str, Any]]:
@@ -230,8 +250,15 @@ def main() -> None:
     args = result_file.parse_args(__doc__.splitlines()[0], add_arguments)
     result = result_file.Result("load_time", args)
     runs = 3 if args.quick else max(args.runs, 1)
-    result.details["bytecode"] = compile_like_pip()
-    result.log(f"nbgpumon's bytecode, compiled as pip would: {result.details['bytecode']}")
+    # Nothing this run starts writes bytecode: each kernel finds what the install left, the
+    # first like the last (nbgpumon's own compiled first, as pip compiles at install).
+    os.environ["PYTHONDONTWRITEBYTECODE"] = "1"
+    found = result.details["bytecode"] = compile_like_pip()
+    result.log(
+        "modules without bytecode before the run (nbgpumon's then compiled as pip would): "
+        + ", ".join(f"{k} {v.get('without_bytecode', '-')}/{v.get('modules', '-')}"
+                    for k, v in found.items())
+    )  # fmt: skip
 
     try:
         rounds = [in_kernels() for _ in range(runs)]
