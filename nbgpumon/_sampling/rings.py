@@ -95,6 +95,7 @@ class RingStore:
         self.bucket_seconds = [float(seconds) for seconds, _ in levels]
         # for each level: (bucket id being filled, first cursor of the finer ring in it)
         self.open: list[tuple[int, int] | None] = [None] * len(levels)
+        self._open0: int | None = None  # the finest level's open bucket, checked every row
 
     def append(self, t: float, values: Sequence[float | None]) -> int:
         raw = self.raw
@@ -107,7 +108,8 @@ class RingStore:
             "f", [NAN if v is None else v for v in values]
         )
         raw.count += 1
-        self._fold(0, t, raw.count - 1)
+        if self.levels and math.floor(t / self.bucket_seconds[0]) != self._open0:
+            self._fold(0, t, raw.count - 1)  # (about once a second: a bucket to close)
         return raw.count
 
     def _fold(self, level: int, t: float, cursor: int) -> None:
@@ -115,6 +117,8 @@ class RingStore:
         if level >= len(self.levels):
             return
         bucket = math.floor(t / self.bucket_seconds[level])
+        if level == 0:
+            self._open0 = bucket
         current = self.open[level]
         if current is None:
             self.open[level] = (bucket, cursor)
