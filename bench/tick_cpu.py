@@ -32,6 +32,7 @@ import json
 import math
 import os
 import sys
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -75,6 +76,27 @@ class Steps:
         setattr(owner, attribute, timed)
         self._undo.append(lambda: owner.__dict__.pop(attribute, None))
 
+    def wrap_lock(self, owner: Any, attribute: str, step: str) -> None:
+        """``owner.attribute``, a lock, replaced by one whose ``acquire`` is timed."""
+        lock = getattr(owner, attribute)
+        entry = self.spent.setdefault(step, [0, 0])
+        clock = time.thread_time_ns
+
+        class TimedLock:
+            def acquire(self, *args: Any, **kwargs: Any) -> bool:
+                start = clock()
+                try:
+                    return lock.acquire(*args, **kwargs)
+                finally:
+                    entry[0] += 1
+                    entry[1] += clock() - start
+
+            def release(self) -> None:
+                lock.release()
+
+        setattr(owner, attribute, TimedLock())
+        self._undo.append(lambda: setattr(owner, attribute, lock))
+
     def undo(self) -> None:
         for undo in self._undo:
             undo()
@@ -104,10 +126,10 @@ def wrap_steps(sampler: Any) -> Steps:
     for name in ("tick_read", "reads_took", "subscribers_ran", "clock"):  # (clock: before)
         if hasattr(cost, name):
             steps.wrap(cost, name, "cost accounting")
-    if hasattr(sampler, "_sleep"):
-        steps.wrap(sampler, "_sleep", "wait and wake")
-    else:  # (the code before issue 23 waited on an Event)
+    if isinstance(sampler._wake, threading.Event):  # (the code before issue 23)
         steps.wrap(sampler._wake, "wait", "wait and wake")
+    else:  # a held lock, its timed acquire the wait
+        steps.wrap_lock(sampler, "_wake", "wait and wake")
     return steps
 
 

@@ -14,7 +14,7 @@ import time
 import weakref
 from collections.abc import Callable, Sequence
 
-from .._foundation.clock import wall_clock
+from .._foundation.clock import WALL_ANCHOR
 from .._sources.base import ALLOCATOR, DETAIL, FAST, SLOW, RemoteSource, Source
 from .node_timeline import NodeTimeline
 from .sampler_cost import CostReport, SamplerCost
@@ -151,12 +151,10 @@ class Sampler:
             if delay < 0:  # fell behind (suspended, slow driver): skip, don't burst
                 next_tick = time.monotonic()
                 delay = 0
-            if self._sleep(delay):  # woken (a new interval): tick now, then keep to it
+            # the wait: a timed acquire of the held lock, cut short by a wake-up (stop, a new
+            # interval), after which the new interval is kept from then on
+            if self._wake.acquire(timeout=delay):
                 next_tick = time.monotonic()
-
-    def _sleep(self, seconds: float) -> bool:
-        """Wait ``seconds``, or less when woken (stop, a new interval); True when woken."""
-        return self._wake.acquire(timeout=seconds)
 
     def tick(self) -> None:
         """One round of reads; callable directly (tests, benchmarks). Never raises."""
@@ -170,7 +168,20 @@ class Sampler:
             wall_from = time.perf_counter_ns()
             due = _FAST_ONLY
             try:
-                due = self._read_into_timeline()
+                mono = time.monotonic()
+                now = WALL_ANCHOR + mono  # (wall_clock(), from this one read of the clock)
+                row = self._row
+                if row is None or mono >= self._soonest or self.ticks % SOURCE_TIMING_EVERY == 0:
+                    due = self._read_all(now, mono)
+                else:
+                    # Most ticks: only the sources read every tick, into the last row in place
+                    # (the others' values are what their last reads left there); flat, as a
+                    # Python call costs microseconds on the cold cache a tick wakes to.
+                    for source, start, end in self._every_tick:
+                        row[start:end] = source.read(_FAST_ONLY)
+                    self.timeline.append(now, row)
+                    if self.remote is not None:
+                        self._take_remote()
                 self.error = ""
             except Exception as exc:  # contained: the thread must outlive any one bad read
                 self.error = f"{type(exc).__name__}: {exc}"
@@ -197,25 +208,10 @@ class Sampler:
         source, and the NVML calls it made."""
         return self.cost.report()
 
-    def _read_into_timeline(self) -> frozenset[str]:
-        now = wall_clock()
-        mono = time.monotonic()
-        due = _FAST_ONLY if mono < self._soonest else self._due(mono)
-        row = self._row
-        if row is None or due is not _FAST_ONLY or self.ticks % SOURCE_TIMING_EVERY == 0:
-            self._read_all(now, due)
-            return due
-        # Most ticks: only the sources read every tick, into the last row in place (the
-        # others' values are what their last reads left there).
-        for source, start, end in self._every_tick:
-            row[start:end] = source.read(due)
-        self.timeline.append(now, row)
-        if self.remote is not None:
-            self._take_remote()
-        return due
-
-    def _read_all(self, now: float, due: frozenset[str]) -> None:
-        """Every source read, each one's (and the append's) wall time stamped."""
+    def _read_all(self, now: float, mono: float) -> frozenset[str]:
+        """Every source read, with the cadences due at ``mono``, each one's (and the
+        append's) wall time stamped; returns those cadences."""
+        due = self._due(mono)
         row: list[float | None] = []
         every_tick = []
         clock = time.perf_counter_ns
@@ -232,6 +228,7 @@ class Sampler:
             self._take_remote()
         stamps.append(clock())
         self.cost.reads_took(stamps)
+        return due
 
     def _take_remote(self) -> None:
         remote, nodes = self.remote, self.nodes

@@ -164,26 +164,41 @@ class NvmlSource:
             self.read_slow()
             self.processes = self.read_processes()
         details = DETAIL in due
+        changes = self.library.changes
         row: list[float | None] = []
         for i, state in enumerate(self._state):
             if details:
                 self._read_details(i, state)
-            row.extend(self._read_device(i, state))
+            reads = state.reads
+            # Most ticks: the bound calls, made here rather than in a call of their own (a
+            # Python call costs microseconds on the cold cache a tick wakes to).
+            code = reads.call() if reads is not None and state.reads_at == changes else -1
+            if not code:
+                values = state.values
+                memory, util = reads.memory, reads.util  # type: ignore[union-attr]
+                values[_MEM_USED], values[_MEM_RESERVED] = memory.used, memory.reserved
+                values[_MEM_TOTAL] = memory.total
+                values[_GPU_UTIL], values[_MEM_UTIL] = util.gpu, util.memory
+                row += values
+            else:
+                row += self._read_device(i, state, code)
         return row
 
-    def _read_device(self, i: int, state: _DeviceState) -> list[float | None]:
-        """The fast metrics read now; the slower ones as their last reads left them."""
+    def _read_device(self, i: int, state: _DeviceState, code: int) -> list[float | None]:
+        """The fast metrics read now, when the bound calls failed with ``code`` or (-1) were
+        not made (none, or made before :attr:`NvmlLibrary.changes` moved); the slower ones as
+        their last reads left them."""
         lib, values = self.library, state.values
-        if state.reads_at != lib.changes:
+        if code < 0:
             state.reads = lib.device_reads(i, state.handle, _MEMORY_V2)
             state.reads_at = lib.changes
+            code = state.reads.call() if state.reads is not None else -1
         reads = state.reads
-        if reads is not None:  # most ticks: the bound calls
-            code = lib.read_held(reads)
-            if not code:
-                _put_memory(values, reads.memory)
-                values[_GPU_UTIL], values[_MEM_UTIL] = reads.util.gpu, reads.util.memory
-                return values
+        if reads is not None and not code:
+            _put_memory(values, reads.memory)
+            values[_GPU_UTIL], values[_MEM_UTIL] = reads.util.gpu, reads.util.memory
+            return values
+        if reads is not None and code > 0:
             lib.held_call_failed(reads, code, i)  # recorded as query would: not asked again
             if reads.failed == "utilization":  # (memory answered)
                 _put_memory(values, reads.memory)
@@ -191,7 +206,7 @@ class NvmlSource:
                 return values
         # Through query, which records a failure (and disables a metric, marks a GPU lost);
         # memory's v2 not again when the bound call just failed.
-        used, reserved, total = self._memory(i, state, v2=reads is None)
+        used, reserved, total = self._memory(i, state, v2=code < 0)
         util = lib.query(
             "nvmlDeviceGetUtilizationRates", state.handle, device=i, metric="utilization"
         )

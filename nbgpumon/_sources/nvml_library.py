@@ -13,7 +13,6 @@ from __future__ import annotations
 import contextlib
 import importlib
 import threading
-import time
 import warnings
 from collections.abc import Callable
 from types import ModuleType
@@ -21,7 +20,6 @@ from typing import Any
 
 from .nvml_held_calls import (
     SLOW_CALL_NS,
-    SLOW_CALLS_ALLOWED,
     DeviceReads,
     fast_tick_functions,
     gil_keeping_functions,
@@ -84,8 +82,9 @@ class NvmlLibrary:
         self._missing_functions: set[str] = set()
         self.lost_devices: set[int] = set()
         self._lock = threading.Lock()  # guards the dicts above; NVML itself is thread-safe
-        self.calls = 0  # NVML calls made, all of them
-        self.gil_kept_calls = 0  # ... of which kept the GIL (nvml_held_calls says which, and why)
+        self._calls = 0  # NVML calls made through query and call_first
+        self._gil_kept = 0  # ... of which kept the GIL
+        self._held = [0]  # calls DeviceReads made (all keep the GIL), counted by them
         # the binding's functions by name, where a GIL-keeping one replaces the binding's own
         self._gil_keeping: dict[str, Callable[..., Any]] = {}
         self._fast_tick: tuple[Any, Any] | None = None  # the C functions DeviceReads call
@@ -141,6 +140,16 @@ class NvmlLibrary:
         return self._module
 
     @property
+    def calls(self) -> int:
+        """NVML calls made, all of them."""
+        return self._calls + self._held[0]
+
+    @property
+    def gil_kept_calls(self) -> int:
+        """... of which kept the GIL (nvml_held_calls says which, and why)."""
+        return self._gil_kept + self._held[0]
+
+    @property
     def gil_kept(self) -> tuple[str, ...]:
         """The NVML functions called without releasing the GIL (the fast tick's)."""
         return tuple(self._gil_keeping)
@@ -161,25 +170,13 @@ class NvmlLibrary:
             or (device, "utilization") in self._disabled
         ):
             return None
-        return DeviceReads(self._fast_tick, handle, version)
+        return DeviceReads(self._fast_tick, handle, version, self._held, self._held_too_slow)
 
-    def read_held(self, reads: DeviceReads) -> int:
-        """Make ``reads``' calls: 0, or the failed call's NVML error code (then tell
-        :meth:`held_call_failed`). Too slow too often, and both calls go back to the binding's,
-        which release the GIL (nvml_held_calls says why)."""
-        start = time.perf_counter_ns()
-        code = reads.call()
-        if time.perf_counter_ns() - start > SLOW_CALL_NS:
-            reads.slow += 1
-            if reads.slow == SLOW_CALLS_ALLOWED:
-                self._release_gil_for("nvmlDeviceGetMemoryInfo")
-                self._release_gil_for("nvmlDeviceGetUtilizationRates")
-        elif reads.slow:
-            reads.slow = 0
-        made = 1 if code and reads.failed == "memory_v2" else 2
-        self.calls += made
-        self.gil_kept_calls += made
-        return code
+    def _held_too_slow(self) -> None:
+        """The bound calls ran slow too often: both go back to the binding's, which release
+        the GIL (nvml_held_calls says why)."""
+        self._release_gil_for("nvmlDeviceGetMemoryInfo")
+        self._release_gil_for("nvmlDeviceGetUtilizationRates")
 
     def held_call_failed(self, reads: DeviceReads, code: int, device: int) -> None:
         """Record a failed held call as :meth:`query` records one (a metric disabled, a GPU
@@ -211,13 +208,13 @@ class NvmlLibrary:
             return NA
         fn: Callable[..., Any] | None = self._gil_keeping.get(function)
         if fn is not None:
-            self.gil_kept_calls += 1
+            self._gil_kept += 1
         else:
             fn = getattr(self._module, function, None)
             if fn is None:
                 self._note_missing(function)
                 return NA
-        self.calls += 1
+        self._calls += 1
         try:
             return fn(*args, **kwargs)
         except Exception as exc:
@@ -239,7 +236,7 @@ class NvmlLibrary:
             if fn is None:
                 self._missing_functions.add(name)
                 continue
-            self.calls += 1
+            self._calls += 1
             try:
                 return fn(*args)
             except Exception as exc:

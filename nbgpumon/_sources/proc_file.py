@@ -21,22 +21,22 @@ class ProcFile:
     def __init__(self, name: str, flags: int = os.O_RDONLY) -> None:
         self.path = f"/proc/self/{name}"
         self._flags = flags
-        self._kept: int | None = None  # the descriptor, this process's own
+        self.kept: int | None = None  # the open descriptor (this process's own), None until used
         self._lock = threading.Lock()  # (the sampler's thread and the kernel's both read)
         _files.add(self)
 
     def _fd(self) -> int:
-        fd = self._kept
+        fd = self.kept
         if fd is not None:
             return fd
         with self._lock:
-            if self._kept is None:
-                self._kept = os.open(self.path, self._flags)
-            return self._kept
+            if self.kept is None:
+                self.kept = os.open(self.path, self._flags)
+            return self.kept
 
     def read(self, size: int) -> bytes:
         """The file's first ``size`` bytes; raises OSError as ``os.pread`` does."""
-        fd = self._kept
+        fd = self.kept
         return os.pread(fd if fd is not None else self._fd(), size, 0)
 
     def write(self, data: bytes) -> None:
@@ -46,12 +46,12 @@ class ProcFile:
     def close(self) -> None:
         """Close the descriptor; a later use opens it again."""
         with self._lock:
-            fd, self._kept = self._kept, None
+            fd, self.kept = self.kept, None
         if fd is not None:
             _close_quietly(fd)
 
     def _forget_after_fork(self) -> None:
-        fd, self._kept = self._kept, None
+        fd, self.kept = self.kept, None
         self._lock = threading.Lock()  # (another thread of the parent may have held it)
         if fd is not None:
             _close_quietly(fd)  # the child's copy of the parent's descriptor
