@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import sys
 
 import numpy as np
 import pytest
@@ -173,3 +174,27 @@ def test_a_row_of_the_wrong_width_is_refused_and_the_rings_stay_as_they_were():
     tl.append(2000.1, [5.0, 6.0])
     assert tl.cursor == 11 and tl.latest() == {"a": 5.0, "b": 6.0, "time": 2000.1}
     assert tl.since(10).values.tolist() == [[5.0, 6.0]]
+
+
+def test_the_plain_python_fold_and_numpys_make_the_same_buckets(monkeypatch):
+    # numpy folds only where it is loaded already; the sampler's own writes never import it
+    rows = [
+        (
+            1000.0 + i * 0.37,
+            [None if (i * k) % 5 == 0 else (i * 7919 % 1000) / (k + 1) for k in range(4)],
+        )
+        for i in range(3000)
+    ]
+    levels = ((1.0, 50), (10.0, 20), (60.0, 10))
+    with_numpy = Timeline(list("abcd"), raw_capacity=64, levels=levels)
+    for t, row in rows:
+        with_numpy.append(t, row)
+    without = Timeline(list("abcd"), raw_capacity=64, levels=levels)
+    with monkeypatch.context() as patch:
+        patch.delitem(sys.modules, "numpy")
+        for t, row in rows:
+            without.append(t, row)
+    a, b = with_numpy.window(), without.window()
+    assert a.times.size > 64  # buckets of every level, not only the raw rows
+    for name in ("times", "mean", "low", "high"):
+        assert np.array_equal(getattr(a, name), getattr(b, name), equal_nan=True), name
