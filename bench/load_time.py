@@ -1,13 +1,22 @@
-"""Time of ``%load_ext nbgpumon`` in a fresh process (target <= 150 ms), import included.
+"""What ``%load_ext nbgpumon`` makes a user wait for (target <= 150 ms), and what
+``%unload_ext`` right after it (<= 20 ms) and Run All's next cell (<= 20 ms extra) wait for.
 
-Each measurement is a new interpreter: it starts an IPython InteractiveShell (not timed), then
-times only ``run_line_magic("load_ext", "nbgpumon")``, then ``unload_ext``. Variants: a bare
-shell, a shell where torch and numpy were already imported (as in most GPU notebooks), and
-``import nbgpumon`` alone. One more child runs with ``-X importtime`` to name the slowest
-imports. A discarded first child per variant writes the bytecode caches (into a folder of
-the run's own, as an installed package has them, even where PYTHONDONTWRITEBYTECODE is set).
-In a real kernel it also times the whole cell as the client waits for it, and the next cell's
-extra time while what the load left to the sampler's thread finishes.
+In the first cell of a fresh ipykernel, as the client waits for the cells' replies: the load
+cell (queued with the next one at once, as Run All sends them), that next cell's extra time
+against the same cell run later, and, in another fresh kernel, ``%unload_ext`` as the cell
+right after the load; an empty first cell in a fresh kernel is the floor the load cell is
+also given less. Nothing is warmed for these kernels: no child runs first, and no bytecode
+cache of the bench's own is used, and nothing it starts writes bytecode
+(PYTHONDONTWRITEBYTECODE): each kernel reads the bytecode the packages have installed (pip
+compiles a package's modules at install, unless told ``--no-compile``). nbgpumon's own (the
+checkout first on PYTHONPATH, which nobody installed) are compiled the same way once, with
+``compileall``, importing nothing; the result file says how many modules of nbgpumon, IPython,
+ipykernel, psutil, traitlets and numpy had no bytecode. What the OS has cached of the files
+is as the machine left it.
+
+Besides, each in a fresh interpreter (no kernel): ``%load_ext`` in a bare InteractiveShell
+(with torch and numpy imported first, too), ``import nbgpumon`` and ``import numpy`` alone,
+and one load under ``-X importtime`` naming the slowest imports.
 """
 
 from __future__ import annotations
@@ -21,6 +30,8 @@ import time
 from typing import Any
 
 TARGET_MS = 150.0
+UNLOAD_TARGET_MS = 20.0
+NEXT_CELL_TARGET_MS = 20.0
 RESULT_PREFIX = "BENCH_RESULT "
 MARK = "BENCH_LOAD_STARTS"
 VARIANTS = {
@@ -74,7 +85,7 @@ def child(mode: str) -> None:
 def run_child(mode: str, flags: tuple[str, ...] = ()) -> tuple[dict[str, Any], str]:
     """One fresh interpreter measuring ``mode``: (its result, its stderr)."""
     env = dict(os.environ)
-    env["IPYTHONDIR"] = tempfile.mkdtemp(prefix="nbgpumon-bench-ipython-")  # no user profile
+    env["IPYTHONDIR"] = IPYTHONDIR  # no user profile
     done = subprocess.run(
         [sys.executable, *flags, os.path.abspath(__file__), "--child", mode],
         capture_output=True,
@@ -91,70 +102,125 @@ def run_child(mode: str, flags: tuple[str, ...] = ()) -> tuple[dict[str, Any], s
     )
 
 
-KERNEL_CELL = (
-    "import time as _t\n"
-    "_s = _t.perf_counter()\n"
-    "get_ipython().run_line_magic('load_ext', 'nbgpumon')\n"
-    "print('LOAD_MS', (_t.perf_counter() - _s) * 1e3)"
-)
-# The same fixed pure-Python work twice after loading: at once (Run All), while what the load
-# left to the sampler's thread (numpy, the first sample) may still run, and a second later.
+IPYTHONDIR = tempfile.mkdtemp(prefix="nbgpumon-bench-ipython-")
+LOAD_CELL = "%load_ext nbgpumon"
+# Fixed pure-Python work: run at once after the load (Run All), and again later.
 BUSY_CELL = "_x = 0\nfor _i in range(300_000): _x += _i\n"
-FIRST_SAMPLE_CELL = (
-    "import nbgpumon as _n, time as _t\n"
-    "_m = _n.monitor()\n"
-    "_d = _t.monotonic() + 10\n"
-    "while _m.timeline.cursor == 0 and _t.monotonic() < _d: _t.sleep(0.001)\n"
-    "print('SAMPLES', _m.timeline.cursor)"
+THREADS_CELL = (
+    "import threading as _th\n"
+    "print('SAMPLER', any(t.name == 'nbgpumon-sampler' for t in _th.enumerate()))"
 )
 
 
-def run_kernel() -> dict[str, float]:
-    """``%load_ext nbgpumon`` as the first cell of a fresh ipykernel (ms): timed inside the
-    cell (``load_ms``), and as the client waits for the cell's reply, less an empty cell's
-    round trip (``cell_ms``, which adds the cell hooks' and the output's time); then the
-    next cell's extra time, as the client waits for it, while the load's background work
-    finishes (``next_cell_extra_ms``: a cell begins only once the timeline is built).
+class Kernel:
+    """A fresh ipykernel, and cells sent to it as a notebook's client sends them."""
 
-    This is what a notebook user waits for: IPython, ipykernel (and what they import, psutil
-    among it) are already loaded; numpy, NVML and nbgpumon itself are not.
-    """
-    from jupyter_client.manager import start_new_kernel
+    def __init__(self) -> None:
+        from jupyter_client.manager import start_new_kernel
 
-    km, kc = start_new_kernel(kernel_name="python3")
-    printed: dict[str, float] = {}
+        self.manager, self.client = start_new_kernel(
+            kernel_name="python3", env={**os.environ, "IPYTHONDIR": IPYTHONDIR}
+        )
 
-    def hook(msg: dict[str, Any]) -> None:
-        for line in msg["content"].get("text", "").splitlines():
-            key, _, value = line.partition(" ")
-            if key in ("LOAD_MS", "SAMPLES"):
-                printed[key] = float(value)
+    def run(self, cells: list[str], timeout: float = 120) -> tuple[list[float], str]:
+        """Send ``cells`` at once; (ms from the sending to each one's reply, their output)."""
+        kc = self.client
+        start = time.perf_counter()
+        ids = [kc.execute(code) for code in cells]
+        replied: dict[str, float] = {}
+        while len(replied) < len(ids):
+            msg = kc.get_shell_msg(timeout=timeout)
+            parent = msg["parent_header"].get("msg_id")
+            if msg["msg_type"] == "execute_reply" and parent in ids:
+                replied[parent] = (time.perf_counter() - start) * 1e3
+                if msg["content"].get("status") != "ok":
+                    raise RuntimeError(f"a cell failed: {msg['content']}")
+        output = []
+        while True:  # its output, up to the last cell's idle status
+            msg = kc.get_iopub_msg(timeout=timeout)
+            content = msg["content"]
+            output.append(content.get("text", ""))
+            last = msg["parent_header"].get("msg_id") == ids[-1]
+            if last and msg["msg_type"] == "status" and content["execution_state"] == "idle":
+                break
+        return [replied[i] for i in ids], "".join(output)
 
-    def cell(code: str) -> float:
-        t0 = time.perf_counter()
-        kc.execute_interactive(code, timeout=120, output_hook=hook)
-        return (time.perf_counter() - t0) * 1e3
+    def close(self) -> None:
+        self.client.stop_channels()
+        self.manager.shutdown_kernel(now=True)
+
+
+def in_kernels() -> dict[str, float]:
+    """One round of fresh kernels (ms): an empty first cell; the load as the first cell with
+    the next cell queued behind it, and that cell again later; the unload right after the
+    load."""
+    out: dict[str, float] = {}
+    kernel = Kernel()
+    try:
+        (out["empty_first_cell_ms"],), _ = kernel.run(["pass"])
+    finally:
+        kernel.close()
+    kernel = Kernel()
+    try:
+        (load, busy), _ = kernel.run([LOAD_CELL, BUSY_CELL])
+        deadline = time.monotonic() + 10  # the sampler's first tick, then a quiet second
+        while time.monotonic() < deadline:
+            _, text = kernel.run(
+                ["import nbgpumon as _n; print('TICKS', _n.monitor().sampler.ticks)"]
+            )
+            if int(text.split("TICKS", 1)[1].split()[0]) > 0:
+                break
+        time.sleep(1.0)
+        (before, later), _ = kernel.run(["pass", BUSY_CELL])
+        out["load_cell_ms"] = load
+        out["next_cell_extra_ms"] = (busy - load) - (later - before)
+    finally:
+        kernel.close()
+    kernel = Kernel()
+    try:
+        (load, unload, after, _), text = kernel.run(
+            [LOAD_CELL, "%unload_ext nbgpumon", "pass", THREADS_CELL]
+        )
+        if "SAMPLER False" not in text:
+            raise RuntimeError(f"the sampler's thread outlived %unload_ext: {text[-500:]}")
+        out["unload_after_load_ms"] = (unload - load) - (after - unload)  # less an empty cell
+    finally:
+        kernel.close()
+    return out
+
+
+def compile_like_pip() -> dict[str, Any]:
+    """Compile the nbgpumon that a kernel here imports, as ``pip install`` does, importing
+    nothing; and say, for it and the packages a kernel and the load import, how many modules
+    had no bytecode (an install made with ``pip --no-compile`` has none: each kernel then
+    compiles what it imports, and that is counted, as a user of such an install waits for it)."""
+    import compileall
+
+    found = {name: _bytecode(name) for name in BYTECODE_OF}
+    package = found["nbgpumon"]
+    if "path" in package:
+        compileall.compile_dir(package["path"], quiet=1)
+    return found
+
+
+BYTECODE_OF = ("nbgpumon", "IPython", "ipykernel", "psutil", "traitlets", "numpy")
+
+
+def _bytecode(name: str) -> dict[str, Any]:
+    """Where package ``name`` is and how many of its modules lack bytecode (nothing imported)."""
+    import importlib.util
+    from pathlib import Path
 
     try:
-        empty = min(cell("pass") for _ in range(3))
-        whole = cell(KERNEL_CELL)
-        load_ms = printed["LOAD_MS"]
-        next_ms = cell(BUSY_CELL)  # as the client waits: the cell's start may wait for numpy
-        cell(FIRST_SAMPLE_CELL)
-        time.sleep(1.0)
-        steady_ms = cell(BUSY_CELL)
-        if not printed.get("SAMPLES"):
-            raise RuntimeError("the sampler took no sample within 10 s of loading")
-    except KeyError as exc:
-        raise RuntimeError(f"the kernel printed no {exc} line") from None
-    finally:
-        kc.stop_channels()
-        km.shutdown_kernel(now=True)
-    return {
-        "load_ms": load_ms,
-        "cell_ms": whole - empty,
-        "next_cell_extra_ms": next_ms - steady_ms,
-    }
+        spec = importlib.util.find_spec(name)
+    except (ImportError, ValueError):
+        spec = None
+    if spec is None or spec.origin is None:
+        return {"missing": True}
+    path = Path(spec.origin).parent
+    sources = list(path.rglob("*.py"))
+    lacking = sum(not Path(importlib.util.cache_from_source(str(p))).exists() for p in sources)
+    return {"path": str(path), "modules": len(sources), "without_bytecode": lacking}
 
 
 def slowest_imports(stderr: str, top: int = 12) -> list[dict[str, Any]]:
@@ -179,64 +245,64 @@ def main() -> None:
     import stats
 
     def add_arguments(parser: Any) -> None:
-        parser.add_argument("--runs", type=int, default=7, help="fresh processes per variant")
+        parser.add_argument("--runs", type=int, default=7, help="fresh kernels per figure")
 
     args = result_file.parse_args(__doc__.splitlines()[0], add_arguments)
-    # pip writes bytecode at install; a machine that says not to write it (or an install made
-    # with --no-compile) would time compiling every module instead. Children and kernels
-    # inherit this: their bytecode goes to a folder of this run's own.
-    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
-    os.environ["PYTHONPYCACHEPREFIX"] = tempfile.mkdtemp(prefix="nbgpumon-bench-pycache-")
     result = result_file.Result("load_time", args)
     runs = 3 if args.quick else max(args.runs, 1)
+    # Nothing this run starts writes bytecode: each kernel finds what the install left, the
+    # first like the last (nbgpumon's own compiled first, as pip compiles at install).
+    os.environ["PYTHONDONTWRITEBYTECODE"] = "1"
+    found = result.details["bytecode"] = compile_like_pip()
+    result.log(
+        "modules without bytecode before the run (nbgpumon's then compiled as pip would): "
+        + ", ".join(f"{k} {v.get('without_bytecode', '-')}/{v.get('modules', '-')}"
+                    for k, v in found.items())
+    )  # fmt: skip
 
     try:
+        rounds = [in_kernels() for _ in range(runs)]
+        rows = {
+            "load_cell_ms": ("%load_ext as the first cell of a fresh ipykernel, as the client "
+                             "waits", TARGET_MS),
+            "empty_first_cell_ms": ("… an empty first cell of a fresh ipykernel", None),
+            "unload_after_load_ms": ("%unload_ext as the cell right after the load "
+                                     "(less an empty cell)", UNLOAD_TARGET_MS),
+            "next_cell_extra_ms": ("Run All: the cell after the load, its extra time",
+                                   NEXT_CELL_TARGET_MS),
+        }  # fmt: skip
+        empty = stats.median([r["empty_first_cell_ms"] for r in rounds])
+        for key, (label, target) in rows.items():
+            d = stats.describe([r[key] for r in rounds])
+            note = f"max {d['max']:.1f} ms, min {d['min']:.1f} ms, {runs} fresh kernels"
+            if key == "load_cell_ms":
+                note += f"; less an empty first cell: {d['median'] - empty:.1f} ms"
+            result.log(f"{label}: median {d['median']:.1f} ms ({note})")
+            result.add(label, d["median"], "ms", target, note)
+        result.details["kernel_rounds"] = rounds
+    except Exception as exc:  # no jupyter_client/ipykernel here: say so, keep the rest
+        result.skip("load in a real kernel", f"{type(exc).__name__}: {exc}")
+
+    variants = dict(VARIANTS)
+    try:
         import torch  # noqa: F401
-
-        variants = dict(VARIANTS)
     except ImportError as exc:
-        variants = {k: v for k, v in VARIANTS.items() if k != "load_torch"}
+        del variants["load_torch"]
         result.skip("load with torch imported", f"torch not importable ({exc})")
-
     measured: dict[str, list[dict[str, float]]] = {}
     for mode, label in variants.items():
-        run_child(mode)  # writes .pyc files; not counted
         measured[mode] = [run_child(mode)[0] for _ in range(runs)]
         key = "import_ms" if mode in ("import", "numpy") else "load_ms"
-        values = [m[key] for m in measured[mode]]
-        d = stats.describe(values)
-        result.log(f"{label}: median {d['median']:.1f} ms, max {d['max']:.1f} ms ({runs} runs)")
+        d = stats.describe([m[key] for m in measured[mode]])
         note = f"max {d['max']:.1f} ms, min {d['min']:.1f} ms, {runs} fresh processes"
         if mode not in ("import", "numpy"):
             unload = stats.median([m["unload_ms"] for m in measured[mode]])
             note += f"; unload_ext median {unload:.1f} ms"
-        target = None if mode in ("import", "numpy") else TARGET_MS
-        result.add(label, d["median"], "ms", target, note)
+        result.log(f"{label}: median {d['median']:.1f} ms ({note})")
+        result.add(label, d["median"], "ms", None, note)
     result.details["runs"] = measured
 
-    try:
-        run_kernel()  # writes .pyc files; not counted
-        in_kernel = [run_kernel() for _ in range(runs)]
-        kernel_rows = {
-            "load_ms": "%load_ext as the first cell of a fresh ipykernel",
-            "cell_ms": "… that whole cell as the client waits for it (less an empty cell)",
-            "next_cell_extra_ms": "… extra time of the next cell, run at once (Run All)",
-        }
-        for key, label in kernel_rows.items():
-            d = stats.describe([k[key] for k in in_kernel])
-            result.log(f"{label}: median {d['median']:.1f} ms, max {d['max']:.1f} ms")
-            result.add(
-                label,
-                d["median"],
-                "ms",
-                TARGET_MS if key != "next_cell_extra_ms" else None,
-                f"max {d['max']:.1f} ms, min {d['min']:.1f} ms, {runs} fresh kernels",
-            )
-        result.details["kernel_runs"] = in_kernel
-    except Exception as exc:  # no jupyter_client/ipykernel here: say so, keep the rest
-        result.skip("load in a real kernel", f"{type(exc).__name__}: {exc}")
-
-    _, stderr = run_child("load", ("-X", "importtime"))
+    _, stderr = run_child("importtime", ("-X", "importtime"))  # marks where the load starts
     imports = slowest_imports(stderr)
     result.details["imports_during_load_ext"] = imports
     result.log(

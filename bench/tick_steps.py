@@ -14,13 +14,13 @@ with the sampler on over off. Compare two checkouts by running this with each on
 
 from __future__ import annotations
 
-import ctypes
 import gc
 import math
 import statistics
 import time
 
 import result_file
+import stub_nvml
 
 import nbgpumon
 
@@ -30,36 +30,11 @@ def main() -> None:
     result = result_file.Result("tick_steps", args)
     rounds, ticks, busy_seconds = (2, 500, 0.5) if args.quick else (5, 2000, 2.0)
     try:
-        import pynvml
+        pynvml = stub_nvml.stubbed_binding()
     except ImportError as exc:
         result.skip("everything", f"nvidia-ml-py not importable ({exc})")
         result.finish()
         return
-    handle = ctypes.create_string_buffer(256)
-    libc = ctypes.CDLL(None)
-    for name in (
-        "nvmlDeviceGetMemoryInfo",
-        "nvmlDeviceGetMemoryInfo_v2",
-        "nvmlDeviceGetUtilizationRates",
-    ):
-        pynvml._nvmlGetFunctionPointer_cache[name] = libc.sigemptyset
-    stub = dict(
-        nvmlInit_v2=lambda: None,
-        nvmlShutdown=lambda: None,
-        nvmlSystemGetDriverVersion=lambda: "stub",
-        nvmlDeviceGetCount_v2=lambda: 1,
-        nvmlDeviceGetHandleByIndex_v2=lambda i: handle,
-        nvmlDeviceGetUUID=lambda h: "GPU-stub",
-        nvmlDeviceGetName=lambda h: "stub GPU",
-        nvmlDeviceGetEnforcedPowerLimit=lambda h: 700000,
-        nvmlDeviceGetTemperature=lambda h, s: 50,
-        nvmlDeviceGetPowerUsage=lambda h: 100000,
-        nvmlDeviceGetClockInfo=lambda h, t: 1000,
-        nvmlDeviceGetFieldValues=lambda h, f: [],
-        nvmlDeviceGetComputeRunningProcesses_v3=lambda h: [],
-    )
-    for k, v in stub.items():
-        setattr(pynvml, k, v)
 
     mon = nbgpumon.Monitor(nvml_module=pynvml)
     lib = mon.nvml.library

@@ -190,9 +190,9 @@ def test_a_hundred_reloads_leave_no_descriptor_exit_handler_monitor_or_widget_be
     assert settled[0] == "DESCRIPTORS" and int(settled[2]) <= descriptors, runs[4].text
 
 
-# What %load_ext must not wait for (docs/benchmarks.md, issue 13): the views' libraries,
-# numpy (the sampler's thread imports it after the load returns), the recorder, the cluster
-# client and the exporter.
+# What %load_ext must not wait for (docs/benchmarks.md, issues 13 and 23): the views'
+# libraries, numpy (the timeline's writes need none: only a reader that wants arrays imports
+# it), the recorder, the cluster client and the exporter.
 HEAVY = (
     "numpy", "pandas", "anywidget", "ipywidgets", "bqplot", "sqlite3", "urllib.request",
     "prometheus_client",
@@ -210,7 +210,7 @@ WATCH_IMPORTS = (
 )
 
 
-def test_load_imports_no_numpy_or_views_and_the_sampler_fills_the_timeline_after():
+def test_load_and_sampling_import_no_numpy_or_views():
     runs = run_cells(
         [
             WATCH_IMPORTS,
@@ -223,14 +223,40 @@ def test_load_imports_no_numpy_or_views_and_the_sampler_fills_the_timeline_after
             "print('FILLED', mon.timeline.cursor >= 2)\n"
             "print('IMPORTED', sorted(first_import.items()))",
             "x = sum(range(1000))",
-            "print('CELLS', [r.label for r in nbgpumon.cells()][-1:])",
+            "print('CELLS', [r.label for r in nbgpumon.cells()][-1:])\n"
+            "print('STILL', sorted(first_import.items()))\n"
+            "print('LATEST', mon.timeline.latest()['gpu0.nvml.mem_used'] > 0)\n"
+            "print('WINDOW', mon.timeline.window().times.size >= 2)\n"
+            "print('READER', sorted(first_import.items()))",
         ],
-        env=fake_nvml_env(gpus=1),
+        env=fake_nvml_env(devices=[{}]),
     )
     assert runs[0].stdout.startswith("HAD") and "numpy" not in runs[0].stdout, runs[0].text
     assert "nbgpumon" in runs[1].stdout and runs[1].error is None, runs[1].text
     lines = runs[2].stdout.splitlines()
     assert lines[0] == "FILLED True", runs[2].text
-    # numpy came with the sampler's first row, on its thread; nothing else heavy came at all
-    assert lines[1] == "IMPORTED [('numpy', 'nbgpumon-sampler')]", runs[2].text
-    assert runs[4].stdout.strip() == "CELLS ['x = sum(range(1000))']", runs[4].text
+    # the sampler filled the timeline, and a cell was measured, with none of them imported
+    assert lines[1] == "IMPORTED []", runs[2].text
+    last = runs[4].stdout.splitlines()
+    assert last[0] == "CELLS ['x = sum(range(1000))']", runs[4].text
+    assert last[1] == "STILL []", runs[4].text
+    assert last[2] == "LATEST True", runs[4].text
+    # a reader that wants arrays brings numpy, on its own thread
+    assert last[3:] == ["WINDOW True", "READER [('numpy', 'MainThread')]"], runs[4].text
+
+
+def test_unload_right_after_load_stops_the_thread_with_no_import_left_to_wait_for():
+    # Before issue 23 the sampler's thread imported numpy as the load returned, and an unload
+    # at once waited for that import to finish before the thread could stop.
+    runs = run_cells(
+        [
+            WATCH_IMPORTS,
+            "%load_ext nbgpumon\n%unload_ext nbgpumon",
+            "import threading\n"
+            "print('THREADS', [t.name for t in threading.enumerate() if 'nbgpumon' in t.name])\n"
+            "print('IMPORTED', sorted(first_import.items()))",
+        ],
+        env=fake_nvml_env(devices=[{}]),
+    )
+    assert runs[1].error is None, runs[1].text
+    assert runs[2].stdout.splitlines() == ["THREADS []", "IMPORTED []"], runs[2].text

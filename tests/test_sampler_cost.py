@@ -7,7 +7,7 @@ import dataclasses
 import re
 import time
 
-from nbgpumon._sampling.sampler import Sampler
+from nbgpumon._sampling.sampler import SOURCE_TIMING_EVERY, Sampler
 from nbgpumon._sampling.timeline import Timeline
 from nbgpumon._sources.base import DETAIL
 
@@ -64,10 +64,13 @@ def test_each_tick_class_is_charged_the_cpu_its_reads_took():
     assert (detail.ticks, fast.ticks, report.ticks) == (10, 30, 40)
     assert detail.cpu_per_tick >= BURN > fast.cpu_per_tick * 10
     assert report.cpu_seconds >= 10 * BURN
-    # a source's wall time is its reads': the busy one took the burns, the idle one nothing
+    # a source's wall time is its reads': the busy one took the burns, the idle one nothing;
+    # reads are timed on every slower tick and on one fast tick in SOURCE_TIMING_EVERY
     assert report.sources["busy"].wall_seconds >= 10 * BURN
     assert report.sources["idle"].wall_seconds < BURN
-    assert report.sources["busy"].ticks == 40
+    timed = [k for k in range(40) if k % 4 == 0 or k % SOURCE_TIMING_EVERY == 0]
+    assert report.sources["busy"].ticks == len(timed) == 10
+    assert report.sources["busy"].wall_per_tick >= BURN
     assert 0 < report.core_share <= 1.0
 
 

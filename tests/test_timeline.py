@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import sys
 
 import numpy as np
 import pytest
@@ -133,3 +134,67 @@ def test_a_tracker_counts_no_row_before_its_start_and_unclosed_ones_are_let_go()
     for _ in range(100):
         tl.track(["a"], since=0.0)
     assert len(tl._trackers) == 64  # MAX_TRACKERS: the oldest go
+
+
+def test_buckets_fold_missing_values_out_at_every_level():
+    # 1 s buckets of ten rows, then 10 s buckets of those; column b is missing in odd rows,
+    # and column c in the whole of one second
+    rows = []
+    for i in range(250):
+        t = 1000.0 + i / 10
+        rows.append(
+            (t, [float(i), None if i % 2 else float(-i), None if 1010 <= t < 1011 else 2.0])
+        )
+    # a raw ring of 16 rows: the window before its last 1.6 s is read from the buckets
+    one = Timeline(["a", "b", "c"], raw_capacity=16, levels=((1.0, 100), (10.0, 10)))
+    for t, row in rows:
+        one.append(t, row)
+    w = one.window(t1=1019.5)
+    seconds = w.times.tolist()
+    assert seconds[:2] == [1000.0, 1001.0]
+    k = seconds.index(1003.0)  # rows 30..39: b present in 30, 32, .., 38
+    assert w.mean[k].tolist() == [34.5, -34.0, 2.0]
+    assert w.low[k].tolist() == [30.0, -38.0, 2.0] and w.high[k].tolist() == [39.0, -30.0, 2.0]
+    k = seconds.index(1010.0)  # c missing for that whole second
+    assert math.isnan(w.mean[k, 2]) and math.isnan(w.low[k, 2]) and math.isnan(w.high[k, 2])
+    # a 10 s bucket (once the 1 s ring's older buckets fold): the weighted mean of rows 0..99
+    coarse = Timeline(["a", "b", "c"], raw_capacity=16, levels=((1.0, 12), (10.0, 10)))
+    for t, row in rows:
+        coarse.append(t, row)
+    w = coarse.window(t1=1009.99)
+    assert w.times.tolist()[0] == 1000.0
+    assert w.mean[0].tolist() == [49.5, -49.0, 2.0]
+    assert w.low[0].tolist() == [0.0, -98.0, 2.0] and w.high[0].tolist() == [99.0, 0.0, 2.0]
+
+
+def test_a_row_of_the_wrong_width_is_refused_and_the_rings_stay_as_they_were():
+    tl = filled(1)
+    with pytest.raises(ValueError, match="a row of 3 values for 2 columns"):
+        tl.append(2000.0, [1.0, 2.0, 3.0])
+    tl.append(2000.1, [5.0, 6.0])
+    assert tl.cursor == 11 and tl.latest() == {"a": 5.0, "b": 6.0, "time": 2000.1}
+    assert tl.since(10).values.tolist() == [[5.0, 6.0]]
+
+
+def test_the_plain_python_fold_and_numpys_make_the_same_buckets(monkeypatch):
+    # numpy folds only where it is loaded already; the sampler's own writes never import it
+    rows = [
+        (
+            1000.0 + i * 0.37,
+            [None if (i * k) % 5 == 0 else (i * 7919 % 1000) / (k + 1) for k in range(4)],
+        )
+        for i in range(3000)
+    ]
+    levels = ((1.0, 50), (10.0, 20), (60.0, 10))
+    with_numpy = Timeline(list("abcd"), raw_capacity=64, levels=levels)
+    for t, row in rows:
+        with_numpy.append(t, row)
+    without = Timeline(list("abcd"), raw_capacity=64, levels=levels)
+    with monkeypatch.context() as patch:
+        patch.delitem(sys.modules, "numpy")
+        for t, row in rows:
+            without.append(t, row)
+    a, b = with_numpy.window(), without.window()
+    assert a.times.size > 64  # buckets of every level, not only the raw rows
+    for name in ("times", "mean", "low", "high"):
+        assert np.array_equal(getattr(a, name), getattr(b, name), equal_nan=True), name

@@ -5,6 +5,8 @@ from __future__ import annotations
 import time
 
 _WALL_ANCHOR = time.time() - time.monotonic()
+WALL_ANCHOR = _WALL_ANCHOR  # wall_clock() is this plus time.monotonic(), for a caller that has
+# read the monotonic clock already (the sampler's tick: one clock read, no call)
 
 
 def wall_clock() -> float:

@@ -1,74 +1,87 @@
-"""The timeline's storage: fixed-capacity numpy rings of rows, raw and bucketed, and the
-arithmetic that folds rows into buckets and stitches a time window from the rings.
+"""The timeline's storage: fixed-capacity rings of rows, raw and bucketed, and the arithmetic
+that folds rows into buckets.
 
-Not thread-safe on its own: :class:`~nbgpumon._sampling.timeline.Timeline` holds the lock and
-builds a :class:`RingStore` on its first row, which is when numpy is first imported.
+The rings are ``array.array`` buffers (float64 times, float32 values, row-major), not numpy
+arrays: a tick's row is one slice assignment, where a numpy row write cost the running
+sampler more than its NVML reads (docs/benchmarks.md, issue 23), and nothing the sampler does
+imports numpy, so neither ``%load_ext``, the cells after it nor a fork wait for that import.
+Folding a second of rows into a bucket is a few C-level passes a column (sum, min, max),
+or, in a process that has numpy loaded already (torch loads it), numpy_fold's arithmetic on
+views of the same buffers, quicker at many columns.
+Readers that want arrays view the same buffers through ``ring_arrays``, which imports numpy
+on the reader's thread.
+
+Not thread-safe on its own: :class:`~nbgpumon._sampling.timeline.Timeline` holds the lock.
 """
 
 from __future__ import annotations
 
 import math
+import operator
+import sys
+from array import array
 from collections.abc import Iterator, Sequence
 
-import numpy as np
+NAN = math.nan
 
-from .windows import Chunk, Window
+
+def _floats(size: int) -> array:
+    return array("f", [NAN]) * size
 
 
 class Ring:
-    """Fixed-capacity rows of (time, mean, low, high, n); low/high omitted for raw."""
+    """Fixed-capacity rows of (time, mean, low, high, n); raw rings keep no low, high or n
+    (each of their rows is one sample)."""
 
     def __init__(self, capacity: int, width: int, with_range: bool) -> None:
         self.capacity = capacity
-        self.times = np.full(capacity, np.nan)
-        self.mean = np.full((capacity, width), np.nan, dtype=np.float32)
-        self.low = np.full((capacity, width), np.nan, dtype=np.float32) if with_range else None
-        self.high = np.full((capacity, width), np.nan, dtype=np.float32) if with_range else None
-        self.n = np.zeros(capacity, dtype=np.int32)
+        self.width = width
+        self.times = array("d", [NAN]) * capacity
+        self.mean = _floats(capacity * width)
+        self.low = _floats(capacity * width) if with_range else None
+        self.high = _floats(capacity * width) if with_range else None
+        self.n = array("i", [0]) * capacity if with_range else None
         self.count = 0  # rows ever written; the cursor
 
     @property
     def first(self) -> int:
         return max(0, self.count - self.capacity)
 
-    def slots(self, start: int, end: int) -> np.ndarray:
-        return np.arange(start, end) % self.capacity
-
     def oldest_time(self) -> float:
-        return float(self.times[self.first % self.capacity]) if self.count else math.inf
+        return self.times[self.first % self.capacity] if self.count else math.inf
 
-    def rows(
-        self, start: int, end: int, columns: list[int] | None = None
-    ) -> tuple[np.ndarray, ...]:
-        """Rows ``[start, end)`` by cursor, copying only ``columns`` (default all)."""
-        idx = self.slots(start, end)
-        pick = idx if columns is None else np.ix_(idx, columns)
-        mean = self.mean[pick]
-        low = self.low[pick] if self.low is not None else mean
-        high = self.high[pick] if self.high is not None else mean
-        return self.times[idx], mean, low, high, self.n[idx]
+    def row(self, cursor: int) -> list[float]:
+        """Row ``cursor``'s means (NaN where missing)."""
+        at = (cursor % self.capacity) * self.width
+        return self.mean[at : at + self.width].tolist()
 
     def nbytes(self) -> int:
         arrays = [self.times, self.mean, self.n, self.low, self.high]
-        return sum(a.nbytes for a in arrays if a is not None)
+        return sum(len(a) * a.itemsize for a in arrays if a is not None)
 
     def widen(self, width: int) -> None:
         """Make room for more columns, missing (NaN) in every row so far."""
+        old_width, rows = self.width, min(self.count, self.capacity)
         for name in ("mean", "low", "high"):
             old = getattr(self, name)
             if old is None:
                 continue
-            new = np.full((self.capacity, width), np.nan, dtype=np.float32)
-            new[:, : old.shape[1]] = old
+            new = _floats(self.capacity * width)
+            for slot in range(rows):
+                new[slot * width : slot * width + old_width] = old[
+                    slot * old_width : (slot + 1) * old_width
+                ]
             setattr(self, name, new)
+        self.width = width
 
 
 def first_at_or_after(ring: Ring, t: float, strictly_after: bool = False) -> int:
     """Binary search over a ring's cursors (times ascend in cursor order)."""
     lo, hi = ring.first, ring.count
+    times, capacity = ring.times, ring.capacity
     while lo < hi:
         mid = (lo + hi) // 2
-        value = ring.times[mid % ring.capacity]
+        value = times[mid % capacity]
         if value < t or (strictly_after and value == t):
             lo = mid + 1
         else:
@@ -85,15 +98,21 @@ class RingStore:
         self.bucket_seconds = [float(seconds) for seconds, _ in levels]
         # for each level: (bucket id being filled, first cursor of the finer ring in it)
         self.open: list[tuple[int, int] | None] = [None] * len(levels)
+        self._open0: int | None = None  # the finest level's open bucket, checked every row
 
     def append(self, t: float, values: Sequence[float | None]) -> int:
         raw = self.raw
+        width = raw.width
+        if len(values) != width:  # (a slice of another length would resize the ring)
+            raise ValueError(f"a row of {len(values)} values for {width} columns")
         slot = raw.count % raw.capacity
         raw.times[slot] = t
-        raw.mean[slot] = np.array(values, dtype=np.float64)  # None becomes NaN
-        raw.n[slot] = 1
+        raw.mean[slot * width : (slot + 1) * width] = array(
+            "f", [NAN if v is None else v for v in values]
+        )
         raw.count += 1
-        self._fold(0, t, raw.count - 1)
+        if self.levels and math.floor(t / self.bucket_seconds[0]) != self._open0:
+            self._fold(0, t, raw.count - 1)  # (about once a second: a bucket to close)
         return raw.count
 
     def _fold(self, level: int, t: float, cursor: int) -> None:
@@ -101,6 +120,8 @@ class RingStore:
         if level >= len(self.levels):
             return
         bucket = math.floor(t / self.bucket_seconds[level])
+        if level == 0:
+            self._open0 = bucket
         current = self.open[level]
         if current is None:
             self.open[level] = (bucket, cursor)
@@ -111,24 +132,31 @@ class RingStore:
         finer = self.raw if level == 0 else self.levels[level - 1]
         start = max(start, finer.first)
         if cursor > start:
-            self._close(level, open_bucket, finer.rows(start, cursor))
+            self._close(level, open_bucket, finer, start, cursor)
         self.open[level] = (bucket, cursor)
 
-    def _close(self, level: int, bucket: int, rows: tuple[np.ndarray, ...]) -> None:
-        _, mean, low, high, n = rows
-        weights = n.astype(np.float64)[:, None]
-        present = ~np.isnan(mean)
-        total = np.where(present, mean * weights, 0.0).sum(axis=0)
-        counted = np.where(present, weights, 0.0).sum(axis=0)
+    def _close(self, level: int, bucket: int, finer: Ring, start: int, end: int) -> None:
+        """Rows ``[start, end)`` of ``finer`` become one bucket of ``self.levels[level]``."""
+        width, capacity = finer.width, finer.capacity
+        slots = [cursor % capacity for cursor in range(start, end)]
+        if width and _numpy_loaded():  # (torch loads it): numpy's fold, faster at many columns
+            from .numpy_fold import fold
+
+            mean, low, high, count = fold(finer.mean, finer.low, finer.high, finer.n, width, slots)
+            means, lows, highs = (
+                array("f", a.astype("float32").tobytes()) for a in (mean, low, high)
+            )
+        else:
+            means, lows, highs, count = _fold_rows(finer, slots)
         out = self.levels[level]
         slot = out.count % out.capacity
         start_time = bucket * self.bucket_seconds[level]
+        at = slot * width
         out.times[slot] = start_time
-        with np.errstate(invalid="ignore", divide="ignore"):
-            out.mean[slot] = np.where(counted > 0, total / np.maximum(counted, 1), np.nan)
-        out.low[slot] = np.fmin.reduce(low, axis=0)
-        out.high[slot] = np.fmax.reduce(high, axis=0)
-        out.n[slot] = int(n.sum())
+        out.mean[at : at + width] = means
+        out.low[at : at + width] = lows  # type: ignore[index]
+        out.high[at : at + width] = highs  # type: ignore[index]
+        out.n[slot] = count  # type: ignore[index]
         out.count += 1
         self._fold(level + 1, start_time, out.count - 1)
 
@@ -143,60 +171,69 @@ class RingStore:
         while back > raw.first and raw.times[(back - 1) % raw.capacity] >= since:
             back -= 1
         for cursor in range(back, raw.count):
-            slot = cursor % raw.capacity
-            yield float(raw.times[slot]), raw.mean[slot].tolist()
-
-    def since(self, cursor: int, limit: int | None) -> Chunk:
-        raw = self.raw
-        start = max(cursor, raw.first)
-        end = raw.count if limit is None else min(raw.count, start + limit)
-        times, mean, *_ = raw.rows(start, end)
-        return Chunk(start, end, times, mean, gap=start > cursor)
+            yield raw.times[cursor % raw.capacity], raw.row(cursor)
 
     def latest(self) -> tuple[float, list[float]] | None:
         raw = self.raw
         if raw.count == 0:
             return None
-        slot = (raw.count - 1) % raw.capacity
-        return float(raw.times[slot]), raw.mean[slot].tolist()
-
-    def window(self, t0: float, t1: float, picked: list[int] | None, width: int) -> Window:
-        parts: list[tuple[np.ndarray, ...]] = []
-        # Walk finest to coarsest; each coarser ring fills in what precedes the finer one,
-        # with whole buckets only: a bucket is stamped with its start, and one that runs into
-        # the finer ring's range would show those samples again, and too early.
-        limit = math.inf  # the oldest time a finer ring covers
-        seconds = (0.0, *self.bucket_seconds)
-        for ring, bucket in zip((self.raw, *self.levels), seconds, strict=True):
-            if ring.count == 0:
-                continue
-            last_start = min(t1, limit - bucket)
-            if last_start < t0:
-                break
-            start = first_at_or_after(ring, t0)
-            end = first_at_or_after(ring, last_start, strictly_after=True)
-            if end > start:
-                parts.append(ring.rows(start, end, picked)[:4])
-            limit = min(limit, ring.oldest_time())
-        return stitch(parts, width)
+        return raw.times[(raw.count - 1) % raw.capacity], raw.row(raw.count - 1)
 
     def nbytes(self) -> int:
         return self.raw.nbytes() + sum(level.nbytes() for level in self.levels)
 
 
-def stitch(parts: list[tuple[np.ndarray, ...]], width: int) -> Window:
-    """One window of the (times, mean, low, high) parts, read finest first."""
-    if not parts:
-        empty = np.empty((0, width), dtype=np.float32)
-        return Window(np.empty(0), empty, empty, empty)
-    parts = parts[::-1]
-    return Window(*(np.concatenate([p[k] for p in parts]) for k in range(4)))
+def _numpy_loaded() -> bool:
+    """numpy imported already and done importing (not mid-import in another thread, which
+    this thread's import would wait for, holding the timeline's lock)."""
+    module = sys.modules.get("numpy")
+    spec = getattr(module, "__spec__", None)
+    return module is not None and not getattr(spec, "_initializing", False)
 
 
-def mean_and_max(window: Window, k: int) -> tuple[float, float] | None:
-    """Column ``k``'s mean and max over ``window``; None when it has no value there."""
-    mean, high = window.mean[:, k], window.high[:, k]
-    present = ~np.isnan(mean)
-    if not present.any():
-        return None
-    return float(mean[present].mean()), float(np.nanmax(high[present]))
+def _fold_rows(finer: Ring, slots: list[int]) -> tuple[array, array, array, int]:
+    """(mean, low, high, count) of rows ``slots`` of ``finer``, in plain Python: a column's
+    values as one tuple (the rows' slices, transposed), then sum, min and max at C speed."""
+    width = finer.width
+    means = [finer.mean[s * width : (s + 1) * width] for s in slots]
+    if finer.n is None:  # raw rows: one sample each
+        summary = [_samples(column) for column in zip(*means, strict=True)]
+        count = len(slots)
+    else:
+        weights = [finer.n[s] for s in slots]
+        lows = [finer.low[s * width : (s + 1) * width] for s in slots]  # type: ignore[index]
+        highs = [finer.high[s * width : (s + 1) * width] for s in slots]  # type: ignore[index]
+        rotated = (zip(*rows, strict=True) for rows in (means, lows, highs))
+        summary = [_buckets(m, lo, hi, weights) for m, lo, hi in zip(*rotated, strict=True)]
+        count = sum(weights)
+    return (*(array("f", [s[k] for s in summary]) for k in range(3)), count)  # type: ignore[return-value]
+
+
+def _samples(column: tuple[float, ...]) -> tuple[float, float, float]:
+    """(mean, min, max) of one column's raw samples, NaN (missing) left out."""
+    total = sum(column)
+    if total == total:  # no NaN among them (a NaN makes the sum NaN): all C-level passes
+        return total / len(column), min(column), max(column)
+    present = [v for v in column if v == v]
+    if not present:
+        return NAN, NAN, NAN
+    return sum(present) / len(present), min(present), max(present)
+
+
+def _buckets(
+    means: tuple[float, ...], lows: tuple[float, ...], highs: tuple[float, ...], weights: list[int]
+) -> tuple[float, float, float]:
+    """(mean, min, max) of one column over finer buckets: means weighted by their counts."""
+    total = sum(map(operator.mul, means, weights))
+    if total == total:
+        return total / sum(weights), min(lows), max(highs)
+    kept = [k for k, v in enumerate(means) if v == v]
+    if not kept:
+        return NAN, NAN, NAN
+    counted = sum(weights[k] for k in kept)
+    if not counted:
+        return NAN, NAN, NAN
+    mean = sum(means[k] * weights[k] for k in kept) / counted
+    low = min((v for v in lows if v == v), default=NAN)
+    high = max((v for v in highs if v == v), default=NAN)
+    return mean, low, high

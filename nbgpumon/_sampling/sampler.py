@@ -7,13 +7,14 @@ quick. Fork-safe: locks are taken before ``fork()`` and the child starts with no
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 import time
 import weakref
 from collections.abc import Callable, Sequence
 
-from .._foundation.clock import wall_clock
+from .._foundation.clock import WALL_ANCHOR
 from .._sources.base import ALLOCATOR, DETAIL, FAST, SLOW, RemoteSource, Source
 from .node_timeline import NodeTimeline
 from .sampler_cost import CostReport, SamplerCost
@@ -21,6 +22,10 @@ from .timeline import Timeline
 
 Subscriber = Callable[[int], None]
 _FAST_ONLY = frozenset({FAST})
+_EVERY_TICK = frozenset({FAST})  # a source's ``changes_on`` when it does not say
+# Each source's read is timed on every slower tick and on one fast tick in this many: the
+# stamps cost more than some of the reads they time.
+SOURCE_TIMING_EVERY = 16
 
 MIN_INTERVAL = 0.01  # seconds; faster than 100 Hz costs more than it shows
 MAX_INTERVAL = 60.0
@@ -52,7 +57,9 @@ class Sampler:
         self._subscribers: list[Subscriber] = []
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()
-        self._wake = threading.Event()
+        # Held while nobody asks the thread to wake; released to wake it: its wait is one
+        # timed acquire (an Event's wait builds a lock and a list entry every time).
+        self._wake = _held_lock()
         self._prepared = threading.Event()  # set once the thread has built the timeline
         self._lock = threading.Lock()  # held for the duration of a tick
         self._next = dict.fromkeys(self.intervals, 0.0)  # monotonic time each cadence is due
@@ -61,6 +68,10 @@ class Sampler:
         # it has fetched since (never waiting for it) into the cluster timeline.
         self.remote: RemoteSource | None = None
         self.nodes: NodeTimeline | None = None
+        # The last row, which fast ticks refill in place: each source read every tick (its
+        # ``changes_on`` holds FAST, or it has none), with where its values go in the row.
+        self._row: list[float | None] | None = None
+        self._every_tick: list[tuple[Source, int, int]] = []
         self.cost = SamplerCost(self.sources)  # its own CPU and wall time, by tick class
         _live_samplers.add(self)
 
@@ -102,7 +113,7 @@ class Sampler:
         """Stop the thread and wait for it (at most ``timeout`` seconds)."""
         thread = self._thread
         self._stop.set()
-        self._wake.set()
+        self._wake_up()
         if thread is not None and thread is not threading.current_thread():
             thread.join(timeout)
         self._thread = None
@@ -112,7 +123,11 @@ class Sampler:
         if not MIN_INTERVAL <= seconds <= MAX_INTERVAL:
             raise ValueError(f"interval must be between {MIN_INTERVAL} and {MAX_INTERVAL} s")
         self.interval = seconds
-        self._wake.set()
+        self._wake_up()
+
+    def _wake_up(self) -> None:
+        with contextlib.suppress(RuntimeError):  # (already woken: it was not held)
+            self._wake.release()
 
     def subscribe(self, callback: Subscriber) -> Callable[[], None]:
         """Call ``callback(cursor)`` after every tick; returns a function that unsubscribes."""
@@ -122,70 +137,104 @@ class Sampler:
     # -- the thread -----------------------------------------------------------------------
     def _run(self, stop: threading.Event) -> None:
         try:
-            self.timeline.prepare()  # numpy and the rings: here, off the load path
+            self.timeline.prepare()
         except Exception as exc:  # (out of memory): the first append tries again
             self.error = f"{type(exc).__name__}: {exc}"
         finally:
             self._prepared.set()
+        cpu = self.cost.started_thread()
         next_tick = time.monotonic()
         while not stop.is_set():
-            self.tick()
+            cpu = self._tick(cpu)  # charged from the last tick's end: its wait and wake too
             next_tick += self.interval
             delay = next_tick - time.monotonic()
             if delay < 0:  # fell behind (suspended, slow driver): skip, don't burst
                 next_tick = time.monotonic()
                 delay = 0
-            self._wake.wait(delay)
-            self._wake.clear()
+            # the wait: a timed acquire of the held lock, cut short by a wake-up (stop, a new
+            # interval), after which the new interval is kept from then on
+            if self._wake.acquire(timeout=delay):
+                next_tick = time.monotonic()
 
     def tick(self) -> None:
         """One round of reads; callable directly (tests, benchmarks). Never raises."""
+        self._tick(time.thread_time_ns())
+
+    def _tick(self, cpu_from: int) -> int:
+        """One tick, charged the thread's CPU time since ``cpu_from`` (``thread_time_ns``);
+        returns that clock at its end: one read of it a tick."""
         cost = self.cost
         with self._lock:
-            start = cost.clock()
+            wall_from = time.perf_counter_ns()
             due = _FAST_ONLY
             try:
-                due = self._read_into_timeline()
+                mono = time.monotonic()
+                now = WALL_ANCHOR + mono  # (wall_clock(), from this one read of the clock)
+                row = self._row
+                if row is None or mono >= self._soonest or self.ticks % SOURCE_TIMING_EVERY == 0:
+                    due = self._read_all(now, mono)
+                else:
+                    # Most ticks: only the sources read every tick, into the last row in place
+                    # (the others' values are what their last reads left there); flat, as a
+                    # Python call costs microseconds on the cold cache a tick wakes to.
+                    for source, start, end in self._every_tick:
+                        row[start:end] = source.read(_FAST_ONLY)
+                    self.timeline.append(now, row)
+                    if self.remote is not None:
+                        self._take_remote()
                 self.error = ""
             except Exception as exc:  # contained: the thread must outlive any one bad read
                 self.error = f"{type(exc).__name__}: {exc}"
-            read = cost.clock()
-            cost.tick_read(due, start, read)
-            self.last_tick_seconds = (read[1] - start[1]) / 1e9
+                self._row = None  # (a read of the wrong length): every source next tick
+            wall_read = time.perf_counter_ns()
+            cpu_read = time.thread_time_ns()
+            cost.tick_read(due, cpu_read - cpu_from, wall_from, wall_read)
+            self.last_tick_seconds = (wall_read - wall_from) / 1e9
             self.ticks += 1
+        if not self._subscribers:
+            return cpu_read
         cursor = self.timeline.cursor
-        subscribers = list(self._subscribers)
-        for callback in subscribers:
+        for callback in list(self._subscribers):
             try:
                 callback(cursor)
             except Exception as exc:
                 self.error = f"subscriber failed: {type(exc).__name__}: {exc}"
-        if subscribers:
-            cost.subscribers_ran(read, cost.clock())
+        cpu_end = time.thread_time_ns()
+        cost.subscribers_ran(cpu_end - cpu_read, wall_read, time.perf_counter_ns())
+        return cpu_end
 
     def cost_report(self) -> CostReport:
         """What the sampler thread took since it started: CPU and wall time by tick class and
         source, and the NVML calls it made."""
         return self.cost.report()
 
-    def _read_into_timeline(self) -> frozenset[str]:
-        now = wall_clock()
-        mono = time.monotonic()
+    def _read_all(self, now: float, mono: float) -> frozenset[str]:
+        """Every source read, with the cadences due at ``mono``, each one's (and the
+        append's) wall time stamped; returns those cadences."""
         due = self._due(mono)
         row: list[float | None] = []
+        every_tick = []
         clock = time.perf_counter_ns
         stamps = [clock()]  # before the first source, after each, after the append
         for source in self.sources:
-            row.extend(source.read(due))
+            start = len(row)
+            row += source.read(due)
             stamps.append(clock())
+            if FAST in getattr(source, "changes_on", _EVERY_TICK):
+                every_tick.append((source, start, len(row)))
+        self._row, self._every_tick = row, every_tick
         self.timeline.append(now, row)
+        if self.remote is not None:
+            self._take_remote()
+        stamps.append(clock())
+        self.cost.reads_took(stamps)
+        return due
+
+    def _take_remote(self) -> None:
         remote, nodes = self.remote, self.nodes
         if remote is not None and nodes is not None:
             for reading in remote.take():
                 nodes.add(reading)
-        stamps.append(clock())
-        self.cost.reads_took(stamps)
-        return due
 
     def _due(self, mono: float) -> frozenset[str]:
         """The cadences due at ``mono`` (FAST always); each due one is scheduled again."""
@@ -216,7 +265,7 @@ class Sampler:
             # The thread does not exist in the child; leave it stopped, with fresh primitives.
             self._lock = threading.Lock()
             self._stop = threading.Event()
-            self._wake = threading.Event()
+            self._wake = _held_lock()
             self._thread = None
             self._subscribers = []
             self.remote = None  # its worker thread is the parent's
@@ -225,6 +274,12 @@ class Sampler:
 
 
 PREPARE_WAIT = 5.0  # seconds a cell or a fork waits at most for the timeline to be built
+
+
+def _held_lock() -> threading.Lock:
+    lock = threading.Lock()
+    lock.acquire()
+    return lock
 
 
 def timeline_columns(sources: Sequence[Source]) -> list[str]:

@@ -1,14 +1,16 @@
 """What the sampler costs, measured where the cost is: the sampler thread's own CPU time.
 
 Each tick is classed by the slowest cadence it read (a ``fast`` tick read memory and
-utilization only; a ``detail`` tick also temperature, power, clocks and PCIe; and so on), and
-the thread's CPU time (``time.thread_time_ns``) and wall time of its reads are added to its
-class; the wall time of each source's ``read`` to that source, and of the timeline's append
-to ``timeline``; what the subscribers (the
-widget's publisher, the static view) take after the reads to ``subscribers``. The share of a
-core is the thread's CPU time over the wall time it ran for. Two clock reads a tick for the
-thread's CPU time (about 0.6 µs each on the 2-core VM) and one per source for wall time: the
-accounting's own cost, included in what it reports.
+utilization only; a ``detail`` tick also temperature, power, clocks and PCIe; and so on). The
+thread reads its CPU clock (``time.thread_time_ns``) once a tick, at the end of its reads, and
+charges the tick everything since the previous tick's end: its wait and wake-up, its reads,
+the timeline's append and this accounting, so the sums are all the CPU time the thread took
+(a tick called directly, outside the thread, is charged from its own start). The wall time of
+its reads is added to its class; each source's read and the timeline's append (``timeline``)
+are stamped on every slower tick and on one fast tick in ``SOURCE_TIMING_EVERY``, their mean
+wall time per read kept; what the subscribers (the widget's publisher, the static view) take
+after the reads goes to ``subscribers``. The share of a core is the thread's CPU time over the
+wall time it ran for.
 """
 
 from __future__ import annotations
@@ -51,7 +53,8 @@ class CostReport:
     ticks: int
     cpu_seconds: float  # the sampler thread's CPU time in ticks and subscribers
     groups: dict[str, GroupCost] = field(default_factory=dict)  # fast, allocator, …, subscribers
-    sources: dict[str, GroupCost] = field(default_factory=dict)  # each source's read, wall time
+    # each source's read, wall time, over the reads timed (SOURCE_TIMING_EVERY)
+    sources: dict[str, GroupCost] = field(default_factory=dict)
     nvml_calls: int = 0  # NVML calls made meanwhile, by any thread
     nvml_gil_kept_calls: int = 0  # ... of which kept the GIL (the fast tick's: memory, utilization)
 
@@ -113,14 +116,17 @@ class SamplerCost:
             self._last = 0  # ... and of the end of the latest
             self._ticks = 0
             self._group = {name: [0, 0, 0] for name in (*CADENCES, SUBSCRIBERS)}  # ticks, cpu, wall
-            self._source = [[0, 0] for _ in self._names]  # ticks, wall ns
+            self._source = [[0, 0] for _ in self._names]  # reads timed, wall ns
             self._nvml0 = self.nvml_counter() if self.nvml_counter is not None else (0, 0)
 
     # -- the sampler thread ---------------------------------------------------------------
-    @staticmethod
-    def clock() -> tuple[int, int]:
-        """(thread CPU ns, wall ns) now."""
-        return time.thread_time_ns(), time.perf_counter_ns()
+    def started_thread(self) -> int:
+        """The thread starts ticking: its CPU clock now (ns), which its first tick is charged
+        from."""
+        with self._lock:
+            if self._started is None:
+                self._started = time.perf_counter_ns()
+        return time.thread_time_ns()
 
     def reads_took(self, stamps: list[int]) -> None:
         """``perf_counter_ns`` before the first source's read and after each (then after the
@@ -129,28 +135,29 @@ class SamplerCost:
             entry[0] += 1
             entry[1] += end - start
 
-    def tick_read(self, due: frozenset[str], start: tuple[int, int], end: tuple[int, int]) -> None:
-        """A tick's reads ran from ``start`` to ``end`` (``clock()`` values)."""
+    def tick_read(self, due: frozenset[str], cpu_ns: int, wall_from: int, wall_to: int) -> None:
+        """A tick took ``cpu_ns`` of the thread's CPU; its reads ran from ``wall_from`` to
+        ``wall_to`` (``perf_counter_ns``)."""
         kind = _KIND.get(due)  # the sampler passes the same few frozensets: looked up, not sorted
         if kind is None:
             kind = _KIND[due] = max(due, key=lambda c: _ORDER.get(c, -1)) if due else FAST
         with self._lock:
             if self._started is None:
-                self._started = start[1]
+                self._started = wall_from
             group = self._group[kind]
             group[0] += 1
-            group[1] += end[0] - start[0]
-            group[2] += end[1] - start[1]
+            group[1] += cpu_ns
+            group[2] += wall_to - wall_from
             self._ticks += 1
-            self._last = end[1]
+            self._last = wall_to
 
-    def subscribers_ran(self, start: tuple[int, int], end: tuple[int, int]) -> None:
+    def subscribers_ran(self, cpu_ns: int, wall_from: int, wall_to: int) -> None:
         with self._lock:
             group = self._group[SUBSCRIBERS]
             group[0] += 1
-            group[1] += end[0] - start[0]
-            group[2] += end[1] - start[1]
-            self._last = end[1]
+            group[1] += cpu_ns
+            group[2] += wall_to - wall_from
+            self._last = wall_to
 
     # -- anyone ---------------------------------------------------------------------------
     def report(self) -> CostReport:

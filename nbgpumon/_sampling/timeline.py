@@ -6,9 +6,10 @@ fixed capacity, so memory is fixed once the first row arrives however long the k
 One writer (the sampler) appends; readers ask for "what's new since cursor N" or for a time
 window, which is stitched from the finest ring that still holds each part of it.
 
-The rings (rings.py) are numpy arrays, and importing numpy is most of what ``%load_ext``
-would otherwise wait for; so they are built on the first row, in the sampler's thread, and
-until then the timeline is empty without numpy: its cursor, latest row and trackers need none.
+Writing needs no numpy: the rings (rings.py) are ``array.array`` buffers, built by the
+sampler's thread before its first tick (``prepare``). Readers that want arrays (``since``,
+``window``, ``column_stats``) get numpy copies from ring_arrays.py, which imports numpy on the
+reader's thread, the first time one asks; the cursor, the latest row and the trackers need none.
 """
 
 from __future__ import annotations
@@ -16,12 +17,9 @@ from __future__ import annotations
 import math
 import threading
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
+from .rings import RingStore
 from .windows import Chunk, Window
-
-if TYPE_CHECKING:
-    from .rings import RingStore
 
 __all__ = ["DEFAULT_LEVELS", "MAX_TRACKERS", "Chunk", "RunningStats", "Timeline", "Window"]
 
@@ -90,17 +88,15 @@ class Timeline:
         self._lock = threading.Lock()
 
     def prepare(self) -> None:
-        """Build the rings now (importing numpy): the sampler's thread does, before its first
-        tick, so that neither ``%load_ext`` nor that tick's cost waits for it."""
+        """Build the rings now (a few MB of buffers): the sampler's thread does, before its
+        first tick, so that ``%load_ext`` does not wait for it and no cell is charged it."""
         self._rings()
 
     def _rings(self) -> RingStore:
-        """The rings, built (and numpy imported) the first time anything needs them."""
+        """The rings, built the first time anything needs them."""
         store = self._store
         if store is not None:
             return store
-        from .rings import RingStore  # outside the lock: readers go on while numpy loads
-
         with self._lock:
             if self._store is None:
                 self._store = RingStore(len(self.columns), self._raw_capacity, self._level_spec)
@@ -160,9 +156,11 @@ class Timeline:
 
     def since(self, cursor: int, limit: int | None = None) -> Chunk:
         """Raw samples appended after ``cursor`` (oldest first, at most ``limit``)."""
+        from . import ring_arrays  # numpy: on the reader's thread, when first asked
+
         store = self._rings()
         with self._lock:
-            return store.since(cursor, limit)
+            return ring_arrays.since(store, cursor, limit)
 
     def latest(self) -> dict[str, float] | None:
         """The newest sample as {column: value} plus ``"time"``; None when empty."""
@@ -185,11 +183,13 @@ class Timeline:
 
         ``columns`` limits the copy to those columns (in that order); default all.
         """
+        from . import ring_arrays
+
         store = self._rings()
         picked = None if columns is None else [self._col[c] for c in columns]
         width = len(self.columns) if picked is None else len(picked)
         with self._lock:
-            return store.window(t0, t1, picked, width)
+            return ring_arrays.window(store, t0, t1, picked, width)
 
     def column_stats(
         self, columns: Sequence[str], t0: float, t1: float
@@ -198,7 +198,7 @@ class Timeline:
 
         Unknown columns are None too. One window read serves all the columns.
         """
-        from .rings import mean_and_max
+        from .ring_arrays import mean_and_max
 
         known = [c for c in columns if c in self._col]
         out: dict[str, tuple[float, float] | None] = dict.fromkeys(columns)

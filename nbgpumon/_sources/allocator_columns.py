@@ -30,6 +30,8 @@ class AllocatorColumns:
     initialising it); the first read also maps NVML's devices to the framework's by UUID.
     """
 
+    changes_on = frozenset({ALLOCATOR})  # (Source): on other ticks the sampler keeps its row
+
     def __init__(self, allocator: AllocatorSource, nvml: NvmlSource) -> None:
         self.allocator, self.nvml = allocator, nvml
         self.name = allocator.name

@@ -46,6 +46,10 @@ class Source(Protocol):
         """One value per column (None: missing); reads what ``due`` names, carries the rest."""
         ...
 
+    # Optionally, ``changes_on``: the cadences whose reads change its values. A source whose
+    # set lacks FAST (an allocator's columns) is not read on ticks when none of them is due:
+    # the sampler keeps its last values. Without it, a source is read every tick.
+
 
 @dataclass(frozen=True, slots=True)
 class NodeReading:

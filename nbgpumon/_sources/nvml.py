@@ -14,6 +14,7 @@ from .._foundation.metrics import columns_for, metrics_of
 from .base import CADENCES, DETAIL, SLOW
 from .cuda_devices import cuda_view, map_by_uuid
 from .mig_devices import MigDevice, mig_devices
+from .nvml_held_calls import DeviceReads
 from .nvml_library import NA, NvmlLibrary, shadowing_note
 
 # NVML constants used here, by value, so that the code reads the same with any binding version.
@@ -97,6 +98,8 @@ class _DeviceState:
     # this device's values as the last read left them: each tick copies them and fills in
     # what it reads, so what slower cadences read is carried
     values: list[float | None] = field(default_factory=lambda: [None] * len(FAST_METRICS))
+    reads: DeviceReads | None = None  # its fast calls bound once, while they may be made so
+    reads_at: int = -1  # the library's ``changes`` when ``reads`` was made
 
 
 class NvmlSource:
@@ -205,21 +208,52 @@ class NvmlSource:
             self.read_slow()
             self.processes = self.read_processes()
         details = DETAIL in due
+        changes = self.library.changes
         row: list[float | None] = []
         for i, state in enumerate(self._state):
             if details:
                 self._read_details(i, state)
-            row.extend(self._read_device(i, state))
+            reads = state.reads
+            # Most ticks: the bound calls, made here rather than in a call of their own (a
+            # Python call costs microseconds on the cold cache a tick wakes to).
+            code = reads.call() if reads is not None and state.reads_at == changes else -1
+            if not code:
+                values = state.values
+                memory, util = reads.memory, reads.util  # type: ignore[union-attr]
+                values[_MEM_USED], values[_MEM_RESERVED] = memory.used, memory.reserved
+                values[_MEM_TOTAL] = memory.total
+                values[_GPU_UTIL], values[_MEM_UTIL] = util.gpu, util.memory
+                row += values
+            else:
+                row += self._read_device(i, state, code)
         return row
 
-    def _read_device(self, i: int, state: _DeviceState) -> list[float | None]:
-        """The fast metrics read now; the slower ones as their last reads left them."""
-        # Every tick, every device: positional arguments and fixed slots, no dict built.
-        used, reserved, total = self._memory(i, state)
-        util = self.library.query(
+    def _read_device(self, i: int, state: _DeviceState, code: int) -> list[float | None]:
+        """The fast metrics read now, when the bound calls failed with ``code`` or (-1) were
+        not made (none, or made before :attr:`NvmlLibrary.changes` moved); the slower ones as
+        their last reads left them."""
+        lib, values = self.library, state.values
+        if code < 0:
+            state.reads = lib.device_reads(i, state.handle, _MEMORY_V2)
+            state.reads_at = lib.changes
+            code = state.reads.call() if state.reads is not None else -1
+        reads = state.reads
+        if reads is not None and not code:
+            _put_memory(values, reads.memory)
+            values[_GPU_UTIL], values[_MEM_UTIL] = reads.util.gpu, reads.util.memory
+            return values
+        if reads is not None and code > 0:
+            lib.held_call_failed(reads, code, i)  # recorded as query would: not asked again
+            if reads.failed == "utilization":  # (memory answered)
+                _put_memory(values, reads.memory)
+                values[_GPU_UTIL] = values[_MEM_UTIL] = None
+                return values
+        # Through query, which records a failure (and disables a metric, marks a GPU lost);
+        # memory's v2 not again when the bound call just failed.
+        used, reserved, total = self._memory(i, state, v2=code < 0)
+        util = lib.query(
             "nvmlDeviceGetUtilizationRates", state.handle, device=i, metric="utilization"
         )
-        values = state.values
         values[_MEM_USED], values[_MEM_RESERVED], values[_MEM_TOTAL] = used, reserved, total
         if util is NA:
             values[_GPU_UTIL] = values[_MEM_UTIL] = None
@@ -227,12 +261,15 @@ class NvmlSource:
             values[_GPU_UTIL], values[_MEM_UTIL] = util.gpu, util.memory
         return values
 
-    def _memory(self, i: int, state: _DeviceState) -> tuple[int | None, int | None, int | None]:
+    def _memory(
+        self, i: int, state: _DeviceState, v2: bool = True
+    ) -> tuple[int | None, int | None, int | None]:
         """(used, reserved, total) bytes: v2 (as nvidia-smi counts "used"), else v1."""
         lib, h = self.library, state.handle
-        mem = lib.query("nvmlDeviceGetMemoryInfo", h, _MEMORY_V2, device=i, metric="memory_v2")
-        if mem is not NA:
-            return mem.used, mem.reserved, mem.total
+        if v2:
+            mem = lib.query("nvmlDeviceGetMemoryInfo", h, _MEMORY_V2, device=i, metric="memory_v2")
+            if mem is not NA:
+                return mem.used, mem.reserved, mem.total
         mem = lib.query("nvmlDeviceGetMemoryInfo", h, device=i, metric="memory")
         return (None, None, None) if mem is NA else (mem.used, None, mem.total)
 
@@ -367,6 +404,12 @@ def _on_mig(gpu: GpuDevice, mig: MigDevice) -> GpuDevice:
     return dataclasses.replace(
         gpu, name=mig.name, uuid=mig.uuid, memory_total=mig.memory_total, mig=part
     )
+
+
+def _put_memory(values: list[float | None], memory: object) -> None:
+    values[_MEM_USED] = memory.used  # type: ignore[attr-defined]
+    values[_MEM_RESERVED] = memory.reserved  # type: ignore[attr-defined]
+    values[_MEM_TOTAL] = memory.total  # type: ignore[attr-defined]
 
 
 def _rate(counter: _Counter, value: object) -> float | None:

@@ -131,6 +131,78 @@ class _SlowWatch:
         return out
 
 
+def fast_tick_functions(binding: ModuleType) -> tuple[Any, Any] | None:
+    """NVML's C ``nvmlDeviceGetMemoryInfo_v2`` and ``nvmlDeviceGetUtilizationRates`` as
+    GIL-keeping callables, for :class:`DeviceReads`; None where either can't be had."""
+    memory_v2 = _c_function(binding, "nvmlDeviceGetMemoryInfo_v2")
+    utilization = _c_function(binding, "nvmlDeviceGetUtilizationRates")
+    return None if memory_v2 is None or utilization is None else (memory_v2, utilization)
+
+
+class DeviceReads:
+    """One device's every-tick calls bound once: the C functions, the device's handle and the
+    structures they fill, so that a tick builds nothing (no structure, no ``byref``, no
+    keyword arguments) and runs a few bytecodes around the two calls."""
+
+    __slots__ = (
+        "_made",
+        "_memory_ref",
+        "_on_slow",
+        "_util_ref",
+        "_version",
+        "failed",
+        "handle",
+        "memory",
+        "memory_v2",
+        "slow",
+        "util",
+        "utilization",
+    )
+
+    def __init__(
+        self,
+        functions: tuple[Any, Any],
+        handle: Any,
+        version: int,
+        made: list[int],
+        on_slow: Callable[[], None],
+    ) -> None:
+        self.memory_v2, self.utilization = functions
+        self.handle = handle
+        self._version = version
+        self.memory = MemoryV2(version)
+        self.util = Utilization()
+        self._memory_ref = ctypes.byref(self.memory)
+        self._util_ref = ctypes.byref(self.util)
+        self._made = made  # the library's count of the calls made this way: [calls]
+        self._on_slow = on_slow  # told once, at SLOW_CALLS_ALLOWED slow runs in a row
+        self.slow = 0  # runs in a row that took over SLOW_CALL_NS
+        self.failed = ""  # the metric whose call failed last ("memory_v2", "utilization")
+
+    def call(self) -> int:
+        """The memory call, then (if it answered) the utilization call: 0 when both answered
+        (``memory`` and ``util`` filled in), else the failed call's NVML error code, its
+        metric in ``failed``. Never raises."""
+        start = time.perf_counter_ns()
+        self.memory.version = self._version  # (an input: the driver checks it)
+        code = self.memory_v2(self.handle, self._memory_ref)
+        if code:
+            self.failed = "memory_v2"
+            self._made[0] += 1
+        else:
+            code = self.utilization(self.handle, self._util_ref)
+            if code:
+                self.failed = "utilization"
+            self._made[0] += 2
+        if time.perf_counter_ns() - start > SLOW_CALL_NS:
+            self.slow += 1
+            if self.slow == SLOW_CALLS_ALLOWED:
+                self._on_slow()
+        elif self.slow:
+            self.slow = 0
+        return code
+
+
 def _c_function(binding: ModuleType, name: str) -> Any:
     """NVML's C function ``name`` as a GIL-keeping callable, or None where it can't be had."""
     resolve = getattr(binding, "_nvmlGetFunctionPointer", None)

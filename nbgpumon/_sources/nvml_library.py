@@ -18,9 +18,19 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
-from .nvml_held_calls import SLOW_CALL_NS, gil_keeping_functions
+from .nvml_held_calls import (
+    SLOW_CALL_NS,
+    DeviceReads,
+    fast_tick_functions,
+    gil_keeping_functions,
+)
 
 NA: Any = None  # the value of a reading NVML could not give
+# the binding's names of what DeviceReads calls, by the metric each reads
+_HELD_FUNCTIONS = {
+    "memory_v2": "nvmlDeviceGetMemoryInfo",
+    "utilization": "nvmlDeviceGetUtilizationRates",
+}
 
 # NVML return codes (stable across driver versions; the binding exports the same numbers).
 _NOT_SUPPORTED = 3
@@ -72,10 +82,15 @@ class NvmlLibrary:
         self._missing_functions: set[str] = set()
         self.lost_devices: set[int] = set()
         self._lock = threading.Lock()  # guards the dicts above; NVML itself is thread-safe
-        self.calls = 0  # NVML calls made, all of them
-        self.gil_kept_calls = 0  # ... of which kept the GIL (nvml_held_calls says which, and why)
+        self._calls = 0  # NVML calls made through query and call_first
+        self._gil_kept = 0  # ... of which kept the GIL
+        self._held = [0]  # calls DeviceReads made (all keep the GIL), counted by them
         # the binding's functions by name, where a GIL-keeping one replaces the binding's own
         self._gil_keeping: dict[str, Callable[..., Any]] = {}
+        self._fast_tick: tuple[Any, Any] | None = None  # the C functions DeviceReads call
+        # counts what changes which calls a device's fast tick may make (a metric disabled, a
+        # GPU lost, a function given back its GIL release): a DeviceReads made before is stale
+        self.changes = 0
 
     # -- life cycle ---------------------------------------------------------------------
     def init(self) -> bool:
@@ -102,6 +117,7 @@ class NvmlLibrary:
             return False
         self.available = True
         self._gil_keeping = gil_keeping_functions(nvml, self._release_gil_for)
+        self._fast_tick = fast_tick_functions(nvml)
         version = self.query("nvmlSystemGetDriverVersion")
         self.driver_version = _text(version)
         return True
@@ -124,9 +140,51 @@ class NvmlLibrary:
         return self._module
 
     @property
+    def calls(self) -> int:
+        """NVML calls made, all of them."""
+        return self._calls + self._held[0]
+
+    @property
+    def gil_kept_calls(self) -> int:
+        """... of which kept the GIL (nvml_held_calls says which, and why)."""
+        return self._gil_kept + self._held[0]
+
+    @property
     def gil_kept(self) -> tuple[str, ...]:
         """The NVML functions called without releasing the GIL (the fast tick's)."""
         return tuple(self._gil_keeping)
+
+    # -- the fast tick's calls -----------------------------------------------------------
+    def device_reads(self, device: int, handle: Any, version: int) -> DeviceReads | None:
+        """``device``'s memory (v2, ``version``) and utilization calls bound once, or None
+        where they must go through :meth:`query`: no GIL-keeping functions, either metric
+        disabled on it, the GPU lost. Made again when :attr:`changes` moves."""
+        kept = self._gil_keeping
+        if (
+            not self.available
+            or self._fast_tick is None
+            or "nvmlDeviceGetMemoryInfo" not in kept
+            or "nvmlDeviceGetUtilizationRates" not in kept
+            or device in self.lost_devices
+            or (device, "memory_v2") in self._disabled
+            or (device, "utilization") in self._disabled
+        ):
+            return None
+        return DeviceReads(self._fast_tick, handle, version, self._held, self._held_too_slow)
+
+    def _held_too_slow(self) -> None:
+        """The bound calls ran slow too often: both go back to the binding's, which release
+        the GIL (nvml_held_calls says why)."""
+        self._release_gil_for("nvmlDeviceGetMemoryInfo")
+        self._release_gil_for("nvmlDeviceGetUtilizationRates")
+
+    def held_call_failed(self, reads: DeviceReads, code: int, device: int) -> None:
+        """Record a failed held call as :meth:`query` records one (a metric disabled, a GPU
+        lost), so that it is asked once, not again through query."""
+        function = _HELD_FUNCTIONS[reads.failed]
+        error = getattr(self._module, "NVMLError", None)
+        exc = error(code) if error is not None else RuntimeError(code)
+        self._record_failure(exc, function, device, reads.failed)
 
     # -- calls ----------------------------------------------------------------------------
     def query(
@@ -150,13 +208,13 @@ class NvmlLibrary:
             return NA
         fn: Callable[..., Any] | None = self._gil_keeping.get(function)
         if fn is not None:
-            self.gil_kept_calls += 1
+            self._gil_kept += 1
         else:
             fn = getattr(self._module, function, None)
             if fn is None:
                 self._note_missing(function)
                 return NA
-        self.calls += 1
+        self._calls += 1
         try:
             return fn(*args, **kwargs)
         except Exception as exc:
@@ -170,7 +228,7 @@ class NvmlLibrary:
         fn = getattr(self._module, function, None) if self.available else None
         if fn is None:
             return NA
-        self.calls += 1
+        self._calls += 1
         try:
             return fn(*args)
         except Exception:
@@ -191,7 +249,7 @@ class NvmlLibrary:
             if fn is None:
                 self._missing_functions.add(name)
                 continue
-            self.calls += 1
+            self._calls += 1
             try:
                 return fn(*args)
             except Exception as exc:
@@ -228,6 +286,7 @@ class NvmlLibrary:
         if code in (_GPU_IS_LOST, _GPU_NOT_FOUND) and device is not None:
             with self._lock:
                 self.lost_devices.add(device)
+                self.changes += 1
         elif code == _FUNCTION_NOT_FOUND:
             self._note_missing(function)
             if metric is not None and device is not None:
@@ -240,10 +299,12 @@ class NvmlLibrary:
     def _disable(self, device: int, metric: str, reason: str) -> None:
         with self._lock:
             self._disabled[(device, metric)] = reason
+            self.changes += 1
 
     def _release_gil_for(self, function: str) -> None:
         """A GIL-keeping call was slow too often: call the binding's own (releasing) one."""
         with self._lock:
+            self.changes += 1
             if self._gil_keeping.pop(function, None) is not None:
                 self.notes.append(
                     f"{function} took over {SLOW_CALL_NS / 1e6:g} ms on this driver: "

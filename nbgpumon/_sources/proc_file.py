@@ -10,46 +10,65 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
+import weakref
 
 
 class ProcFile:
     """``/proc/self/NAME`` opened on first use, and again in a forked child (the descriptor a
-    child inherits names its parent's file)."""
+    child inherits names its parent's file): a hook run at fork forgets it there, so that a
+    read asks no ``getpid`` first."""
 
     def __init__(self, name: str, flags: int = os.O_RDONLY) -> None:
         self.path = f"/proc/self/{name}"
         self._flags = flags
-        self._open: tuple[int, int] | None = None  # (pid, fd)
+        self.kept: int | None = None  # the open descriptor (this process's own), None until used
         self._lock = threading.Lock()  # (the sampler's thread and the kernel's both read)
+        _files.add(self)
 
     def _fd(self) -> int:
-        opened, pid = self._open, os.getpid()
-        if opened is not None and opened[0] == pid:
-            return opened[1]
+        fd = self.kept
+        if fd is not None:
+            return fd
         with self._lock:
-            if self._open is not None and self._open[0] == pid:
-                return self._open[1]
-            if self._open is not None:  # a forked child's inherited copy of the parent's
-                _close_quietly(self._open[1])
-            self._open = (pid, os.open(self.path, self._flags))
-            return self._open[1]
+            if self.kept is None:
+                self.kept = os.open(self.path, self._flags)
+            return self.kept
 
     def read(self, size: int) -> bytes:
         """The file's first ``size`` bytes; raises OSError as ``os.pread`` does."""
-        return os.pread(self._fd(), size, 0)
+        fd = self.kept
+        return os.pread(fd if fd is not None else self._fd(), size, 0)
 
     def write(self, data: bytes) -> None:
         """Write ``data`` (for a control file such as ``clear_refs``); raises OSError."""
         os.write(self._fd(), data)
 
     def close(self) -> None:
-        """Close the descriptor (this process's own only); a later use opens it again."""
+        """Close the descriptor; a later use opens it again."""
         with self._lock:
-            opened, self._open = self._open, None
-        if opened is not None and opened[0] == os.getpid():
-            _close_quietly(opened[1])
+            fd, self.kept = self.kept, None
+        if fd is not None:
+            _close_quietly(fd)
+
+    def _forget_after_fork(self) -> None:
+        fd, self.kept = self.kept, None
+        self._lock = threading.Lock()  # (another thread of the parent may have held it)
+        if fd is not None:
+            _close_quietly(fd)  # the child's copy of the parent's descriptor
+
+
+_files: weakref.WeakSet[ProcFile] = weakref.WeakSet()
+
+
+def _forget_in_child() -> None:
+    for file in list(_files):
+        file._forget_after_fork()
 
 
 def _close_quietly(fd: int) -> None:
     with contextlib.suppress(OSError):
         os.close(fd)
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_in_child)
