@@ -36,9 +36,9 @@ def test_in_colab_gpumon_is_the_picture_with_one_line_saying_why_and_catches_up_
     runs = run_cells(
         [
             COUNTS,
-            "%load_ext nbgpumon",
+            "%load_ext nbgpumon\nimport numpy as np, time  # numpy's memory: not cell [4]'s",
             "%gpumon",
-            "import numpy as np, time\nkeep = np.ones(2**24)  # 128 MiB\ntime.sleep(2.5)",
+            "keep = np.ones(2**24)  # 128 MiB\ntime.sleep(2.5)",
             "x = 1  # <img src=x onerror=alert(1)>",
             COUNTS,
         ],

@@ -17,9 +17,9 @@ from notebook_page import open_offline
 pytestmark = pytest.mark.browser
 
 CELLS = [
-    "%load_ext nbgpumon",
+    "%load_ext nbgpumon\nimport numpy as np, time  # numpy's own memory: not the next cell's",
     "%gpumon summary on",
-    "import numpy as np, time\nkeep = np.ones(2**24)  # 128 MiB\ntime.sleep(1.5)",
+    "keep = np.ones(2**24)  # 128 MiB\ntime.sleep(1.5)",
     "%gpumon",
     "%gpumon --static",
     "x = 1  # <img src=x onerror=alert(1)>\ntime.sleep(0.5)",
