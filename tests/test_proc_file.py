@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -67,3 +68,28 @@ def test_the_peak_rss_mark_resets_through_the_kept_clear_refs():
         after = host.peak_rss()
         assert before - after > 48 * 2**20, (before, after)
     host.close()
+
+
+def test_system_memory_and_process_names_from_proc_agree_with_psutil(tmp_path):
+    import shutil
+    import subprocess
+
+    import psutil
+
+    from nbgpumon._sources.host import HostSource
+    from nbgpumon._sources.nvml import _process_name
+
+    used, available = HostSource().system()
+    vm = psutil.virtual_memory()
+    assert abs(available - vm.available) < 256 * 2**20  # the machine's memory moves meanwhile
+    assert abs(used - (vm.total - vm.available)) < 256 * 2**20
+    # a name longer than the 15 characters /proc/PID/comm keeps, as psutil gives it
+    program = tmp_path / "a_program_with_a_long_name"
+    shutil.copy(shutil.which("sleep"), program)
+    child = subprocess.Popen([str(program), "30"])
+    try:
+        assert _process_name(child.pid) == psutil.Process(child.pid).name() == program.name
+        assert _process_name(os.getpid()) == psutil.Process().name()
+    finally:
+        child.kill()
+        child.wait()

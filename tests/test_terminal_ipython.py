@@ -7,6 +7,7 @@ import sys
 
 SESSION = """\
 %load_ext nbgpumon
+import sys; print('PSUTIL', 'psutil' in sys.modules)
 %gpumon summary on
 %config GPUMon.interval = 1e9
 %config GPUMon.interval
@@ -31,11 +32,12 @@ def test_a_bad_setting_is_one_line_without_a_logging_prefix_and_exit_gets_no_sum
         "nbgpumon: GPUMon.interval must be between 0.01 and 60 seconds, not 1000000000.0" in out
     ), out
     assert "ERROR:root" not in out, out
-    assert "Out[4]: 0.1" in out, out  # the setting kept its value
+    assert "Out[5]: 0.1" in out, out  # the setting kept its value
+    assert "PSUTIL False" in out, out  # Linux reads /proc: no psutil import on the load's path
     summaries = [line for line in out.splitlines() if " host " in line and " ms" in line]
-    # the summary of `x = 1` (cell 5) and none for `exit` (cell 6)
-    assert any("[5] host" in line for line in summaries), out
-    assert not any("[6]" in line for line in summaries), out
+    # the summary of `x = 1` (cell 6) and none for `exit` (cell 7)
+    assert any("[6] host" in line for line in summaries), out
+    assert not any("[7]" in line for line in summaries), out
 
 
 def test_gpumon_in_a_terminal_prints_the_charts_text_not_a_widget_repr():

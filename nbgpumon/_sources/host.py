@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import os
-
-import psutil
+from typing import Any
 
 from .._foundation.metrics import columns_for, metrics_of
 from .base import SLOW
-from .proc_file import ProcFile
+from .proc_file import ProcFile, read_proc
 
 _PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 _STATUS_BYTES = 8192  # /proc/self/status is about 1.5 KB; VmHWM is in its first half
@@ -21,7 +20,7 @@ class HostSource:
     metrics = metrics_of("host")
 
     def __init__(self) -> None:
-        self._process = psutil.Process()
+        self._process: Any = None  # psutil's, where /proc cannot be read (imported then)
         self._system: tuple[int | None, int | None] = (None, None)  # carried between slow reads
         self._statm = ProcFile("statm")
         self._status_file = ProcFile("status")  # VmHWM: the peak RSS
@@ -52,6 +51,10 @@ class HostSource:
         except (OSError, ValueError, IndexError):
             pass
         try:
+            if self._process is None:
+                import psutil  # not on the load's path: Linux reads /proc
+
+                self._process = psutil.Process()
             return int(self._process.memory_info().rss)
         except Exception as exc:
             self.status = f"cannot read RSS: {exc}"
@@ -63,8 +66,15 @@ class HostSource:
             file.close()
 
     def system(self) -> tuple[int | None, int | None]:
-        """Machine memory (used, available), in bytes; slower, for the slow cadence."""
+        """Machine memory (used, available), in bytes; slower, for the slow cadence. Used is
+        total less available, as ``psutil.virtual_memory()`` gives them."""
+        meminfo = _meminfo()
+        if meminfo is not None:
+            total, available = meminfo
+            return total - available, available
         try:
+            import psutil  # where /proc/meminfo cannot be read (macOS)
+
             vm = psutil.virtual_memory()
             return int(vm.total - vm.available), int(vm.available)
         except Exception as exc:
@@ -90,6 +100,25 @@ class HostSource:
         except OSError:
             self.can_reset_peak = False
             return False
+
+
+def _meminfo() -> tuple[int, int] | None:
+    """(MemTotal, MemAvailable) in bytes from /proc/meminfo; None where it cannot be read
+    (not Linux, or a kernel before 3.14, which has no MemAvailable)."""
+    text = read_proc("/proc/meminfo")
+    if text is None:
+        return None
+    found: dict[bytes, int] = {}
+    for line in text.splitlines():
+        key, _, rest = line.partition(b":")
+        if key in (b"MemTotal", b"MemAvailable"):
+            try:
+                found[key] = int(rest.split()[0]) * 1024
+            except (ValueError, IndexError):
+                return None
+    if len(found) < 2:
+        return None
+    return found[b"MemTotal"], found[b"MemAvailable"]
 
 
 def _writable(path: str) -> bool:

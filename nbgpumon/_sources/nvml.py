@@ -8,14 +8,13 @@ import time
 from dataclasses import dataclass, field
 from types import ModuleType
 
-import psutil
-
 from .._foundation.metrics import columns_for, metrics_of
 from .base import CADENCES, DETAIL, SLOW
 from .cuda_devices import cuda_view, map_by_uuid
 from .mig_devices import MigDevice, mig_devices
 from .nvml_held_calls import DeviceReads
 from .nvml_library import NA, NvmlLibrary, shadowing_note
+from .proc_file import read_proc
 
 # NVML constants used here, by value, so that the code reads the same with any binding version.
 _TEMPERATURE_GPU = 0
@@ -451,7 +450,25 @@ def _text(value: object) -> str | None:
 def _process_name(pid: int | None) -> str:
     if pid is None:
         return "unknown (PID hidden by a PID namespace)"
+    comm = read_proc(f"/proc/{pid}/comm", 64)
+    if comm:
+        return _full_name(pid, comm.decode(errors="replace").strip())
     try:
+        import psutil  # where /proc cannot be read (not Linux)
+
         return psutil.Process(pid).name()
     except Exception:
         return "unknown (not visible from this process)"
+
+
+def _full_name(pid: int, comm: str) -> str:
+    """``comm`` is cut to 15 characters: the command line's program gives the rest, where
+    it starts the same way (as ``ps`` and psutil name a process)."""
+    if len(comm) < 15:
+        return comm
+    cmdline = read_proc(f"/proc/{pid}/cmdline", 4096)
+    if cmdline:
+        program = os.path.basename(cmdline.split(b"\0", 1)[0].decode(errors="replace"))
+        if program.startswith(comm):
+            return program
+    return comm

@@ -72,3 +72,18 @@ def _close_quietly(fd: int) -> None:
 
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_forget_in_child)
+
+
+def read_proc(path: str, size: int = 65536) -> bytes | None:
+    """The first ``size`` bytes of a ``/proc`` file read once (opened and closed), or None
+    where it cannot be read."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        return os.read(fd, size)
+    except OSError:
+        return None
+    finally:
+        _close_quietly(fd)
