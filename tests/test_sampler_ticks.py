@@ -5,9 +5,9 @@ from __future__ import annotations
 import math
 import time
 
-from nbgpumon._sampling.sampler import Sampler
+from nbgpumon._sampling.sampler import SOURCE_TIMING_EVERY, Sampler
 from nbgpumon._sampling.timeline import Timeline
-from nbgpumon._sources.base import ALLOCATOR, FAST
+from nbgpumon._sources.base import ALLOCATOR, FAST, REPEAT
 
 
 class Counting:
@@ -96,3 +96,85 @@ def test_a_new_interval_wakes_the_sleeping_thread_and_stop_ends_it():
         sampler.stop(timeout=10.0)
     assert not sampler.running
     assert FAST in sampler.cost_report().groups
+
+
+class DueRecording(Counting):
+    """A source read every tick that keeps whether each read was told REPEAT."""
+
+    def __init__(self) -> None:
+        super().__init__("steady")
+        self.repeats: list[bool] = []
+
+    def read(self, due: frozenset[str]) -> list[float | None]:
+        self.repeats.append(REPEAT in due)
+        return super().read(due)
+
+
+def _ticks_at(sampler: Sampler, interval: float, times: list[float], monkeypatch) -> None:
+    """Ticks at the given monotonic times (each a fast tick), the clock the sampler reads."""
+    sampler.interval = interval
+    schedule(sampler, allocator_due=False)
+    sampler.tick()  # the first tick reads every source whole
+    for at in times:
+        monkeypatch.setattr(time, "monotonic", lambda at=at: at)
+        sampler.tick()
+    monkeypatch.undo()
+
+
+def test_faster_than_the_steady_period_utilization_and_rss_are_fresh_about_every_0_1_s(
+    monkeypatch,
+):
+    source = DueRecording()
+    sampler = sampler_of(source)
+    start = time.monotonic() + 1000
+    # 100 Hz for 0.5 s, with a little jitter, on ticks that are not whole reads
+    times = [start + k * 0.01 + (0.001 if k % 3 else 0) for k in range(1, 51)]
+    _ticks_at(sampler, 0.01, times, monkeypatch)
+    fast = [
+        repeat for k, repeat in enumerate(source.repeats[1:], 1) if k % SOURCE_TIMING_EVERY
+    ]  # (a tick read whole is always fresh)
+    fresh = fast.count(False)
+    assert 4 <= fresh <= 7, source.repeats  # about one in ten: 10 Hz, not 100 Hz
+    assert sampler.error == ""
+
+
+def test_at_the_default_interval_every_tick_is_fresh(monkeypatch):
+    source = DueRecording()
+    sampler = sampler_of(source)
+    start = time.monotonic() + 1000
+    # 10 Hz with jitter both ways: a tick 5 ms early is still fresh
+    times = [start + k * 0.1 + (-0.005 if k % 2 else 0.004) for k in range(1, 31)]
+    _ticks_at(sampler, 0.1, times, monkeypatch)
+    assert not any(source.repeats), source.repeats
+
+
+def test_a_repeat_read_asks_nvml_for_memory_alone_and_carries_utilization_and_rss():
+    from nbgpumon._sources.host import HostSource
+    from nbgpumon._sources.nvml import FAST_METRICS, NvmlSource
+
+    from notebook_runner import fake_pynvml
+
+    fake = fake_pynvml(devices=[{"used": 2**30, "util": 42}])
+    source = NvmlSource(fake)
+    assert source.open()
+    fresh = source.read(frozenset({FAST}))
+
+    def counts() -> dict[str, int]:
+        calls = {**fake.binding_calls}
+        for name, n in fake.c_calls.items():
+            calls[name] = calls.get(name, 0) + n
+        return calls
+
+    fake._config["devices"][0].update(used=3 * 2**30, util=99)  # the device moves on
+    before = counts()
+    repeat = source.read(frozenset({FAST, REPEAT}))
+    after = counts()
+    asked = {k: after.get(k, 0) - before.get(k, 0) for k in after if after[k] != before.get(k)}
+    assert asked == {"nvmlDeviceGetMemoryInfo": 1}, asked
+    at = FAST_METRICS.index
+    assert repeat[at("mem_used")] == 3 * 2**30  # memory read now
+    assert repeat[at("gpu_util")] == fresh[at("gpu_util")] == 42  # utilization carried
+    assert source.read(frozenset({FAST}))[at("gpu_util")] == 99  # and read on the next fresh tick
+    host = HostSource()
+    first = host.read(frozenset({FAST}))
+    assert host.read(frozenset({FAST, REPEAT})) is first  # RSS carried: no read at all

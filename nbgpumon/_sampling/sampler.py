@@ -15,13 +15,23 @@ import weakref
 from collections.abc import Callable, Sequence
 
 from .._foundation.clock import WALL_ANCHOR
-from .._sources.base import ALLOCATOR, DETAIL, FAST, SLOW, RemoteSource, Source
+from .._sources.base import (
+    ALLOCATOR,
+    DETAIL,
+    FAST,
+    REPEAT,
+    SLOW,
+    STEADY_PERIOD,
+    RemoteSource,
+    Source,
+)
 from .node_timeline import NodeTimeline
 from .sampler_cost import CostReport, SamplerCost
 from .timeline import Timeline
 
 Subscriber = Callable[[int], None]
 _FAST_ONLY = frozenset({FAST})
+_FAST_REPEAT = frozenset({FAST, REPEAT})  # memory only: utilization and RSS carried
 _EVERY_TICK = frozenset({FAST})  # a source's ``changes_on`` when it does not say
 # Each source's read is timed on every slower tick and on one fast tick in this many: the
 # stamps cost more than some of the reads they time.
@@ -64,6 +74,7 @@ class Sampler:
         self._lock = threading.Lock()  # held for the duration of a tick
         self._next = dict.fromkeys(self.intervals, 0.0)  # monotonic time each cadence is due
         self._soonest = 0.0  # the earliest of those
+        self._steady_next = 0.0  # faster than STEADY_PERIOD: when utilization and RSS are due
         # Other nodes' GPUs: a network source fetches in its own worker; each tick takes what
         # it has fetched since (never waiting for it) into the cluster timeline.
         self.remote: RemoteSource | None = None
@@ -177,8 +188,12 @@ class Sampler:
                     # Most ticks: only the sources read every tick, into the last row in place
                     # (the others' values are what their last reads left there); flat, as a
                     # Python call costs microseconds on the cold cache a tick wakes to.
+                    if self.interval < STEADY_PERIOD and mono < self._steady_next:
+                        due = _FAST_REPEAT
+                    elif self.interval < STEADY_PERIOD:  # (half a tick early: jitter)
+                        self._steady_next = mono + STEADY_PERIOD - self.interval / 2
                     for source, start, end in self._every_tick:
-                        row[start:end] = source.read(_FAST_ONLY)
+                        row[start:end] = source.read(due)
                     self.timeline.append(now, row)
                     if self.remote is not None:
                         self._take_remote()

@@ -7,7 +7,7 @@ from typing import Any
 
 from .._foundation.gpu_names import cuda_label, gpu_key, hidden_gpus
 from .._foundation.units import format_bytes
-from .._sources.base import AllocatorSource, AllocatorStats
+from .._sources.base import STEADY_PERIOD, AllocatorSource, AllocatorStats
 from .data import Status
 
 Session = Any  # the live Session (session.py imports this module: no import back)
@@ -111,8 +111,13 @@ def status_lines(mon: Session, reads: Reads | None = None) -> list[str]:
         reads = mon.ledger.read_allocators()
     s, lib, cfg = mon.sampler, mon.nvml.library, mon.config
     state = "running" if s.running else ("closed" if mon.closed else "stopped")
+    fast = (
+        f"memory and utilization every {cfg.interval:g} s"
+        if cfg.interval >= STEADY_PERIOD
+        else f"memory every {cfg.interval:g} s, utilization and RSS every {STEADY_PERIOD:g} s"
+    )
     lines = [
-        f"sampler: {state}, memory and utilization every {cfg.interval:g} s (allocator "
+        f"sampler: {state}, {fast} (allocator "
         f"every {cfg.allocator_interval:g} s, power/temperature/clock/PCIe every "
         f"{cfg.detail_interval:g} s, processes every {cfg.slow_interval:g} s), "
         f"{s.ticks} ticks, last tick {s.last_tick_seconds * 1e6:.0f} µs",

@@ -25,6 +25,12 @@ ALLOCATOR = "allocator"  # a framework's allocator counters (~25 µs a device)
 DETAIL = "detail"  # temperature, power, clock, PCIe counters (~160 µs a device)
 SLOW = "slow"  # power limit, processes, system memory (a process list can take ms)
 CADENCES = (FAST, ALLOCATOR, DETAIL, SLOW)
+# Beside FAST on a tick faster than STEADY_PERIOD that is not due to refresh what changes more
+# slowly than memory: utilization (NVML's is an average over its own sample period, 1/6 s to
+# 1 s, so read at 100 Hz nine reads in ten repeat the last) and the RSS (the cell's host peak
+# is exact from VmHWM either way). Sources may carry those values on such a tick.
+REPEAT = "repeat"
+STEADY_PERIOD = 0.1  # seconds: utilization and RSS are read at most about this often
 
 
 class Source(Protocol):

@@ -6,7 +6,7 @@ import os
 from typing import Any
 
 from .._foundation.metrics import columns_for, metrics_of
-from .base import SLOW
+from .base import REPEAT, SLOW
 from .proc_file import ProcFile, read_proc
 
 _PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
@@ -22,6 +22,7 @@ class HostSource:
     def __init__(self) -> None:
         self._process: Any = None  # psutil's, where /proc cannot be read (imported then)
         self._system: tuple[int | None, int | None] = (None, None)  # carried between slow reads
+        self._last: list[float | None] | None = None  # carried on REPEAT ticks
         self._statm = ProcFile("statm")
         self._status_file = ProcFile("status")  # VmHWM: the peak RSS
         self._clear_refs = ProcFile("clear_refs", os.O_WRONLY)
@@ -33,16 +34,22 @@ class HostSource:
         return columns_for(self.metrics, [])
 
     def read(self, due: frozenset[str]) -> list[float | None]:
-        """RSS every tick; the machine's used and available memory when ``SLOW`` is due."""
+        """RSS every tick (carried with ``REPEAT`` due); the machine's used and available
+        memory when ``SLOW`` is due."""
+        last = self._last
+        if last is not None and REPEAT in due:
+            return last
         if SLOW in due:
             self._system = self.system()
         fd = self._statm.kept
         if fd is not None:  # most ticks: the kept descriptor read here, not through rss()
             try:
-                return [int(os.pread(fd, 128, 0).split()[1]) * _PAGE, *self._system]
+                last = self._last = [int(os.pread(fd, 128, 0).split()[1]) * _PAGE, *self._system]
+                return last
             except (OSError, ValueError, IndexError):
                 pass
-        return [self.rss(), *self._system]
+        last = self._last = [self.rss(), *self._system]
+        return last
 
     def rss(self) -> int | None:
         """This process's resident set size, in bytes."""

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from types import ModuleType
 
 from .._foundation.metrics import columns_for, metrics_of
-from .base import CADENCES, DETAIL, SLOW
+from .base import CADENCES, DETAIL, REPEAT, SLOW
 from .cuda_devices import cuda_view, map_by_uuid
 from .mig_devices import MigDevice, mig_devices
 from .nvml_held_calls import DeviceReads
@@ -199,14 +199,16 @@ class NvmlSource:
     def read(self, due: frozenset[str] = EVERY) -> list[float | None]:
         """Every device's FAST_METRICS, flattened device-major.
 
-        Memory and utilization are read on every call: two NVML calls a device. With
-        ``DETAIL`` due, temperature, power, SM clock and PCIe rates are refreshed too, and with
-        ``SLOW`` the power limit and the process list; otherwise their last values are carried.
+        Memory and utilization are read on every call: two NVML calls a device (memory alone
+        with ``REPEAT`` due, utilization carried: see STEADY_PERIOD). With ``DETAIL`` due,
+        temperature, power, SM clock and PCIe rates are refreshed too, and with ``SLOW`` the
+        power limit and the process list; otherwise their last values are carried.
         """
         if SLOW in due:
             self.read_slow()
             self.processes = self.read_processes()
         details = DETAIL in due
+        fresh = REPEAT not in due  # utilization too (the bound struct keeps the last reading)
         changes = self.library.changes
         row: list[float | None] = []
         for i, state in enumerate(self._state):
@@ -215,7 +217,7 @@ class NvmlSource:
             reads = state.reads
             # Most ticks: the bound calls, made here rather than in a call of their own (a
             # Python call costs microseconds on the cold cache a tick wakes to).
-            code = reads.call() if reads is not None and state.reads_at == changes else -1
+            code = reads.call(fresh) if reads is not None and state.reads_at == changes else -1
             if not code:
                 values = state.values
                 memory, util = reads.memory, reads.util  # type: ignore[union-attr]
@@ -224,18 +226,20 @@ class NvmlSource:
                 values[_GPU_UTIL], values[_MEM_UTIL] = util.gpu, util.memory
                 row += values
             else:
-                row += self._read_device(i, state, code)
+                row += self._read_device(i, state, code, fresh)
         return row
 
-    def _read_device(self, i: int, state: _DeviceState, code: int) -> list[float | None]:
+    def _read_device(
+        self, i: int, state: _DeviceState, code: int, fresh: bool = True
+    ) -> list[float | None]:
         """The fast metrics read now, when the bound calls failed with ``code`` or (-1) were
         not made (none, or made before :attr:`NvmlLibrary.changes` moved); the slower ones as
-        their last reads left them."""
+        their last reads left them, and utilization too unless ``fresh``."""
         lib, values = self.library, state.values
         if code < 0:
             state.reads = lib.device_reads(i, state.handle, _MEMORY_V2)
             state.reads_at = lib.changes
-            code = state.reads.call() if state.reads is not None else -1
+            code = state.reads.call(fresh) if state.reads is not None else -1
         reads = state.reads
         if reads is not None and not code:
             _put_memory(values, reads.memory)
@@ -250,10 +254,12 @@ class NvmlSource:
         # Through query, which records a failure (and disables a metric, marks a GPU lost);
         # memory's v2 not again when the bound call just failed.
         used, reserved, total = self._memory(i, state, v2=code < 0)
+        values[_MEM_USED], values[_MEM_RESERVED], values[_MEM_TOTAL] = used, reserved, total
+        if not fresh:
+            return values
         util = lib.query(
             "nvmlDeviceGetUtilizationRates", state.handle, device=i, metric="utilization"
         )
-        values[_MEM_USED], values[_MEM_RESERVED], values[_MEM_TOTAL] = used, reserved, total
         if util is NA:
             values[_GPU_UTIL] = values[_MEM_UTIL] = None
         else:

@@ -179,21 +179,23 @@ class DeviceReads:
         self.slow = 0  # runs in a row that took over SLOW_CALL_NS
         self.failed = ""  # the metric whose call failed last ("memory_v2", "utilization")
 
-    def call(self) -> int:
-        """The memory call, then (if it answered) the utilization call: 0 when both answered
-        (``memory`` and ``util`` filled in), else the failed call's NVML error code, its
-        metric in ``failed``. Never raises."""
+    def call(self, utilization: bool = True) -> int:
+        """The memory call, then (if it answered, and ``utilization``) the utilization call:
+        0 when they answered (``memory`` and ``util`` filled in), else the failed call's NVML
+        error code, its metric in ``failed``. Never raises."""
         start = time.perf_counter_ns()
         self.memory.version = self._version  # (an input: the driver checks it)
         code = self.memory_v2(self.handle, self._memory_ref)
         if code:
             self.failed = "memory_v2"
             self._made[0] += 1
-        else:
+        elif utilization:
             code = self.utilization(self.handle, self._util_ref)
             if code:
                 self.failed = "utilization"
             self._made[0] += 2
+        else:
+            self._made[0] += 1
         if time.perf_counter_ns() - start > SLOW_CALL_NS:
             self.slow += 1
             if self.slow == SLOW_CALLS_ALLOWED:
