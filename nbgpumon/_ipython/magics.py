@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 import shlex
 import sys
 from collections.abc import Callable
@@ -365,6 +364,8 @@ def _no_args(command: str, rest: list[str]) -> None:
 
 
 def _unknown_command(command: str) -> str:
+    import difflib  # on a mistyped command only: not on the load's path
+
     close = difflib.get_close_matches(command, COMMAND_NAMES, n=1)
     hint = f"did you mean %gpumon {close[0]}? " if close else ""
     return f"unknown command {command!r}; {hint}{HELP}"

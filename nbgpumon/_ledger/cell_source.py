@@ -14,7 +14,6 @@ sources (their hash stays), so the worst case is that budget, not the product.
 
 from __future__ import annotations
 
-import hashlib
 import sys
 from dataclasses import dataclass
 
@@ -40,6 +39,8 @@ def bound_source(source: str, limit: int = SOURCE_LIMIT) -> BoundedSource:
         # a lone surrogate (a front end's JSON may carry one): hashed as sent, kept as U+FFFD,
         # since SQLite and the JSON of a recording take only valid UTF-8
         data, clean = source.encode("utf-8", "surrogatepass"), False
+    import hashlib  # at the first cell's end, not on the load's path (OpenSSL's start)
+
     digest = hashlib.sha256(data).hexdigest()[:HASH_DIGITS]
     if len(data) <= limit:
         return BoundedSource(source if clean else data.decode("utf-8", "replace"), False, digest)

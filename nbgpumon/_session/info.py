@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import platform
 import sys
 from typing import Any
 
@@ -14,6 +13,8 @@ from .._sources.nvml import NvmlSource
 
 def session_info(nvml: NvmlSource) -> dict[str, Any]:
     """Host, PID, GPUs, driver and the versions of what is imported (nothing is imported)."""
+    import platform  # when a recording starts, not on the load's path
+
     versions = {"nbgpumon": __version__, "python": platform.python_version()}
     for name in ("IPython", "torch"):
         module = sys.modules.get(name)

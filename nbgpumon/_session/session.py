@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Any
 
 from traitlets import TraitError
 
-from .._forensics.leaks import LeakWatch
 from .._foundation.errors import RecordingError, UsageError
 from .._foundation.metrics import metric
 from .._ledger.ledger import MAX_LABEL, Ledger
@@ -40,6 +39,7 @@ from .status import live_status
 
 if TYPE_CHECKING:
     from .._forensics.holder_scan import HolderScan
+    from .._forensics.leaks import LeakWatch
     from .._forensics.oom_snapshot import SnapshotStore
     from .._forensics.release import MemoryNow
     from .._forensics.tracing import AllocationTracer
@@ -654,6 +654,8 @@ class Session:
     # -- helpers for the holder views --------------------------------------------------------
     def _leaks(self, shell: Any) -> LeakWatch:
         if self._leak_watch is None or self._leak_watch.shell is not shell:
+            from .._forensics.leaks import LeakWatch  # (and the holder scan): first cell's end
+
             self._leak_watch = LeakWatch(shell)
         return self._leak_watch
 
