@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -88,6 +89,10 @@ def test_system_memory_and_process_names_from_proc_agree_with_psutil(tmp_path):
     shutil.copy(shutil.which("sleep"), program)
     child = subprocess.Popen([str(program), "30"])
     try:
+        # until the child has exec'd the program (its command line comes with it)
+        deadline = time.monotonic() + 10
+        while psutil.Process(child.pid).name() != program.name and time.monotonic() < deadline:
+            time.sleep(0.01)
         assert _process_name(child.pid) == psutil.Process(child.pid).name() == program.name
         assert _process_name(os.getpid()) == psutil.Process().name()
     finally:
