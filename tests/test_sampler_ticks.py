@@ -175,6 +175,11 @@ def test_a_repeat_read_asks_nvml_for_memory_alone_and_carries_utilization_and_rs
     assert repeat[at("mem_used")] == 3 * 2**30  # memory read now
     assert repeat[at("gpu_util")] == fresh[at("gpu_util")] == 42  # utilization carried
     assert source.read(frozenset({FAST}))[at("gpu_util")] == 99  # and read on the next fresh tick
+    # the calls bound again (a metric disabled elsewhere moves the library's changes): the new
+    # binding has read no utilization yet, and a repeat read keeps the last one
+    source.library.changes += 1
+    fake._config["devices"][0].update(util=7)
+    assert source.read(frozenset({FAST, REPEAT}))[at("gpu_util")] == 99
     host = HostSource()
     first = host.read(frozenset({FAST}))
     assert host.read(frozenset({FAST, REPEAT})) is first  # RSS carried: no read at all

@@ -208,7 +208,7 @@ class NvmlSource:
             self.read_slow()
             self.processes = self.read_processes()
         details = DETAIL in due
-        fresh = REPEAT not in due  # utilization too (the bound struct keeps the last reading)
+        fresh = REPEAT not in due  # utilization too (else the last reading stays in the row)
         changes = self.library.changes
         row: list[float | None] = []
         for i, state in enumerate(self._state):
@@ -220,10 +220,12 @@ class NvmlSource:
             code = reads.call(fresh) if reads is not None and state.reads_at == changes else -1
             if not code:
                 values = state.values
-                memory, util = reads.memory, reads.util  # type: ignore[union-attr]
+                memory = reads.memory  # type: ignore[union-attr]
                 values[_MEM_USED], values[_MEM_RESERVED] = memory.used, memory.reserved
                 values[_MEM_TOTAL] = memory.total
-                values[_GPU_UTIL], values[_MEM_UTIL] = util.gpu, util.memory
+                if fresh:
+                    util = reads.util  # type: ignore[union-attr]
+                    values[_GPU_UTIL], values[_MEM_UTIL] = util.gpu, util.memory
                 row += values
             else:
                 row += self._read_device(i, state, code, fresh)
@@ -243,7 +245,8 @@ class NvmlSource:
         reads = state.reads
         if reads is not None and not code:
             _put_memory(values, reads.memory)
-            values[_GPU_UTIL], values[_MEM_UTIL] = reads.util.gpu, reads.util.memory
+            if fresh:  # (a DeviceReads just made holds no utilization reading yet)
+                values[_GPU_UTIL], values[_MEM_UTIL] = reads.util.gpu, reads.util.memory
             return values
         if reads is not None and code > 0:
             lib.held_call_failed(reads, code, i)  # recorded as query would: not asked again
