@@ -188,10 +188,11 @@ class Sampler:
                     # Most ticks: only the sources read every tick, into the last row in place
                     # (the others' values are what their last reads left there); flat, as a
                     # Python call costs microseconds on the cold cache a tick wakes to.
-                    if self.interval < STEADY_PERIOD and mono < self._steady_next:
-                        due = _FAST_REPEAT
-                    elif self.interval < STEADY_PERIOD:  # (half a tick early: jitter)
-                        self._steady_next = mono + STEADY_PERIOD - self.interval / 2
+                    if self.interval < STEADY_PERIOD:
+                        if mono < self._steady_next:
+                            due = _FAST_REPEAT
+                        else:  # (due half a tick early: jitter)
+                            self._steady_next = mono + STEADY_PERIOD - self.interval / 2
                     for source, start, end in self._every_tick:
                         row[start:end] = source.read(due)
                     self.timeline.append(now, row)

@@ -154,8 +154,9 @@ class GPUMon(Configurable):
         lines: list[str] = []
         if section:
             probe = cls()  # no parent: it holds only the defaults
+            names = probe.trait_names(config=True)
             for name, value in list(section.items()):
-                if name not in probe.trait_names(config=True):
+                if name not in names:
                     continue  # traitlets says so itself ("not recognized")
                 try:
                     setattr(probe, name, value)

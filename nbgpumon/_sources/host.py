@@ -42,14 +42,12 @@ class HostSource:
         if SLOW in due:
             self._system = self.system()
         fd = self._statm.kept
-        if fd is not None:  # most ticks: the kept descriptor read here, not through rss()
-            try:
-                last = self._last = [int(os.pread(fd, 128, 0).split()[1]) * _PAGE, *self._system]
-                return last
-            except (OSError, ValueError, IndexError):
-                pass
-        last = self._last = [self.rss(), *self._system]
-        return last
+        try:  # most ticks: the kept descriptor read here, not through rss()
+            rss = int(os.pread(fd, 128, 0).split()[1]) * _PAGE if fd is not None else self.rss()
+        except (OSError, ValueError, IndexError):
+            rss = self.rss()
+        self._last = [rss, *self._system]
+        return self._last
 
     def rss(self) -> int | None:
         """This process's resident set size, in bytes."""
