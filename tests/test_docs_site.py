@@ -21,10 +21,11 @@ pytest.importorskip("mkdocs", reason="mkdocs is in the test and docs extras")
 
 
 def _build(root: Path, site: Path) -> subprocess.CompletedProcess:
+    # .stdout is all it said: the warnings and the verdict
+    command = [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(site)]
     return subprocess.run(
-        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(site)],
-        cwd=root, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=120,
-    )  # fmt: skip: .stdout is what it said, warnings and verdict together
+        command, cwd=root, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=120
+    )
 
 
 @pytest.fixture
@@ -53,7 +54,7 @@ def test_the_copy_builds_before_it_is_broken(copy, tmp_path):
     [
         ("[a page](no-such-page.md)", "'no-such-page.md', but the target is not found"),
         ("[an anchor](magics.md#no-such-anchor)", "does not contain an anchor '#no-such-anchor'"),
-        ("[here](#no-such-heading)", "'#no-such-heading', but there is no such anchor on this page"),
+        ("[here](#no-such-heading)", "'#no-such-heading', but there is no such anchor on this"),
     ],
 )
 def test_a_broken_link_fails_the_build(copy, tmp_path, broken, said):
