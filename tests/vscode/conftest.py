@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import signal
 import sys
 import tempfile
 from pathlib import Path
@@ -37,6 +38,13 @@ CHROMIUM_ARGS = [
     "--no-first-run",
 ]
 VIEWPORT = {"width": 1400, "height": 900}
+
+
+def pytest_configure(config):
+    if CODE_SERVER:
+        # CI cancels a job with SIGTERM: as Ctrl-C, so that the fixtures' teardown still
+        # stops code-server's process group and the Jupyter server's kernels
+        signal.signal(signal.SIGTERM, signal.default_int_handler)
 
 
 @pytest.hookimpl(tryfirst=True)
