@@ -29,6 +29,14 @@ def _write_notebook(path: Path, cells: list[str]) -> None:
     nbformat.write(nb, path)
 
 
+def _read_json(path: Path):
+    """What ``path`` holds, or None while it is missing or still being written."""
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
 def _wait_until(predicate, seconds: float, what):
     """Poll ``predicate`` until it is truthy, for at most ``seconds``; ``what`` (a string, or a
     function giving one) says what was awaited."""
@@ -95,20 +103,18 @@ def test_the_chart_moves_while_a_cell_runs_and_the_ledger_lists_only_the_users_c
 
     # The ledger, as the kernel holds it once the sleep is over: the user's cells after
     # %load_ext (which is measured from the cell after it), each once, none of VS Code's.
-    rows = _wait_until(
-        lambda: ledger_file.exists() and json.loads(ledger_file.read_text() or "null"),
-        60,
-        "the last cell to write the ledger",
-    )
+    rows = _wait_until(lambda: _read_json(ledger_file), 60, "the last cell to write the ledger")
     sources = [source for _, source in rows]
-    assert not [s for s in sources if "Microsoft" in s], f"VS Code's helper code: {sources}"
-    assert sources == user_cells[1:3], rows
+    firsts = [f"[{count}] {source.splitlines()[0]}" for count, source in rows]  # for messages
+    helper = any("Microsoft" in source for source in sources)  # its copyright header
+    assert not helper, f"VS Code's helper code is a ledger row: {firsts}"
+    assert sources == user_cells[1:3], firsts
     counts = [count for count, _ in rows]
-    assert counts == sorted(set(counts)), rows  # one row per execution, in order
+    assert counts == sorted(set(counts)), firsts  # one row per execution, in order
 
     # and as the widget's table shows it: the user's cells, the last one included
     table = frame.locator('.nbgpumon-table tbody tr[data-kind="cell"] td.source')
-    firsts = [source.splitlines()[0] for source in user_cells[1:]]
-    expect(table).to_have_count(len(firsts), timeout=30_000)
-    assert sorted(table.all_text_contents()) == sorted(firsts)
+    labels = [source.splitlines()[0] for source in user_cells[1:]]
+    expect(table).to_have_count(len(labels), timeout=30_000)
+    assert sorted(table.all_text_contents()) == sorted(labels)
     page.screenshot(path=str(ARTIFACTS / "vscode_notebook.png"))
