@@ -4,6 +4,7 @@ extensions, and Chromium through Playwright.
 The test runs in its own leg, scripts/legs/vscode, which installs code-server and the extensions
 and names them in NBGPUMON_CODE_SERVER and NBGPUMON_CODE_SERVER_EXTENSIONS. Without those (the
 main pytest run) the test is skipped, with that reason; with them, anything missing is a failure.
+code-server runs on the first ``node`` on PATH, which must be Node 24: the leg puts its own first.
 """
 
 from __future__ import annotations
