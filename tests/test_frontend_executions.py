@@ -6,9 +6,6 @@ between cells shows in the next cell's starting readings, charged to no cell."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-
-import pytest
 
 from kernel_client import Kernel
 from notebook_runner import RECORDS_CELL
@@ -44,15 +41,6 @@ def _records(kernel: Kernel) -> list[dict]:
     out = _stdout(kernel.run(RECORDS_CELL))
     (line,) = [x for x in out.splitlines() if x.startswith("RECORDS=")]
     return json.loads(line[len("RECORDS=") :])
-
-
-@pytest.fixture
-def kernel() -> Iterator[Kernel]:
-    k = Kernel()
-    try:
-        yield k
-    finally:
-        k.stop()
 
 
 def test_helper_executions_are_no_cells_and_what_they_keep_is_charged_to_no_cell(kernel):
