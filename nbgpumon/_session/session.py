@@ -269,6 +269,9 @@ class Session:
     def records(self) -> list[CellRecord]:
         return self.ledger.records()
 
+    def records_after(self, index: int) -> tuple[int, list[CellRecord]]:
+        return self.ledger.records_after(index)
+
     @property
     def marks(self) -> list[tuple[float, str]]:
         return list(self.ledger.marks)
