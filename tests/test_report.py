@@ -13,14 +13,8 @@ import pytest
 import nbgpumon
 from nbgpumon._api.recorded import Recorded
 from nbgpumon._ledger.records import CellRecord, DeviceUsage
-from nbgpumon._views.report import (
-    MAX_BAND_LABELS,
-    MAX_POINTS,
-    MAX_TIME_TICKS,
-    Report,
-    report_widget,
-    time_ticks,
-)
+from nbgpumon._views.axis import MAX_TIME_TICKS, time_ticks
+from nbgpumon._views.report import MAX_BAND_LABELS, MAX_POINTS, Report, report_widget
 
 GiB = 2**30
 MiB = 2**20
