@@ -30,7 +30,7 @@ def test_the_picture_is_well_formed_svg_with_a_panel_per_metric_group():
     gpu = Device(0, "Fake GPU", cuda_index=0)
     svg = timeline_svg(tl.window(), tl.columns, [gpu], [(1010.0, 1020.0, "[3]")])
     root = ET.fromstring(svg)
-    lines = root.findall("{http://www.w3.org/2000/svg}polyline")
+    lines = list(root.iter("{http://www.w3.org/2000/svg}polyline"))
     assert len(lines) == 4  # used, reserved, GPU util, memory util (allocated is all missing)
     texts = [t.text for t in root.iter("{http://www.w3.org/2000/svg}text")]
     assert "gpu0 Fake GPU (cuda:0): memory (GiB)" in texts and "[3]" in texts
