@@ -125,7 +125,7 @@ def clock_labels(ticks: np.ndarray, fmt: str) -> list[str]:
     for t in ticks:
         moment = datetime.fromtimestamp(float(t), timezone.utc)
         ms = f"{moment.microsecond // 1000:03d}"
-        out.append(moment.strftime(fmt.replace("%L", "\0")).replace("\0", ms))
+        out.append(ms.join(moment.strftime(part) for part in fmt.split("%L")))
     return out
 
 
