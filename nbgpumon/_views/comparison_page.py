@@ -43,11 +43,12 @@ def aligned_svg(aligned: AlignedTimelines) -> str:
     """One panel per metric (host RSS, GPU memory used), A and B in each; cell bands, the
     regressions tinted. x: aligned time, y: round ticks in the unit each panel's peak is
     written in."""
-    metrics = list(dict.fromkeys(line.what for line in aligned.lines))
+    # no samples in either run (cells too quick to sample): the cells alone, aligned
+    metrics = list(dict.fromkeys(line.what for line in aligned.lines)) or [""]
     x0, x1 = aligned.span
     ticks, labels, unit = elapsed_ticks(x0, x1, most=(_WIDTH - _LEFT - _RIGHT) // 80)
     pitch = _TITLE + _HEIGHT + TICK_GAP + _GAP
-    height = 8 + max(1, len(metrics)) * pitch + TICK_GAP
+    height = 8 + len(metrics) * pitch + TICK_GAP
     bands = [
         (
             band.x0,
@@ -70,7 +71,7 @@ def aligned_svg(aligned: AlignedTimelines) -> str:
         axis = bytes_axis(peak)
         area = PlotArea(_LEFT, top, _WIDTH - _RIGHT, top + _HEIGHT, x0, x1, axis, _WIDTH)
         parts.append('<g class="panel">')
-        parts.append(area.frame(f"{what} ({axis.unit})"))
+        parts.append(area.frame(f"{what} ({axis.unit})" if what else "no samples in either run"))
         parts.append(area.bands(bands))
         for line in lines:
             parts.append(area.polyline(line.x, line.y, RUN_COLORS[line.run], RUN_DASHES[line.run]))
