@@ -107,7 +107,7 @@ def test_each_panel_has_round_ticks_in_its_own_unit_and_clock_ticks_under_it():
     memory, util = _classed(root, "g", "panel")
     ticks = [t.text for t in _classed(memory, "text", "ytick")]
     assert ticks == ["0", "20", "40", "60"]  # GiB: the title says so
-    assert [t.text for t in _classed(util, "text", "ytick")] == ["0", "50", "100"]
+    assert [t.text for t in _classed(util, "text", "ytick")] == ["0", "20", "40", "60", "80", "100"]
     times = [t.text for t in _classed(util, "text", "xtick")]
     assert times == ["00:16:40", "00:16:50", "00:17:00", "00:17:10", "00:17:20"]  # UTC, 1000 s on
     assert [t.text for t in _classed(root, "text", "xtitle")] == ["time (UTC)"]

@@ -67,7 +67,7 @@ def bytes_axis(peak: float, count: int = VALUE_TICKS) -> ValueAxis:
 
 def percent_axis() -> ValueAxis:
     """0 to 100 %, with headroom over 100 so a busy GPU's line stays off the frame."""
-    return ValueAxis("%", 1.0, np.array([0.0, 50.0, 100.0]), 100.0 * (1 + HEADROOM))
+    return ValueAxis("%", 1.0, np.arange(0.0, 101.0, 20.0), 100.0 * (1 + HEADROOM))
 
 
 def _number(value: float) -> str:

@@ -30,7 +30,7 @@ from .._foundation.metrics import device_of
 from .._foundation.units import byte_unit, format_bytes, format_local, format_seconds
 from .._ledger.records import CellRecord
 from .._session.data import SessionData
-from .axis import bytes_axis, time_ticks, value_ticks
+from .axis import bytes_axis, percent_axis, time_ticks, value_ticks
 from .panels import Series, chart_panels
 from .report_nodes import MAX_NODE_LINES, NodeSeries, node_series
 
@@ -183,14 +183,21 @@ class Report(widgets.VBox):
         self.time_scale = bq.DateScale()
         self._band_scale = bq.LinearScale(min=0.0, max=1.0)  # cell bands: 0 bottom, 1 top
         self.memory_scale = bq.LinearScale(min=0.0)
-        self.util_scale = bq.LinearScale(min=0.0, max=100.0)
+        util = percent_axis()  # a busy GPU's 100 % line stays off the frame's top edge
+        self.util_scale = bq.LinearScale(min=0.0, max=util.top)
         self.memory_axis = bq.Axis(
             scale=self.memory_scale, side="left", label="GiB", grid_lines="dashed"
         )
         self.memory_figure = self._timeline_figure("Memory", self.memory_axis)
         self.util_figure = self._timeline_figure(
             "Utilization",
-            bq.Axis(scale=self.util_scale, side="left", label="%", grid_lines="dashed"),
+            bq.Axis(
+                scale=self.util_scale,
+                side="left",
+                label="%",
+                grid_lines="dashed",
+                tick_values=util.ticks,
+            ),
         )
         self.node_memory_scale = bq.LinearScale(min=0.0)
         self.node_memory_axis = bq.Axis(
@@ -201,7 +208,13 @@ class Report(widgets.VBox):
         )
         self.node_util_figure = self._timeline_figure(
             "Other nodes: utilization (mean of their GPUs)",
-            bq.Axis(scale=self.util_scale, side="left", label="%", grid_lines="dashed"),
+            bq.Axis(
+                scale=self.util_scale,
+                side="left",
+                label="%",
+                grid_lines="dashed",
+                tick_values=util.ticks,
+            ),
         )
         self.brushes = [
             BrushIntervalSelector(scale=self.time_scale, color="#888888")
