@@ -106,8 +106,12 @@ def test_gpumon_compare_prints_the_table_in_the_kernel(two_runs):
 
 def test_thresholds_are_keyword_arguments(two_runs):
     a, b, _ = two_runs
-    assert nbgpumon.compare(a, b, memory_bytes=512 * MIB).regressions == []
-    assert len(nbgpumon.compare(a, b, memory_ratio=5.0).regressions) == 0  # ×3 is not +500%
+    # the memory thresholds are the subject: no cell is slower by an hour on any machine, but
+    # a loaded one made a 0.2 s cell 1 s slower, flagged at the default time thresholds
+    calm = {"duration_seconds": 3600.0}
+    assert nbgpumon.compare(a, b, memory_bytes=512 * MIB, **calm).regressions == []
+    assert nbgpumon.compare(a, b, memory_ratio=5.0, **calm).regressions == []  # ×3: not +500%
+    assert len(nbgpumon.compare(a, b, **calm).regressions) == 1  # the ×3 cell, by its memory
 
 
 def test_an_old_schema_recording_compares_by_first_line():
