@@ -46,9 +46,9 @@ def session_html(session: Recorded, max_points: int = 1200) -> str:
     # from the moment it started to its last sample, cell or mark: a cell that straddles the
     # start is drawn from there
     ends = [float(t) for t in session.times[-1:]] + [b for _, b, _ in bands]
-    span = (session.started, max([session.started + 1e-3, *ends, *(t for t, _ in own_marks)]))
+    shown = (session.started, max([session.started + 1e-3, *ends, *(t for t, _ in own_marks)]))
     picture = timeline_svg(
-        window, session.columns, devices, bands, width=960, marks=own_marks, span=span
+        window, session.columns, devices, bands, width=960, marks=own_marks, span=shown
     )
     started = format_utc(session.started, "%Y-%m-%d %H:%M:%S UTC")
     span = float(session.times[-1] - session.times[0]) if len(session.times) > 1 else 0.0
