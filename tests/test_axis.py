@@ -22,9 +22,10 @@ MiB, GiB = 2**20, 2**30
     [
         (0.737, [0, 0.2, 0.4, 0.6, 0.8]),
         (328, [0, 100, 200, 300, 400]),
-        (1.0, [0, 0.5, 1.0]),
+        (1.0, [0, 0.2, 0.4, 0.6, 0.8, 1.0]),
         (7, [0, 2, 4, 6, 8]),
-        (0.0, [0, 0.5, 1.0]),  # nothing measured: an axis to 1 all the same
+        (0.0, [0, 0.2, 0.4, 0.6, 0.8, 1.0]),  # nothing measured: an axis to 1 all the same
+        (9, [0, 2, 4, 6, 8, 10]),  # five steps of 2 are nearer four than two of 5
     ],
 )
 def test_value_ticks_are_0_and_1_2_or_5_times_a_power_of_ten_up_to_the_peak(peak, ticks):

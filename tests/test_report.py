@@ -375,7 +375,7 @@ def test_the_page_draws_a_one_sample_peak_and_sizes_its_memory_axis_by_it():
     # 10 minutes at 10 Hz: 6000 rows drawn as 1200; the 9 GiB sample is one of them
     root = _page_svg(recording(600, [gpu_cell(1, T0 + 1, 5, GiB, 0)]).report_html())
     memory = next(root.iter("{http://www.w3.org/2000/svg}g"))
-    assert _texts(memory, "ytick") == ["0", "5", "10"]  # GiB, past the 9
+    assert _texts(memory, "ytick") == ["0", "2", "4", "6", "8", "10"]  # GiB, past the 9
     tops = [
         min(float(p.split(",")[1]) for p in line.get("points").split())
         for line in memory.iter("{http://www.w3.org/2000/svg}polyline")

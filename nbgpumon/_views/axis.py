@@ -39,16 +39,18 @@ class ValueAxis:
         return [_number(t) for t in self.ticks]
 
 
-def nice_step(rough: float) -> float:
-    """The smallest of 1, 2, 5 × 10^k that is at least ``rough`` (> 0)."""
-    magnitude = 10.0 ** math.floor(math.log10(rough))
-    return next(m * magnitude for m in (1, 2, 5, 10) if m * magnitude >= rough * (1 - 1e-12))
+def nice_step(peak: float, count: int = VALUE_TICKS) -> float:
+    """The step of 1, 2 or 5 × 10^k that covers 0..``peak`` (> 0) in the number of steps
+    nearest ``count``, the wider on a tie: 9 takes 2 (five steps), not 5 (two)."""
+    magnitude = 10.0 ** math.floor(math.log10(peak / count))
+    steps = [m * magnitude * f for f in (0.1, 1, 10) for m in (1, 2, 5)]
+    return min(steps, key=lambda s: (abs(math.ceil(peak / s - 1e-9) - count), -s))
 
 
 def value_ticks(peak: float, count: int = VALUE_TICKS) -> np.ndarray:
     """0 and about ``count`` round steps, the last at or above ``peak`` (nothing, 1)."""
     peak = peak if peak > 0 and math.isfinite(peak) else 1.0
-    step = nice_step(peak / count)
+    step = nice_step(peak, count)
     return np.round(step * np.arange(math.ceil(peak / step - 1e-9) + 1), 12)
 
 
