@@ -183,21 +183,15 @@ class Report(widgets.VBox):
         self.time_scale = bq.DateScale()
         self._band_scale = bq.LinearScale(min=0.0, max=1.0)  # cell bands: 0 bottom, 1 top
         self.memory_scale = bq.LinearScale(min=0.0)
-        util = percent_axis()  # a busy GPU's 100 % line stays off the frame's top edge
-        self.util_scale = bq.LinearScale(min=0.0, max=util.top)
+        # a busy GPU's 100 % line stays off the frame's top edge
+        self.util_scale = bq.LinearScale(min=0.0, max=percent_axis().top)
         self.memory_axis = bq.Axis(
             scale=self.memory_scale, side="left", label="GiB", grid_lines="dashed"
         )
         self.memory_figure = self._timeline_figure("Memory", self.memory_axis)
         self.util_figure = self._timeline_figure(
             "Utilization",
-            bq.Axis(
-                scale=self.util_scale,
-                side="left",
-                label="%",
-                grid_lines="dashed",
-                tick_values=util.ticks,
-            ),
+            _percent_axis(self.util_scale),
         )
         self.node_memory_scale = bq.LinearScale(min=0.0)
         self.node_memory_axis = bq.Axis(
@@ -208,13 +202,7 @@ class Report(widgets.VBox):
         )
         self.node_util_figure = self._timeline_figure(
             "Other nodes: utilization (mean of their GPUs)",
-            bq.Axis(
-                scale=self.util_scale,
-                side="left",
-                label="%",
-                grid_lines="dashed",
-                tick_values=util.ticks,
-            ),
+            _percent_axis(self.util_scale),
         )
         self.brushes = [
             BrushIntervalSelector(scale=self.time_scale, color="#888888")
@@ -708,6 +696,13 @@ def _unix(value: Any) -> float:
 def _datetime(t: float) -> dt.datetime:
     """Unix seconds as the naive UTC datetime bqplot's Date trait sends as ``...Z``."""
     return dt.datetime.fromtimestamp(t, dt.timezone.utc).replace(tzinfo=None)
+
+
+def _percent_axis(scale: bq.LinearScale) -> bq.Axis:
+    """A utilization figure's y axis (one each: an axis belongs to one figure)."""
+    return bq.Axis(
+        scale=scale, side="left", label="%", grid_lines="dashed", tick_values=percent_axis().ticks
+    )
 
 
 def _nice_axis(axis: bq.Axis, scale: bq.LinearScale, top: float) -> None:
