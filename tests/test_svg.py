@@ -111,3 +111,13 @@ def test_each_panel_has_round_ticks_in_its_own_unit_and_clock_ticks_under_it():
     times = [t.text for t in _classed(util, "text", "xtick")]
     assert times == ["00:16:40", "00:16:50", "00:17:00", "00:17:10", "00:17:20"]  # UTC, 1000 s on
     assert [t.text for t in _classed(root, "text", "xtitle")] == ["time (UTC)"]
+
+
+def test_a_long_mark_label_is_cut_to_fit_inside_the_picture():
+    tl = _timeline()
+    label = "a mark label far longer than any picture is wide " * 20
+    root = ET.fromstring(timeline_svg(tl.window(), tl.columns, [], marks=[(1049.0, label)]))
+    (text,) = _classed(root, "text", "mark-label")
+    assert text.text == label[:59] + "…"
+    half = 6.5 * len(text.text) / 2  # the label is centred on its x
+    assert half <= float(text.get("x")) <= 720 - half

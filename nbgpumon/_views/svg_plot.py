@@ -20,6 +20,7 @@ LABEL_CHAR = 6.5  # px per character of an 11 px sans-serif label, about
 TICK_GAP = 14  # px below a plot area for its time labels
 MARK_ROW = 13  # px per row of mark labels
 MAX_MARK_ROWS = 4  # rows of mark labels at most; more marks share the top one
+MARK_LABEL = 60  # characters of a mark's label drawn at most: 390 px, inside any picture
 _GRID = "#e6e6e6"
 _TEXT = "#666"
 _MARK = "#b279a2"
@@ -164,6 +165,7 @@ class PlotArea:
         for t, label in sorted(marks):
             if not self.x0 <= t <= self.x1:
                 continue
+            label = _shortened(label)
             half = LABEL_CHAR * len(label) / 2
             x = min(max(self.x(t), half + 2), self.width - half - 2)
             row = next((r for r, end in enumerate(ends) if end + 6 <= x - half), len(ends))
@@ -175,3 +177,8 @@ class PlotArea:
             ends[row] = x + half
             placed.append((x, row, label))
         return placed
+
+
+def _shortened(label: str) -> str:
+    """A mark's label cut to MARK_LABEL characters (the report page lists it whole)."""
+    return label if len(label) <= MARK_LABEL else label[: MARK_LABEL - 1] + "…"
