@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import nbgpumon
@@ -106,8 +107,12 @@ def test_gpumon_compare_prints_the_table_in_the_kernel(two_runs):
 
 def test_thresholds_are_keyword_arguments(two_runs):
     a, b, _ = two_runs
-    assert nbgpumon.compare(a, b, memory_bytes=512 * MIB).regressions == []
-    assert len(nbgpumon.compare(a, b, memory_ratio=5.0).regressions) == 0  # ×3 is not +500%
+    # the memory thresholds are the subject: no cell is slower by an hour on any machine, but
+    # a loaded one made a 0.2 s cell 1 s slower, flagged at the default time thresholds
+    calm = {"duration_seconds": 3600.0}
+    assert nbgpumon.compare(a, b, memory_bytes=512 * MIB, **calm).regressions == []
+    assert nbgpumon.compare(a, b, memory_ratio=5.0, **calm).regressions == []  # ×3: not +500%
+    assert len(nbgpumon.compare(a, b, **calm).regressions) == 1  # the ×3 cell, by its memory
 
 
 def test_an_old_schema_recording_compares_by_first_line():
@@ -152,6 +157,14 @@ def test_the_bqplot_report_aligns_both_runs_by_cell(two_runs):
     assert [f.title for f in figures] == ["host RSS, aligned by cell"]
     lines = [m for m in figures[0].marks if type(m).__name__ == "Lines" and m.labels]
     assert [m.labels[0] for m in lines] == ["A: host RSS", "B: host RSS"]
+    # B keeps 300 MiB: the axis counts MiB, as the table does, in round steps past the peak
+    y_axis = figures[0].axes[1]
+    assert y_axis.label == "MiB"
+    ticks = list(y_axis.tick_values)
+    step = ticks[1]
+    assert ticks == [step * k for k in range(len(ticks))] and step in (50, 100, 200)
+    peak = max(float(np.nanmax(m.y)) for m in lines)
+    assert ticks[-1] >= peak and y_axis.scale.max > peak * 1.05
 
 
 def test_each_matched_cell_starts_at_the_same_aligned_time_in_both_runs(two_runs):

@@ -13,14 +13,8 @@ import pytest
 import nbgpumon
 from nbgpumon._api.recorded import Recorded
 from nbgpumon._ledger.records import CellRecord, DeviceUsage
-from nbgpumon._views.report import (
-    MAX_BAND_LABELS,
-    MAX_POINTS,
-    MAX_TIME_TICKS,
-    Report,
-    report_widget,
-    time_ticks,
-)
+from nbgpumon._views.axis import MAX_TIME_TICKS, time_ticks
+from nbgpumon._views.report import MAX_BAND_LABELS, MAX_POINTS, Report, report_widget
 
 GiB = 2**30
 MiB = 2**20
@@ -365,3 +359,37 @@ def test_a_day_at_10_hz_builds_in_under_a_second():
 def test_anything_else_is_refused_with_what_to_pass():
     with pytest.raises(TypeError, match=r"nbgpumon.monitor\(\) or nbgpumon.load\(PATH\)"):
         report_widget("run.sqlite")
+
+
+def _page_svg(page: str):
+    import xml.etree.ElementTree as ET
+
+    return ET.fromstring(page[page.index("<svg") : page.index("</svg>") + len("</svg>")])
+
+
+def _texts(root, cls: str) -> list[str]:
+    return [t.text for t in root.iter("{http://www.w3.org/2000/svg}text") if t.get("class") == cls]
+
+
+def test_the_page_draws_a_one_sample_peak_and_sizes_its_memory_axis_by_it():
+    # 10 minutes at 10 Hz: 6000 rows drawn as 1200; the 9 GiB sample is one of them
+    root = _page_svg(recording(600, [gpu_cell(1, T0 + 1, 5, GiB, 0)]).report_html())
+    memory = next(root.iter("{http://www.w3.org/2000/svg}g"))
+    assert _texts(memory, "ytick") == ["0", "2", "4", "6", "8", "10"]  # GiB, past the 9
+    tops = [
+        min(float(p.split(",")[1]) for p in line.get("points").split())
+        for line in memory.iter("{http://www.w3.org/2000/svg}polyline")
+    ]
+    plot = next(
+        r for r in memory.iter("{http://www.w3.org/2000/svg}rect") if r.get("class") == "plot"
+    )
+    top, height = float(plot.get("y")), float(plot.get("height"))
+    assert min(tops) == pytest.approx(top + height * (1 - 9 / 10), abs=0.2)  # 9 of 10 GiB
+
+
+def test_the_static_picture_of_a_session_draws_its_marks():
+    from nbgpumon._views.widget import static_svg
+
+    session = recording(20, [gpu_cell(1, T0 + 1, 5, GiB, 0)], marks=[(T0 + 3, XSS)])
+    root = _page_svg(static_svg(session))
+    assert _texts(root, "mark-label") == [XSS]

@@ -24,13 +24,21 @@ def format_bytes(n: float | None, signed: bool = False) -> str:
     if n is None or (isinstance(n, float) and math.isnan(n)):
         return "—"
     sign = "-" if n < 0 else ("+" if signed and n > 0 else "")
-    value = float(abs(n))
-    unit = 0
+    name, size = byte_unit(n)
+    value = abs(n) / size
+    digits = 0 if size == 1 or value >= 100 else 1
+    return f"{sign}{value:.{digits}f} {name}"
+
+
+def byte_unit(n: float) -> tuple[str, int]:
+    """The unit ``format_bytes`` says ``n`` bytes in, and its size in bytes: ``("MiB", 2**20)``
+    below 1 GiB, ``("GiB", 2**30)`` from there. A chart's axis takes its peak's, so that its
+    ticks read in the unit the table beside it uses."""
+    value, unit = float(abs(n)), 0
     while value >= 1024 and unit < len(_UNITS) - 1:
         value /= 1024
         unit += 1
-    digits = 0 if unit == 0 or value >= 100 else 1
-    return f"{sign}{value:.{digits}f} {_UNITS[unit]}"
+    return _UNITS[unit], 1024**unit
 
 
 def parse_bytes(text: str | int) -> int:

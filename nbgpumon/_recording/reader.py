@@ -53,6 +53,18 @@ class RecordedSession:
     sample_counts: np.ndarray | None = None
     buckets: int = 0
 
+    def own_records(self) -> list[CellRecord]:
+        """The cells and regions that ran while this session recorded: those that ended after
+        it started. One that straddles the start (the ``%gpumon record`` cell itself, a cell
+        that started recording from inside) is its own, its figures its whole run's. The file
+        also keeps the kernel's earlier ledger (``records``), which the timeline has no
+        samples for."""
+        return [r for r in self.records if r.start + r.duration >= self.started]
+
+    def own_marks(self) -> list[tuple[float, str]]:
+        """The marks made while this session recorded (``marks`` keeps the earlier ones too)."""
+        return [(t, label) for t, label in self.marks if t >= self.started]
+
 
 def sessions(path: str | Path) -> list[int]:
     """The ids of the sessions recorded in ``path``, oldest first."""

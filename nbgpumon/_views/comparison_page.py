@@ -5,21 +5,21 @@ from __future__ import annotations
 
 import html
 from collections.abc import Sequence
-from xml.sax.saxutils import escape
 
 import numpy as np
 
 from .._session.data import SessionData
+from .axis import bytes_axis, elapsed_ticks
 from .comparison import CellChange
 from .comparison_timeline import AlignedTimelines, aligned_timelines
 from .report_html import STYLE
+from .svg_plot import TICK_GAP, PlotArea
 from .text import TextView
 
 RUN_COLORS = {"A": "#4c78a8", "B": "#f58518"}
 RUN_DASHES = {"A": "", "B": ' stroke-dasharray="5,3"'}
 _WIDTH, _HEIGHT, _LEFT, _RIGHT = 960, 150, 56, 8
-_GIB = 2**30
-_LABEL_PX = 6.5  # about one character of the 11 px sans-serif labels
+_TITLE, _GAP = 16, 12  # px: a panel's title line; between panels
 
 
 def comparison_page(
@@ -41,71 +41,43 @@ def comparison_page(
 
 def aligned_svg(aligned: AlignedTimelines) -> str:
     """One panel per metric (host RSS, GPU memory used), A and B in each; cell bands, the
-    regressions tinted. x: aligned seconds."""
-    metrics = list(dict.fromkeys(line.what for line in aligned.lines))
+    regressions tinted. x: aligned time, y: round ticks in the unit each panel's peak is
+    written in."""
+    # no samples in either run (cells too quick to sample): the cells alone, aligned
+    metrics = list(dict.fromkeys(line.what for line in aligned.lines)) or [""]
     x0, x1 = aligned.span
-    span = max(x1 - x0, 1e-9)
-    height = max(1, len(metrics)) * (_HEIGHT + 30) + 24
-
-    def x_of(x: float) -> float:
-        return _LEFT + (x - x0) / span * (_WIDTH - _LEFT - _RIGHT)
-
+    ticks, labels, unit = elapsed_ticks(x0, x1, most=(_WIDTH - _LEFT - _RIGHT) // 80)
+    pitch = _TITLE + _HEIGHT + TICK_GAP + _GAP
+    height = 8 + len(metrics) * pitch + TICK_GAP
+    bands = [
+        (
+            band.x0,
+            band.x1,
+            band.label,
+            "#e45756" if band.regression else ("#888" if n % 2 else "#555"),
+            0.25 if band.regression else 0.1,
+        )
+        for n, band in enumerate(aligned.bands)
+    ]
     parts = [
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{_WIDTH}" height="{height}" '
         f'viewBox="0 0 {_WIDTH} {height}" font-family="sans-serif" font-size="11">',
         f'<rect width="{_WIDTH}" height="{height}" fill="white"/>',
     ]
     for k, what in enumerate(metrics):
-        top = 8 + k * (_HEIGHT + 30) + 16
-        bottom = top + _HEIGHT
+        top = 8 + k * pitch + _TITLE
         lines = [line for line in aligned.lines if line.what == what]
-        peak = max((float(np.nanmax(line.y)) for line in lines if line.y.size), default=1.0)
-        peak = peak or 1.0
-        parts.append(f'<text x="{_LEFT}" y="{top - 4}" fill="#333">{escape(what)} (GiB)</text>')
-        parts.append(
-            f'<rect x="{_LEFT}" y="{top}" width="{_WIDTH - _LEFT - _RIGHT}" '
-            f'height="{_HEIGHT}" fill="none" stroke="#ccc"/>'
-        )
-        for n, band in enumerate(aligned.bands):
-            left, right = x_of(band.x0), x_of(band.x1)
-            fill = "#e45756" if band.regression else ("#888" if n % 2 else "#555")
-            opacity = 0.25 if band.regression else 0.1
-            parts.append(
-                f'<rect x="{left:.1f}" y="{top}" width="{max(right - left, 0.5):.1f}" '
-                f'height="{_HEIGHT}" fill="{fill}" fill-opacity="{opacity}"/>'
-            )
-            if right - left >= _LABEL_PX * len(band.label) + 4:  # a label that fits its band
-                parts.append(
-                    f'<text x="{left + 2:.1f}" y="{top + 11}" fill="#555">'
-                    f"{escape(band.label)}</text>"
-                )
-        parts.append(
-            f'<text x="{_LEFT - 4}" y="{top + 9}" text-anchor="end" fill="#666">'
-            f"{peak / _GIB:.3g}</text>"
-            f'<text x="{_LEFT - 4}" y="{bottom}" text-anchor="end" fill="#666">0</text>'
-        )
+        peak = max((float(np.nanmax(line.y)) for line in lines if line.y.size), default=0.0)
+        axis = bytes_axis(peak)
+        area = PlotArea(_LEFT, top, _WIDTH - _RIGHT, top + _HEIGHT, x0, x1, axis, _WIDTH)
+        parts.append('<g class="panel">')
+        parts.append(area.frame(f"{what} ({axis.unit})" if what else "no samples in either run"))
+        parts.append(area.bands(bands))
         for line in lines:
-            keep = ~np.isnan(line.y)
-            points = " ".join(
-                f"{x_of(x):.1f},{bottom - y / peak * _HEIGHT:.1f}"
-                for x, y in zip(line.x[keep], line.y[keep], strict=True)
-            )
-            if points:
-                parts.append(
-                    f'<polyline fill="none" stroke="{RUN_COLORS[line.run]}"{RUN_DASHES[line.run]} '
-                    f'stroke-width="1.3" points="{points}"/>'
-                )
-    axis_y = height - 6
-    parts.append(
-        f'<text x="{_LEFT}" y="{axis_y}" fill="#666">{_seconds(x0, span)} s</text>'
-        f'<text x="{_WIDTH - _RIGHT}" y="{axis_y}" text-anchor="end" fill="#666">'
-        f"{_seconds(x1, span)} s (aligned by cell)</text></svg>"
-    )
+            parts.append(area.polyline(line.x, line.y, RUN_COLORS[line.run], RUN_DASHES[line.run]))
+        last = k == len(metrics) - 1
+        title = f"time aligned by cell ({unit}, from the first cell's start)" if last else ""
+        parts.append(area.x_ticks(ticks, labels, title))
+        parts.append("</g>")
+    parts.append("</svg>")
     return "".join(parts)
-
-
-def _seconds(x: float, span: float) -> str:
-    """An end of the axis, to a precision the span needs: a 0.6 s span ends at "0.57", not "1"."""
-    text = f"{x:.{0 if span >= 10 else 1 if span >= 1 else 2}f}"
-    text = text.rstrip("0").rstrip(".") if "." in text else text
-    return "0" if text == "-0" else text

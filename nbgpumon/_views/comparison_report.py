@@ -13,12 +13,12 @@ import ipywidgets as widgets
 import numpy as np
 
 from .._session.data import SessionData
+from .axis import bytes_axis
 from .comparison import CellChange
 from .comparison_page import RUN_COLORS
 from .comparison_timeline import AlignedTimelines, Band, aligned_timelines
 from .report import band_paths
 
-_GIB = 2**30
 _BAND_COLORS = ("#c6dbef", "#dadaeb", "#f4a6a3")  # alternate cells; a regression
 MAX_BAND_LABELS = 40
 # A band's label only where it fits the band, as on the page: the plot area's width at a
@@ -49,14 +49,17 @@ def comparison_report(
 
 
 def _figure(aligned: AlignedTimelines, what: str, x_scale: bq.LinearScale) -> bq.Figure:
-    y_scale = bq.LinearScale(min=0.0)
+    lines = [line for line in aligned.lines if line.what == what]
+    # round ticks in the unit the table writes this peak in, with headroom over it
+    axis = bytes_axis(max((float(np.nanmax(line.y)) for line in lines if line.y.size), default=0))
+    y_scale = bq.LinearScale(min=0.0, max=axis.top)
     band_scale = bq.LinearScale(min=0.0, max=1.0)
     marks: list[bq.Mark] = [*_bands(aligned.bands, aligned.span, x_scale, band_scale)]
-    for line in (line for line in aligned.lines if line.what == what):
+    for line in lines:
         marks.append(
             bq.Lines(
                 x=line.x,
-                y=line.y / _GIB,
+                y=line.y / axis.size,
                 scales={"x": x_scale, "y": y_scale},
                 colors=[RUN_COLORS[line.run]],
                 line_style="solid" if line.run == "A" else "dashed",
@@ -69,7 +72,13 @@ def _figure(aligned: AlignedTimelines, what: str, x_scale: bq.LinearScale) -> bq
         marks=marks,
         axes=[
             bq.Axis(scale=x_scale, label="aligned seconds"),
-            bq.Axis(scale=y_scale, side="left", label="GiB", grid_lines="dashed"),
+            bq.Axis(
+                scale=y_scale,
+                side="left",
+                label=axis.unit,
+                grid_lines="dashed",
+                tick_values=axis.ticks,
+            ),
         ],
         fig_margin={"top": 36, "bottom": 36, "left": 70, "right": 24},
         animation_duration=0,

@@ -27,9 +27,10 @@ import numpy as np
 from bqplot.interacts import BrushIntervalSelector, PanZoom
 
 from .._foundation.metrics import device_of
-from .._foundation.units import format_bytes, format_local, format_seconds
+from .._foundation.units import byte_unit, format_bytes, format_local, format_seconds
 from .._ledger.records import CellRecord
 from .._session.data import SessionData
+from .axis import bytes_axis, percent_axis, time_ticks, value_ticks
 from .panels import Series, chart_panels
 from .report_nodes import MAX_NODE_LINES, NodeSeries, node_series
 
@@ -37,14 +38,6 @@ MAX_POINTS = 2000  # per line: enough for a full-width figure, cheap for the bro
 MAX_BARS = 400  # newest cells shown as bars; thousands of <rect>s make the page crawl
 MAX_LISTED = 200  # rows in the brushed listing
 MAX_BAND_LABELS = 40  # [N] labels drawn on the timeline at once
-MAX_TIME_TICKS = 8  # on a time axis: "22:13:20" labels of a 500 px plot stay apart
-# Tick steps in seconds, the ones a person counts in; longer spans take whole weeks.
-TIME_STEPS = (
-    0.1, 0.2, 0.5, 1, 2, 5, 10, 15, 30,
-    60, 120, 300, 600, 900, 1800,
-    3600, 7200, 3 * 3600, 6 * 3600, 12 * 3600,
-    86400, 2 * 86400, 7 * 86400,
-)  # fmt: skip
 
 _COLORS = {"mem_used": "#4c78a8", "reserved": "#f58518", "allocated": "#54a24b",
            "gpu_util": "#e45756", "mem_util": "#72b7b2"}  # fmt: skip
@@ -190,14 +183,15 @@ class Report(widgets.VBox):
         self.time_scale = bq.DateScale()
         self._band_scale = bq.LinearScale(min=0.0, max=1.0)  # cell bands: 0 bottom, 1 top
         self.memory_scale = bq.LinearScale(min=0.0)
-        self.util_scale = bq.LinearScale(min=0.0, max=100.0)
+        # a busy GPU's 100 % line stays off the frame's top edge
+        self.util_scale = bq.LinearScale(min=0.0, max=percent_axis().top)
         self.memory_axis = bq.Axis(
             scale=self.memory_scale, side="left", label="GiB", grid_lines="dashed"
         )
         self.memory_figure = self._timeline_figure("Memory", self.memory_axis)
         self.util_figure = self._timeline_figure(
             "Utilization",
-            bq.Axis(scale=self.util_scale, side="left", label="%", grid_lines="dashed"),
+            _percent_axis(self.util_scale),
         )
         self.node_memory_scale = bq.LinearScale(min=0.0)
         self.node_memory_axis = bq.Axis(
@@ -208,7 +202,7 @@ class Report(widgets.VBox):
         )
         self.node_util_figure = self._timeline_figure(
             "Other nodes: utilization (mean of their GPUs)",
-            bq.Axis(scale=self.util_scale, side="left", label="%", grid_lines="dashed"),
+            _percent_axis(self.util_scale),
         )
         self.brushes = [
             BrushIntervalSelector(scale=self.time_scale, color="#888888")
@@ -399,13 +393,14 @@ class Report(widgets.VBox):
                     if y is not None:
                         series.append((y, _legend(line), _PEAK_COLOR, "solid"))
         top = max((float(np.nanmax(y)) for y, *_ in series), default=0.0)
-        scale, unit = (2**30, "GiB") if top >= 2**30 else (2**20, "MiB")
-        self.memory_scale.max = top / scale * 1.1 if top > 0 else 1.0  # headroom over the top
+        axis = bytes_axis(top)  # in the unit the cell listing says the peak in, with headroom
+        self.memory_scale.max = axis.top
+        self.memory_axis.tick_values = axis.ticks
         lines = [
-            self._line(times, y / scale, name, color, style, self.memory_scale)
+            self._line(times, y / axis.size, name, color, style, self.memory_scale)
             for y, name, color, style in series
         ]
-        return [line for line in lines if line is not None], unit
+        return [line for line in lines if line is not None], axis.unit
 
     def _util_lines(self, data: _ReportData, times: np.ndarray) -> list[bq.Lines]:
         lines = []
@@ -427,16 +422,18 @@ class Report(widgets.VBox):
         shown = data.nodes[:MAX_NODE_LINES]
         top = max((float(np.nanmax(n.used)) for n in shown if not np.isnan(n.used).all()),
                   default=0.0)  # fmt: skip
-        scale, unit = (2**30, "GiB") if top >= 2**30 else (2**20, "MiB")
-        self.node_memory_scale.max = top / scale * 1.1 if top > 0 else 1.0
-        self.node_memory_axis.label = unit
+        axis = bytes_axis(top)
+        self.node_memory_scale.max = axis.top
+        self.node_memory_axis.tick_values = axis.ticks
+        self.node_memory_axis.label = axis.unit
         memory, util = [], []
         for k, n in enumerate(shown):
             color = _PALETTE[k % len(_PALETTE)]
             style = _LINE_STYLES[(k // len(_PALETTE)) % len(_LINE_STYLES)]
             name = f"{n.host} ({n.gpus} GPU{'' if n.gpus == 1 else 's'})"
             x = _dates(n.times)
-            memory.append(self._line(x, n.used / scale, name, color, style, self.node_memory_scale))
+            used = n.used / axis.size
+            memory.append(self._line(x, used, name, color, style, self.node_memory_scale))
             util.append(self._line(x, n.util, name, color, style, self.util_scale))
         self.node_memory_lines = [m for m in memory if m is not None]
         self.node_util_lines = [m for m in util if m is not None]
@@ -578,7 +575,7 @@ class Report(widgets.VBox):
             kept = [max(0, r.rss_delta or 0) for r in cells]
             what = "host RSS"
         top = max([*peak, *kept, 0])
-        scale, unit = (2**30, "GiB") if top >= 2**30 else (2**20, "MiB")
+        unit, scale = byte_unit(top)
         # bqplot's front end (0.6) computes no y domain for grouped bars (it reads a yRef the
         # bars never get), so every bar would be drawn 0 px high: set the domain here
         durations = [r.duration for r in cells]
@@ -701,43 +698,17 @@ def _datetime(t: float) -> dt.datetime:
     return dt.datetime.fromtimestamp(t, dt.timezone.utc).replace(tzinfo=None)
 
 
-def time_ticks(lo: float, hi: float, most: int = MAX_TIME_TICKS) -> tuple[np.ndarray, str]:
-    """Ticks over ``lo``..``hi`` (unix seconds): the multiples of the smallest step in
-    TIME_STEPS that gives at most ``most`` of them, and the d3 format (UTC, as bqplot formats
-    a DateScale with a tick_format) that labels them no more precisely than the step needs.
-
-    d3's own choice for a DateScale is about ten ticks whatever the width, one a second for
-    20 s: "22:13:20" labels that overlap into a strip.
-    """
-    span = max(hi - lo, 1e-3)
-    step = next((s for s in TIME_STEPS if span / s < most), None)  # at most `most` ticks
-    if step is None:  # months and more: whole weeks
-        step = 7 * 86400 * math.ceil(span / most / (7 * 86400) + 1e-9)
-    if step < 1 and most > 5:  # "22:13:20.500" is half as wide again: fewer of them
-        return time_ticks(lo, hi, most=5)
-    step_ms = round(step * 1000)  # integer milliseconds: no 0.30000000000000004
-    first = math.ceil(lo * 1000 / step_ms)
-    last = math.floor(hi * 1000 / step_ms)
-    ticks = np.arange(first, last + 1, dtype=np.int64) * step_ms / 1000.0
-    if step < 1:
-        fmt = "%H:%M:%S.%L"
-    elif step < 60:
-        fmt = "%H:%M:%S"
-    elif step < 86400:
-        fmt = "%H:%M" if span <= 86400 else "%b %d %H:%M"
-    else:
-        fmt = "%b %d"
-    return ticks, fmt
+def _percent_axis(scale: bq.LinearScale) -> bq.Axis:
+    """A utilization figure's y axis (one each: an axis belongs to one figure)."""
+    return bq.Axis(
+        scale=scale, side="left", label="%", grid_lines="dashed", tick_values=percent_axis().ticks
+    )
 
 
-def _nice_axis(axis: bq.Axis, scale: bq.LinearScale, top: float, count: int = 4) -> None:
-    """Ticks at 0 and about ``count`` round steps (1, 2 or 5 × 10^k) up to at least ``top``,
-    and the scale ending on the last: short bar figures get crowded labels otherwise."""
-    top = top if top > 0 else 1.0
-    rough = top / count
-    magnitude = 10.0 ** math.floor(math.log10(rough))
-    step = next(m * magnitude for m in (1, 2, 5, 10) if m * magnitude >= rough)
-    ticks = np.round(step * np.arange(math.ceil(top / step - 1e-9) + 1), 12)
+def _nice_axis(axis: bq.Axis, scale: bq.LinearScale, top: float) -> None:
+    """Ticks at 0 and about four round steps up to at least ``top``, and the scale ending on
+    the last: short bar figures get crowded labels otherwise."""
+    ticks = value_ticks(top)
     scale.max = float(ticks[-1])
     axis.tick_values = ticks
 

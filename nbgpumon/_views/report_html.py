@@ -36,13 +36,23 @@ def _samples(session: Recorded) -> str:
 
 
 def session_html(session: Recorded, max_points: int = 1200) -> str:
-    """The page for ``session``."""
+    """The page for ``session``: only what ran while it recorded (the file also keeps the
+    kernel's earlier cells and marks, which its timeline has no samples for)."""
     window = session.window().downsample(max_points)
-    bands = [(r.start, r.start + r.duration, r.name) for r in session.records if r.kind == "cell"]
+    records = session.own_records()
+    own_marks = session.own_marks()
+    bands = [(r.start, r.start + r.duration, r.name) for r in records if r.kind == "cell"]
     devices = session.devices
-    picture = timeline_svg(window, session.columns, devices, bands, width=960)
+    # from the moment it started to its last sample, cell or mark: a cell that straddles the
+    # start is drawn from there
+    ends = [float(t) for t in session.times[-1:]] + [b for _, b, _ in bands]
+    shown = (session.started, max([session.started + 1e-3, *ends, *(t for t, _ in own_marks)]))
+    picture = timeline_svg(
+        window, session.columns, devices, bands, width=960, marks=own_marks, span=shown
+    )
     started = format_utc(session.started, "%Y-%m-%d %H:%M:%S UTC")
     span = float(session.times[-1] - session.times[0]) if len(session.times) > 1 else 0.0
+    earlier = len(session.records) - len(records)
     facts = {
         "file": str(session.path),
         "session": str(session.session_id),
@@ -52,21 +62,27 @@ def session_html(session: Recorded, max_points: int = 1200) -> str:
         "driver": session.driver or "—",
         "versions": ", ".join(f"{k} {v}" for k, v in session.versions.items()),
         "samples": f"{_samples(session)} over {span:.0f} s",
-        "cells": str(len(session.records)),
+        "cells": str(len(records))
+        + (
+            f" ({earlier} earlier cell{'' if earlier == 1 else 's'} of the kernel, from before "
+            "the recording started, not shown)"
+            if earlier
+            else ""
+        ),
     }
     rows = "".join(f"<dt>{html.escape(k)}</dt><dd>{html.escape(v)}</dd>" for k, v in facts.items())
     marks = "".join(
         f"<li>{html.escape(format_utc(t, '%H:%M:%S'))} {html.escape(label)}</li>"
-        for t, label in session.marks
+        for t, label in own_marks
     )
-    table = cells_table(session.records).html
+    table = cells_table(records).html
     nodes = _nodes_html(Cluster(session.nodes, session.cluster_server)) if session.nodes else ""
     return (
         "<!doctype html><html><head><meta charset='utf-8'>"
         f"<title>nbgpumon session {session.session_id}</title><style>{STYLE}</style></head>"
         f"<body><h1>nbgpumon session {session.session_id}</h1><dl>{rows}</dl>"
         f"<div class='timeline'>{picture}</div>"
-        + (f"<h2>Marks</h2><ul>{marks}</ul>" if marks else "")
+        + (f"<h2>Marks</h2><ul class='marks'>{marks}</ul>" if marks else "")
         + nodes
         + f"<h2>Cells</h2>{table}</body></html>"
     )

@@ -379,7 +379,7 @@ def pack_history(window: Window) -> bytes:
 
 
 def static_svg(data: SessionData, seconds: float = 600.0) -> str:
-    """The last ``seconds`` of the timeline with the cells in it, as an SVG picture."""
+    """The last ``seconds`` of the timeline with the cells and marks in it, as an SVG picture."""
     latest = data.latest()
     end = latest["time"] if latest else time.time()
     window = data.window(end - seconds, end).downsample(600)
@@ -388,7 +388,8 @@ def static_svg(data: SessionData, seconds: float = 600.0) -> str:
         for r in data.records
         if r.kind == "cell" and r.start + r.duration >= end - seconds
     ]
-    return timeline_svg(window, data.columns, data.devices, bands)
+    marks = [(t, label) for t, label in data.marks if t >= end - seconds]
+    return timeline_svg(window, data.columns, data.devices, bands, marks=marks)
 
 
 def describe_devices(devices: Sequence[Device]) -> list[dict]:

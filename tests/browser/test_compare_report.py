@@ -13,6 +13,7 @@ import pytest
 from compare_runs import EXTRA, KEEP_A, KEEP_B, SAMPLED, THREE_TIMES_KEPT
 from notebook_page import ARTIFACTS, open_offline, requests_for_xss
 from notebook_runner import run_cells
+from svg_checks import assert_within_the_picture, inside, round_ticks
 
 pytestmark = pytest.mark.browser
 
@@ -181,4 +182,42 @@ def test_the_comparison_page_opens_offline_and_shows_both_runs(page, two_runs, t
     assert requested == [path.as_uri()]  # nothing but the page itself
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / "compare_page.png"), full_page=True)
+    page.record.assert_clean()
+
+
+def test_the_comparison_pages_axes_are_labelled_in_round_steps_and_units(page, two_runs, tmp_path):
+    import nbgpumon
+
+    a, b = two_runs
+    path = tmp_path / "compare.html"
+    path.write_text(nbgpumon.compare(a, b).report_html(), encoding="utf-8")
+    open_offline(page, path)
+    svg = page.locator(".timeline svg")
+    svg.wait_for(state="visible")
+    panel = svg.locator("g.panel").first
+    # host RSS: B keeps 300 MiB, so a few hundred MiB, in MiB as the table says it
+    title = panel.locator("text").first.text_content()
+    assert title == "host RSS (MiB)", title
+    assert "MiB" in page.locator("table tbody").text_content()
+    ticks = [float(t) for t in panel.locator("text.ytick").all_text_contents()]
+    assert len(ticks) >= 3 and round_ticks(ticks), ticks
+    plot = panel.locator("rect.plot").bounding_box()
+    for line in panel.locator("polyline").all():
+        drawn = line.bounding_box()
+        assert inside(drawn, plot, slack=1) and drawn["y"] >= plot["y"] + 0.05 * plot["height"]
+    # aligned time, from the first cell's start: round numbers, left to right, with a unit
+    labels = panel.locator("text.xtick")
+    times = [float(t) for t in labels.all_text_contents()]
+    assert len(times) >= 3 and times == sorted(times), times
+    steps = {round(b - a, 9) for a, b in itertools.pairwise(times)}
+    assert len(steps) == 1 and round_ticks([0.0, steps.pop()]), times
+    xs = [label.bounding_box()["x"] for label in labels.all()]
+    assert xs == sorted(xs)
+    assert re.fullmatch(
+        r"time aligned by cell \((s|min|h), from the first cell's start\)",
+        svg.locator("text.xtitle").text_content(),
+    )
+    assert_within_the_picture(svg)
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "report_compare_page.png"), full_page=True)
     page.record.assert_clean()
