@@ -135,6 +135,7 @@ class Session:
         self._syncing_nvtx = False  # set while nvtx() writes GPUMon.nvtx
         self._nvtx_error_shown = ""
         self._recorder: RecordingWriter | None = None
+        self._untold: list[str] = []  # a replaced recorder's notices, not yet printed
         self._syncing_record_path = False  # set while record() writes GPUMon.record_path
         self._nodes: NodeTimeline | None = None  # other nodes' GPUs, once a cluster is read
         self._cluster_url = ""
@@ -514,7 +515,16 @@ class Session:
             out.append(post_mortem)
         if self._recorder is not None:
             self._recorder.add_cell(record)
+        out += self._recording_notices()
         return record, "\n".join(out)
+
+    def _recording_notices(self) -> list[str]:
+        # What the writer's thread met since the last cell's end (invariant 14: said once, at
+        # the end of the cell during which it happened, or of the next one if between cells).
+        told, self._untold = self._untold, []
+        if self._recorder is not None and (notice := self._recorder.take_notice()):
+            told += notice.splitlines()
+        return [f"nbgpumon: {line}" for line in told]
 
     def _oom_flight_record(self, shell: Any, record: CellRecord, traced: bool) -> dict[str, Any]:
         """The post-mortem's live blocks by line and saved snapshot (OomFacts fields)."""
@@ -599,8 +609,9 @@ class Session:
                 return "not recording"
             old, self._recorder = self._recorder, None
             old.stop()
+            self._untold += old.take_notice().splitlines()
             self._sync_record_path("")
-            return f"recording stopped; {old.rows_written} samples in {old.path}"
+            return old.stopped_line()
         from .._recording.writer import RecordingWriter
 
         # checks and opens the new file before the old one stops
@@ -613,6 +624,7 @@ class Session:
         )
         if self._recorder is not None:
             self._recorder.stop()
+            self._untold += self._recorder.take_notice().splitlines()
         self._recorder = new
         new.start(self.cells(), list(self.ledger.marks))
         self._sync_record_path(str(new.path))
