@@ -21,7 +21,6 @@ import pytest
 import nbgpumon
 from nbgpumon._recording.reader import sessions
 
-from kernel_client import Kernel
 from notebook_runner import run_cells
 
 FINISHED = [
@@ -29,15 +28,6 @@ FINISHED = [
     "b = bytearray(2**20)",
     "nbgpumon.mark('before the long cell')",
 ]
-
-
-@pytest.fixture
-def kernel():
-    k = Kernel()
-    try:
-        yield k
-    finally:
-        k.stop()
 
 
 def test_a_kernel_killed_mid_cell_leaves_its_samples_and_finished_cells(kernel, tmp_path):

@@ -93,15 +93,6 @@ def ext4_disk(tmp_path: Path) -> Iterator[tuple[Path, Path]]:
         _umount(where)
 
 
-@pytest.fixture
-def kernel() -> Iterator[Kernel]:
-    k = Kernel()
-    try:
-        yield k
-    finally:
-        k.stop()
-
-
 def _stdout(kernel: Kernel, code: str) -> str:
     msgs = kernel.run(code, timeout=120)
     return "".join(m["content"]["text"] for m in msgs if m["msg_type"] == "stream")
@@ -158,7 +149,8 @@ def test_a_full_disk_is_said_once_in_its_cell_and_every_committed_row_loads(
     small_disk, kernel, filled_by
 ):
     """The disk: a 4 MiB tmpfs. Filled by a filler file written in the cell, or, with a filler
-    leaving 600 KiB (creating the session takes about 250 KiB of log), by the recording's own growth while a cell waits."""
+    leaving 600 KiB (creating the session takes about 250 KiB of log), by the recording's own
+    growth while a cell waits."""
     path, filler = small_disk / "run.sqlite", small_disk / "filler"
     if filled_by == "the recording itself":
         free = os.statvfs(small_disk).f_bavail * os.statvfs(small_disk).f_frsize

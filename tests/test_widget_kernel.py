@@ -3,22 +3,10 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 
 import pytest
 
-from kernel_client import Kernel
-
 XSS = "<img src=x onerror=alert(1)>"
-
-
-@pytest.fixture
-def kernel() -> Iterator[Kernel]:
-    k = Kernel()
-    try:
-        yield k
-    finally:
-        k.stop()
 
 
 def _displays(msgs: list[dict]) -> list[dict]:
