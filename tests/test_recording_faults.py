@@ -256,8 +256,9 @@ def test_a_file_moved_away_keeps_its_rows_and_recording_goes_on_at_the_path(kern
 
 def test_a_file_replaced_by_a_foreign_file_between_cells_is_never_written(kernel, tmp_path):
     """The fault: while no cell runs, another program's SQLite file is moved over the path
-    (``os.replace``); it is said at the end of the next cell, and the file is left byte for
-    byte as it was, with nothing made beside it."""
+    (``os.replace``); it is said by the next cell (here ``%gpumon record``, whose status is
+    the same line: said once, not twice), and the file is left byte for byte as it was, with
+    nothing made beside it."""
     path, foreign = tmp_path / "run.sqlite", tmp_path / "other.sqlite"
     _recording(kernel, path)
     with contextlib.closing(sqlite3.connect(foreign)) as db:
@@ -270,7 +271,7 @@ def test_a_file_replaced_by_a_foreign_file_between_cells_is_never_written(kernel
     while wal.exists() and time.monotonic() < deadline:
         time.sleep(0.02)
     assert not wal.exists()
-    out = _stdout(kernel, "w = 4")
+    out = _stdout(kernel, "%gpumon record")  # the status asked at once: the line, once
     _said_once_then_status(
         kernel,
         out,

@@ -609,9 +609,10 @@ class Session:
                 return "not recording"
             old, self._recorder = self._recorder, None
             old.stop()
-            self._untold += old.take_notice().splitlines()
+            line = old.stopped_line()
+            self._untold += [n for n in old.take_notice().splitlines() if n != line]
             self._sync_record_path("")
-            return old.stopped_line()
+            return line
         from .._recording.writer import RecordingWriter
 
         # checks and opens the new file before the old one stops
@@ -635,6 +636,14 @@ class Session:
     def recording(self) -> str:
         """What the recorder is doing, as one line ("" when there is none)."""
         return self._recorder.status if self._recorder is not None else ""
+
+    def tell_recording(self) -> str:
+        """:attr:`recording`, for a line printed now (main thread): a notice of the same
+        words is then not said again at the cell's end."""
+        line = self.recording
+        if self._recorder is not None:
+            self._untold += [n for n in self._recorder.take_notice().splitlines() if n != line]
+        return line
 
     def mark(self, label: str) -> None:
         """Put a labelled marker on the timeline at this instant."""
