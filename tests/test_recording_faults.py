@@ -39,6 +39,8 @@ WAIT = (
     "print('WAITED', bool({cond}), _r.cells_written, _r.rows_written, _r.session_id)"
 )
 ALL_CELLS_WRITTEN = "_r.cells_written == len(_n.cells())"
+# in a new file after the old one went: the cell that saw it go and those after it
+WRITTEN_AT_LEAST = "_r.cells_written >= {}"
 FAILED = "_r.failed"
 
 
@@ -149,13 +151,13 @@ def test_a_full_disk_is_said_once_in_its_cell_and_every_committed_row_loads(
     small_disk, kernel, filled_by
 ):
     """The disk: a 4 MiB tmpfs. Filled by a filler file written in the cell, or, with a filler
-    leaving 600 KiB (creating the session takes about 250 KiB of log), by the recording's own
+    leaving 1 MiB (creating the session takes about 250 KiB of log), by the recording's own
     growth while a cell waits."""
     path, filler = small_disk / "run.sqlite", small_disk / "filler"
     if filled_by == "the recording itself":
         free = os.statvfs(small_disk).f_bavail * os.statvfs(small_disk).f_frsize
         with open(filler, "wb") as f:
-            f.write(bytes(free - 600 * 2**10))
+            f.write(bytes(free - 2**20))
     before, _ = _recording(kernel, path)
     fill = FILL.format(filler=str(filler)) if filled_by == "a filler file" else ""
     out = _stdout(kernel, fill + WAIT.format(cond=FAILED))
@@ -223,7 +225,10 @@ def test_a_file_deleted_while_recording_is_said_and_recording_goes_on_in_a_new_f
     )
     for i in range(3):
         _stdout(kernel, f"after{i} = {i}")
-    _stdout(kernel, WAIT.format(cond=ALL_CELLS_WRITTEN))
+    # the cell that deleted it, `y = 1`, `%gpumon record` and the three (and the waiting cell
+    # before it, whose end the writer may have reached before or after the old file went)
+    _, _, session = _waited(_stdout(kernel, WAIT.format(cond=WRITTEN_AT_LEAST.format(6))))
+    assert session == 1
     assert _stdout(kernel, "%gpumon record off").startswith("nbgpumon: recording stopped; ")
     session = nbgpumon.load(path)
     labels = [r.label for r in session.records]
@@ -248,7 +253,9 @@ def test_a_file_moved_away_keeps_its_rows_and_recording_goes_on_at_the_path(kern
     )
     kept = int(re.search(r"keeps the (\d+) cells", line).group(1))
     _stdout(kernel, "z = 3")
-    _stdout(kernel, WAIT.format(cond=ALL_CELLS_WRITTEN))
+    # the cell that moved it, `y = 1`, `%gpumon record`, `z = 3` (and perhaps the one before)
+    _, _, session = _waited(_stdout(kernel, WAIT.format(cond=WRITTEN_AT_LEAST.format(4))))
+    assert session == 1
     _stdout(kernel, "%gpumon record off")
     assert len(nbgpumon.load(moved).records) == kept  # its log was folded into it
     assert "z = 3" in [r.label for r in nbgpumon.load(path).records]
