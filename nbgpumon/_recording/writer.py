@@ -35,7 +35,7 @@ from .._ledger.rows import record_row
 from .._sampling.node_timeline import NodeTimeline
 from .._sampling.timeline import Timeline
 from .compaction import RAW_SECONDS, Compactor
-from .faults import classify, stopped_line
+from .faults import FULL, classify, stopped_line
 from .file_check import WRITABLE_HINT, check_record_target, os_reason
 from .file_identity import DELETED, MOVED, SAME, FileIdentity
 from .node_rows import create_node_tables, write_node_samples, write_nodes
@@ -93,6 +93,7 @@ class RecordingWriter:
         self._columns = list(timeline.columns)
         self._by_device = device_columns(self._columns)  # the samples table's row layout
         self._queue: queue.SimpleQueue[tuple[str, Any]] = queue.SimpleQueue()
+        self._unwritten: tuple[list[CellRecord], list[tuple[float, str]]] = ([], [])
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._cursor = 0
@@ -143,6 +144,20 @@ class RecordingWriter:
         return session_id
 
     def _create_session(self, db: sqlite3.Connection) -> int:
+        # One transaction: nothing half made, and a few pages of log rather than a commit per
+        # statement (about 250 KiB of it, a good part of a nearly full disk).
+        db.execute("BEGIN")
+        try:
+            session_id = self._insert_session(db)
+            db.execute("COMMIT")
+        except BaseException:
+            if db.in_transaction:
+                with contextlib.suppress(sqlite3.Error):
+                    db.execute("ROLLBACK")
+            raise
+        return session_id
+
+    def _insert_session(self, db: sqlite3.Connection) -> int:
         create_schema(db, self._columns)
         create_node_tables(db)
         info = self._info
@@ -240,7 +255,7 @@ class RecordingWriter:
                     db, identity = self._start_over(what, named)
                     if db is None:
                         break
-                self.write_pending(db)
+                self._write_or_make_room(db)
                 if stopping:
                     break
         except (OSError, sqlite3.Error) as exc:
@@ -255,6 +270,18 @@ class RecordingWriter:
                     db.close()
             if identity is not None:
                 identity.close()
+
+    def _write_or_make_room(self, db: sqlite3.Connection) -> None:
+        try:
+            self.write_pending(db)
+        except sqlite3.Error as exc:
+            if classify(exc, self.path) != FULL:
+                raise
+            # The log holds a copy of each page every batch touched since the last checkpoint
+            # (SQLite folds it back at 4 MiB), mostly of the same few pages: folding it into
+            # the file now and cutting it to nothing frees most of it. Once, then it is full.
+            db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            self.write_pending(db)
 
     def _connect(self) -> tuple[sqlite3.Connection, FileIdentity]:
         """The writer's connection and the identity of the file it opened: the descriptor is
@@ -326,7 +353,9 @@ class RecordingWriter:
         arrived since the last call, and fold what aged past the raw window. The writer thread
         calls it every ``FLUSH_INTERVAL``; tests and benchmarks call it directly instead."""
         chunk = self._timeline.since(self._cursor, limit=BATCH_ROWS)
-        cells, marks = [], []
+        # a batch that failed keeps its cells and marks for the next try
+        cells, marks = self._unwritten
+        self._unwritten = ([], [])
         while True:
             try:
                 kind, item = self._queue.get_nowait()
@@ -362,6 +391,7 @@ class RecordingWriter:
             if db.in_transaction:
                 with contextlib.suppress(sqlite3.Error):
                     db.execute("ROLLBACK")
+            self._unwritten = (cells, marks)
             raise
         self._cursor = chunk.end
         self.rows_written += chunk.end - chunk.start
