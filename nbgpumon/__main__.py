@@ -144,22 +144,30 @@ def _until_stopped(line: str) -> int:
     """Say ``line``, then serve until Ctrl-C or SIGTERM (a scheduler's stop); exit code 0
     either way, however soon after the line it comes."""
     stop = threading.Event()
-    previous = signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    # Handlers of its own, whatever it inherited: a job a script starts with `&` (nohup, CI)
+    # has SIGINT ignored, and Python then sets no KeyboardInterrupt for it.
+    previous = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in _STOPS}
     try:
         print(line, file=sys.stderr)
         while not stop.wait(1.0):
             pass
-    except KeyboardInterrupt:
-        pass
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
     return 0
+
+
+_STOPS = (signal.SIGINT, signal.SIGTERM)
 
 
 def _run_script(script: str, script_args: list[str]) -> int:
     """Run ``script`` as ``python script ARGS`` would (``sys.argv``, ``__main__``, its folder
     first on ``sys.path``); its exit code (1 after an exception, whose traceback Python's own
     way prints)."""
+    # Ctrl-C is a KeyboardInterrupt in the script and SIGTERM ends it, as in a terminal, even
+    # where they were inherited ignored (a background job): the exporter must not outlive it.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
     sys.argv = [script, *script_args]
     sys.path.insert(0, str(Path(script).resolve().parent))
     try:

@@ -1,3 +1,5 @@
+"""What every test may use: the helpers importable as plain modules, a real kernel."""
+
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -12,7 +14,7 @@ from kernel_client import Kernel
 
 @pytest.fixture
 def kernel() -> Iterator[Kernel]:
-    """A real ipykernel, stopped afterwards."""
+    """A real ipykernel for one test, shut down after it."""
     k = Kernel()
     try:
         yield k

@@ -15,13 +15,14 @@ class Kernel:
         self.manager, self.client = start_new_kernel(kernel_name="python3")
         self.messages: list[dict] = []
 
-    def run(self, code: str, timeout: float = 60) -> list[dict]:
-        """Execute ``code``; return the iopub messages it caused, in order."""
-        return self.wait(self.submit(code), timeout)
+    def run(self, code: str, timeout: float = 60, **options: bool) -> list[dict]:
+        """Execute ``code``; return the iopub messages it caused, in order. ``options``: the
+        execute_request's flags as a front end sets them (``silent``, ``store_history``)."""
+        return self.wait(self.submit(code, **options), timeout)
 
-    def submit(self, code: str) -> str:
+    def submit(self, code: str, **options: bool) -> str:
         """Start executing ``code`` without waiting for it; :meth:`wait` collects it."""
-        return self.client.execute(code)
+        return self.client.execute(code, **options)
 
     def wait(self, msg_id: str, timeout: float = 60) -> list[dict]:
         """The iopub messages of the execution ``msg_id``, once the kernel is idle after it."""

@@ -417,7 +417,11 @@ def test_serve_outside_ipython_starts_the_monitor_and_serves_rank_ports(tmp_path
 
 
 # -- python -m nbgpumon serve ------------------------------------------------------------------
-def _serve(*args: str, env: dict | None = None, cwd: Path | None = None) -> subprocess.Popen:
+def _serve(
+    *args: str, env: dict | None = None, cwd: Path | None = None, sigint_ignored: bool = False
+) -> subprocess.Popen:
+    """``python -m nbgpumon serve ARGS``; ``sigint_ignored``: started as a script's background
+    job is (``nohup cmd &``: the shell sets SIGINT ignored, and the child inherits it)."""
     return subprocess.Popen(
         [sys.executable, "-m", "nbgpumon", "serve", *args],
         env={**os.environ, **fake_nvml_env(devices=TWO_GPUS), **(env or {})},
@@ -425,12 +429,19 @@ def _serve(*args: str, env: dict | None = None, cwd: Path | None = None) -> subp
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=_ignore_sigint if sigint_ignored else None,
     )
 
 
-def test_python_m_nbgpumon_serve_serves_until_ctrl_c(tmp_path):
+def _ignore_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+# a background job of a script (nohup, CI) is started with SIGINT ignored: Ctrl-C stops it too
+@pytest.mark.parametrize("sigint_ignored", [False, True], ids=["foreground", "background-job"])
+def test_python_m_nbgpumon_serve_serves_until_ctrl_c(tmp_path, sigint_ignored):
     port = free_port()
-    server = _serve("--port", str(port))
+    server = _serve("--port", str(port), sigint_ignored=sigint_ignored)
     try:
         first = server.stderr.readline()
         assert first == (
@@ -444,6 +455,28 @@ def test_python_m_nbgpumon_serve_serves_until_ctrl_c(tmp_path):
     finally:
         server.kill()
     assert server.returncode == 0 and err == "" and out == ""
+    assert port_is_free(port)
+
+
+def test_ctrl_c_interrupts_the_served_script_even_with_sigint_ignored_on_entry(tmp_path):
+    port = free_port()
+    script = tmp_path / "train.py"
+    script.write_text(
+        "import time\n"
+        "try:\n"
+        "    print('TRAINING', flush=True)\n"  # inside: the signal may come right after it
+        "    time.sleep(60)\n"
+        "except KeyboardInterrupt:\n"
+        "    print('INTERRUPTED')\n"
+    )
+    server = _serve("--port", str(port), str(script), sigint_ignored=True)
+    try:
+        assert server.stdout.readline() == "TRAINING\n"
+        server.send_signal(signal.SIGINT)
+        out, _ = server.communicate(timeout=30)
+    finally:
+        server.kill()
+    assert server.returncode == 0 and out == "INTERRUPTED\n"
     assert port_is_free(port)
 
 

@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from notebook_runner import RECORDS_CELL, run_cells
+from notebook_runner import RECORDS_CELL, fake_nvml_env, run_cells
 
 MIB = 2**20
 HOLDERS = (
@@ -133,3 +133,27 @@ def test_an_out_of_memory_error_prints_a_post_mortem_that_keeps_no_frame_alive()
     assert report.rstrip().splitlines()[-1].endswith("gradient accumulation")
     assert runs[4].stdout.strip() == "ALIVE False"
     assert runs[5].error == "MemoryError" and "out of GPU memory" not in runs[5].stdout
+
+
+@pytest.mark.parametrize("nvml", [{"devices": []}, {"import_error": True}], ids=["none", "no-nvml"])
+def test_holders_of_cuda_memory_on_a_machine_without_a_gpu_say_so_in_one_line(nvml):
+    cells = ["%load_ext nbgpumon", "%gpumon holders cuda", "%gpumon holders cuda:0"]
+    runs = run_cells([*cells, "%gpumon holders host"], env=fake_nvml_env(**nvml))
+    for run in runs[1:3]:
+        said = run.stderr.splitlines()
+        assert len(said) == 1 and run.stdout == "" and run.error is None, run.text
+        assert said[0].startswith("UsageError: no GPU here ("), said
+        assert said[0].endswith(
+            "so nothing holds CUDA memory; %gpumon holders host lists what holds host memory"
+        ), said
+    assert "objects looked at" not in runs[1].text + runs[2].text
+    assert "nbgpumon holders of host memory" in runs[3].text  # what it can still show
+
+
+def test_holders_of_cuda_memory_are_looked_for_where_there_is_a_gpu():
+    runs = run_cells(
+        ["%load_ext nbgpumon", "%gpumon holders cuda"],
+        env=fake_nvml_env(devices=[{"name": "Fake H200", "uuid": "GPU-aaaa"}]),
+    )
+    said = runs[1].text
+    assert said.startswith("nbgpumon holders of cuda memory: 0 B in 0 holder(s)"), said

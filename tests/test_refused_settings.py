@@ -49,6 +49,11 @@ STATE = (
     "print('SHELL', dict(get_ipython().config.get('GPUMon', {})))"
 )
 
+CONFIGURABLES = (
+    "_kinds = [type(c).__name__ for c in get_ipython().configurables]\n"
+    "print('CONFIGURABLES', _kinds.count('GPUMon'), _kinds.count('GPUMonMagics'))"
+)
+
 
 def _lines(run) -> list[str]:
     return [line for line in run.text.strip().splitlines() if line.strip()]
@@ -80,6 +85,7 @@ def test_refused_live_values_never_break_a_reload_and_the_recording_goes_on(tmp_
             "%load_ext nbgpumon",
             STATE,
             "y = 2",
+            CONFIGURABLES,
         ],
         cwd=tmp_path,
     )
@@ -99,11 +105,13 @@ def test_refused_live_values_never_break_a_reload_and_the_recording_goes_on(tmp_
     lines = _lines(reload)
     assert "watching" in lines[0] or "no GPU" in lines[0], lines
     assert lines[1:] == [f"nbgpumon: recording to {path} (session 2)"], lines
-    state, settings, _ = _state(state_reloaded)
+    state, settings, shell = _state(state_reloaded)
     assert state.startswith("True True") and str(path) in state
     assert settings == before[1]  # the reload goes on with the live settings
+    assert shell == before[2] == {}  # and the shell's configuration is what the user set
 
-    load, state_loaded = runs[-3], runs[-2]
+    assert runs[-1].text.split() == ["CONFIGURABLES", "1", "1"]  # none left by the reloads
+    load, state_loaded = runs[-4], runs[-3]
     assert "Traceback" not in load.text
     assert _lines(load)[1:] == [f"nbgpumon: recording to {path} (session 3)"]
     assert _state(state_loaded)[0].startswith("True True")
@@ -155,3 +163,28 @@ def test_update_config_applies_the_good_values_of_one_config_and_names_the_bad_o
     assert "peak_mode" not in given["GPUMon"]  # so whoever merges it next never holds it
     out = capsys.readouterr().out.splitlines()
     assert len(out) == 1 and out[0].endswith("GPUMon.peak_mode stays 'reset'"), out
+
+
+def test_unknown_names_get_one_line_each_and_never_reach_the_shell(tmp_path):
+    profile = tmp_path / "ipython" / "profile_default"
+    profile.mkdir(parents=True)
+    (profile / "ipython_config.py").write_text("c.GPUMon.intervall = 0.5\nc.GPUMon.history = 20\n")
+    runs = run_cells(
+        ["%load_ext nbgpumon", "%config GPUMon.zzz = 1", STATE, "%reload_ext nbgpumon", STATE],
+        env={"IPYTHONDIR": str(tmp_path / "ipython")},
+        cwd=tmp_path,
+    )
+    everything = "".join(run.text for run in runs)
+    assert "not recognized" not in everything and "Traceback" not in everything
+    assert _lines(runs[0])[1:] == [
+        "nbgpumon: GPUMon.intervall is not a setting (did you mean GPUMon.interval?); it is ignored"
+    ]
+    assert _lines(runs[1]) == [
+        "nbgpumon: GPUMon.zzz is not a setting (%config GPUMon lists them); nothing was changed"
+    ]
+    for state in (runs[2], runs[4]):
+        running, settings, shell = _state(state)
+        assert running.startswith("True True")
+        assert settings["history"] == 20 and settings["interval"] == 0.1
+        assert shell == {"history": 20}  # the configured value, and nothing unknown
+    assert len(_lines(runs[3])) == 1  # the reload meets neither name again: its loaded line

@@ -4,19 +4,22 @@
 
 import { cellId, cellKey } from "./cells.js";
 import { DASH, cellDuration, formatBytes, formatPercent, formatSeconds } from "./format.js";
+import { ColumnTally, filledMask } from "./table-columns.js";
 
+// always: shown even where every row leaves them empty, as `%gpumon cells` shows its own
 const COLUMNS = [
-  { title: "cell", cls: "cell" },
-  { title: "status", cls: "status" },
-  { title: "time", cls: "num" },
+  { title: "cell", cls: "cell", always: true },
+  { title: "status", cls: "status", always: true },
+  { title: "time", cls: "num", always: true },
   { title: "alloc", cls: "num" },
   { title: "peak", cls: "num" },
   { title: "kept", cls: "num" },
   { title: "GPU util", cls: "num" },
   { title: "host \u0394", cls: "num" },
   { title: "held by", cls: "held" },
-  { title: "source", cls: "source" },
+  { title: "source", cls: "source", always: true },
 ];
+const ALWAYS = COLUMNS.reduce((mask, c, j) => (c.always ? mask | (1 << j) : mask), 0);
 
 const STATUS_CLASS = { ok: "ok", error: "error", oom: "error", interrupted: "warn", running: "running" };
 
@@ -77,13 +80,15 @@ export class CellTable {
     this.table = document.createElement("table");
     this.table.className = "nbgpumon-table";
     const thead = this.table.createTHead();
-    const head = thead.insertRow();
+    this.head = thead.insertRow();
     for (const c of COLUMNS) {
       const th = document.createElement("th");
       th.className = c.cls;
       th.textContent = c.title;
-      head.append(th);
+      this.head.append(th);
     }
+    this.tally = new ColumnTally(rowTexts);
+    this.shown = -1; // the columns shown, a mask (ALWAYS and those a row fills); -1: not yet
     // the spacers are outside tbody, so `tbody tr` are the ledger's rows and no others
     this.above = spacer(thead);
     this.body = this.table.createTBody();
@@ -131,6 +136,7 @@ export class CellTable {
       this.revision = revision;
       this.drawn = null; // the rows move: draw them again
     }
+    if (changed) this.tally.sync(cells);
     this.highlight = highlight;
     this._draw();
   }
@@ -169,6 +175,7 @@ export class CellTable {
 
   _draw() {
     this._showEmpty();
+    this._showColumns();
     const [first, end] = this._window();
     if (!this.drawn || this.drawn[0] !== first || this.drawn[1] !== end) {
       const rows = new Map();
@@ -219,6 +226,22 @@ export class CellTable {
     this.emptyRow = tr;
   }
 
+  /** Show the columns some row fills (the running one's too), hide the others. */
+  _showColumns() {
+    const shown = ALWAYS | this.tally.mask | (this.running ? filledMask(rowTexts(this.running)) : 0);
+    if (shown === this.shown) return;
+    this.shown = shown;
+    for (const tr of [this.head, ...this.rows.values(), this.runningRow]) if (tr) this._hide(tr);
+  }
+
+  /** Hide the cells of `tr` in the columns not shown. */
+  _hide(tr) {
+    [...tr.children].forEach((td, j) => {
+      const hidden = !(this.shown & (1 << j));
+      if (td.hidden !== hidden) td.hidden = hidden;
+    });
+  }
+
   /** The running entry's row: made again for another cell, else only its texts change. */
   _runningRow(running) {
     const key = cellKey(running);
@@ -253,6 +276,7 @@ export class CellTable {
       if (cls === "source" || cls === "held") td.title = text; // cut to the column: whole on hover
       tr.append(td);
     });
+    this._hide(tr);
     return tr;
   }
 

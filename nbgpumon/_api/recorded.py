@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .._ledger.records import CellRecord
+from .._ledger.records import CellRecord, records_after
 from .._recording.reader import RecordedSession
 from .._recording.reader import load as read_session
 from .._sampling.timeline import Chunk, Window
@@ -83,6 +83,9 @@ class Recorded(RecordedSession):
             )
             for i, g in enumerate(self.gpus)
         )
+
+    def records_after(self, index: int) -> tuple[int, list[CellRecord]]:
+        return records_after(self.records, index)
 
     @property
     def cursor(self) -> int:

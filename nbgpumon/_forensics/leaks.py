@@ -1,9 +1,10 @@
 """The per-cell leak verdict: when a cell keeps more than a threshold, name who holds it.
 
-Before each cell only the identities of the namespace's values are noted (ids, never the
-objects); after a cell that kept at least ``threshold`` bytes, a holder scan runs and the holders
-the cell made are named: variables it bound or rebound, output-cache entries it added, the
-traceback of its own error, and holders that grew since the last scan.
+Before each cell only the identities of the user's variables are noted (ids, never the objects,
+at a cost that does not grow with the cells run: ``namespace_ids``); after a cell that kept at
+least ``threshold`` bytes, a holder scan runs and the holders the cell made are named: variables
+it bound or rebound, output-cache entries it added, the traceback of its own error, and holders
+that grew since the last scan.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from typing import Any
 
 from .._ledger.records import CellRecord, Retention
 from . import holder_scan
+from .namespace_ids import NamespaceIds
 
 MOST_NAMED = 3  # holders named per cell
 
@@ -27,12 +29,13 @@ class LeakWatch:
     def __init__(self, shell: Any) -> None:
         self.shell = shell
         self._before: dict[str, int] = {}
+        self._ids = NamespaceIds()
         self._outputs_before: set[Any] = set()
         self._last_sizes: dict[str, int] = {}  # holder -> bytes at the last scan
 
     def cell_started(self) -> None:
         ns = getattr(self.shell, "user_ns", None) or {}
-        self._before = {name: id(value) for name, value in list(ns.items())}
+        self._before = self._ids.note(ns)
         out = ns.get("Out")
         self._outputs_before = set(out) if isinstance(out, dict) else set()
 

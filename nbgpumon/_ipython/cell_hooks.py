@@ -17,6 +17,12 @@ class CellHooks:
     IPython 9.8 moved the execution-count increment before ``pre_run_cell``; the count is
     therefore taken from the result in ``post_run_cell``, and the offset between the two is
     learned so that regions inside a running cell know their cell's number.
+
+    Only the user's cells are measured: an execution with ``store_history=False`` (a front
+    end's own code, as VS Code runs it; ``run_cell`` from ``%%capture`` or ``%%gpumon profile``
+    inside a cell) is no cell. IPython sends no events at all for a silent one. What such an
+    execution allocates between cells is in the next cell's starting readings, so no cell is
+    charged with it; one that runs inside a cell is part of that cell.
     """
 
     def __init__(
@@ -47,14 +53,16 @@ class CellHooks:
                 self.shell.events.unregister(name, callback)
 
     def pre_run_cell(self, info: Any = None) -> None:
+        if not users_cell(info):
+            return  # its post_run_cell is skipped too, by its result's info
         if self._open is not None:
-            # run_cell called from inside a running cell (%%gpumon profile, %%capture): it is
-            # part of the outer cell, which keeps its one measurement
+            # run_cell(store_history=True) from inside a running cell: part of the outer cell,
+            # which keeps its one measurement
             self._nested += 1
             return
         raw = getattr(info, "raw_cell", "") or ""
         self._count_at_pre = int(getattr(self.shell, "execution_count", 0) or 0)
-        count = self._count_at_pre - self._offset if getattr(info, "store_history", True) else None
+        count = self._count_at_pre - self._offset
         if self.on_start is not None:
             self.on_start(count, raw)  # (the source names its NVTX range)
         self._open = self.ledger.begin(
@@ -64,6 +72,10 @@ class CellHooks:
             self.on_open()
 
     def post_run_cell(self, result: Any = None) -> None:
+        # (IPython gives a store_history=False result the current count, not None: learning
+        # the offset from it would number the next cells wrongly)
+        if not users_cell(getattr(result, "info", None)):
+            return
         if self._nested:
             self._nested -= 1
             return
@@ -77,6 +89,12 @@ class CellHooks:
         record = self.ledger.end(opened, status, error, execution_count=count)
         if self.on_record is not None:
             self.on_record(record, raised(result))
+
+
+def users_cell(info: Any) -> bool:
+    """Whether an IPython ExecutionInfo is a cell the user ran (kept in history, not silent);
+    no info at all counts as one, as before IPython gave it."""
+    return getattr(info, "store_history", True) is not False and not getattr(info, "silent", False)
 
 
 def _initial_offset() -> int:

@@ -19,6 +19,9 @@ from .magics import GPUMonMagics
 from .shell import current_shell
 
 _wiring: dict[str, Any] = {}  # what load() attached to the shell
+# What the last unloaded monitor ran with beyond the shell's configuration (a recording, the
+# exporter, the cluster, the summary): the next load into the same shell goes on with it.
+_kept: dict[str, Any] = {}
 
 
 def load(ip: Any) -> None:
@@ -28,7 +31,8 @@ def load(ip: Any) -> None:
         return  # already loaded into this shell: no second set of hooks or threads
     if _wiring:
         unload(_wiring["shell"])
-    config, refused = GPUMon.for_shell(ip)
+    kept = _kept.pop("settings", None) if _kept.pop("shell", None) is ip else None
+    config, refused = GPUMon.for_shell(ip, kept)
     # What a configured value starts (a recording, the exporter, the cluster) starts after the
     # sampler, each with its line; until then the setting says nothing runs, so a start that
     # fails leaves it saying so.
@@ -45,10 +49,11 @@ def load(ip: Any) -> None:
         on_open=mon.cell_opened,
     )
     hooks.register()
-    ip.register_magics(GPUMonMagics(ip, current=current.current))
+    magics = GPUMonMagics(ip, current=current.current)
+    ip.register_magics(magics)  # (which adds it to the shell's configurables)
     ip.configurables.append(config)
     errors_shown = _show_usage_errors_as_one_line(ip)
-    _wiring.update(shell=ip, hooks=hooks, config=config, errors_shown=errors_shown)
+    _wiring.update(shell=ip, hooks=hooks, config=config, magics=magics, errors_shown=errors_shown)
     mon.start()
     print(_loaded_line(mon))
     for line in refused:
@@ -84,9 +89,10 @@ def unload(ip: Any) -> None:
     if _wiring.get("shell") is not ip:
         return
     _wiring["hooks"].unregister()
-    _wiring["config"].keep_in_shell()  # a later load goes on with these settings
-    if _wiring["config"] in ip.configurables:
-        ip.configurables.remove(_wiring["config"])
+    _kept.update(shell=ip, settings=_wiring["config"].live_settings())
+    for configurable in (_wiring["config"], _wiring["magics"]):
+        if configurable in ip.configurables:  # a reload adds them again
+            ip.configurables.remove(configurable)
     previous = _wiring["errors_shown"]
     if previous is not None:  # the user's own handler, as it was
         ip.custom_exceptions, ip.CustomTB = previous

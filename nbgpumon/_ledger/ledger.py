@@ -35,7 +35,7 @@ from .._sources.base import AllocatorSource, AllocatorStats
 from .._sources.host import HostSource
 from .._sources.nvml import NvmlSource
 from .cell_source import SOURCE_BUDGET, BoundedSource, SourceTable, bound_source
-from .records import AllocatorUsage, CellRecord, DeviceUsage, Retention
+from .records import AllocatorUsage, CellRecord, DeviceUsage, Retention, records_after
 
 GPU_UTIL = metric("nvml", "gpu_util")
 RSS = metric("host", "rss")
@@ -101,6 +101,10 @@ class Ledger:
     # -- reading --------------------------------------------------------------------------
     def records(self) -> list[CellRecord]:
         return list(self._records)
+
+    def records_after(self, index: int) -> tuple[int, list[CellRecord]]:
+        """The oldest record's index and the records newer than ``index`` (main thread)."""
+        return records_after(self._records, index)
 
     # -- measuring ------------------------------------------------------------------------
     def begin(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 
@@ -168,6 +169,19 @@ class CellRecord:
     def util_max(self) -> float | None:
         values = [d.util_max for d in self.devices if d.util_max is not None]
         return max(values) if values else None
+
+
+def records_after(records: Sequence[CellRecord], index: int) -> tuple[int, list[CellRecord]]:
+    """The index of the oldest of ``records`` (0 when there is none) and those newer than
+    ``index``, oldest first: a walk from the newest, so its cost is the new records', not the
+    ledger's."""
+    newer: list[CellRecord] = []
+    for record in reversed(records):
+        if record.index <= index:
+            break
+        newer.append(record)
+    newer.reverse()
+    return (records[0].index if records else 0), newer
 
 
 def record_from_dict(d: dict) -> CellRecord:

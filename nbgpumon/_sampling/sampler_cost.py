@@ -80,8 +80,10 @@ class CostReport:
         if subs is not None and subs.cpu_seconds:
             parts.append(f"subscribers {_us(subs.cpu_seconds / self.ticks)}/tick")
         calls = ""
-        if self.nvml_calls:
-            kept = self.nvml_gil_kept_calls / self.seconds if self.seconds > 0 else 0.0
+        if self.nvml_calls and self.seconds < SHARE_AFTER:  # (a rate over a tick says nothing)
+            calls = f", {self.nvml_calls} NVML calls ({self.nvml_gil_kept_calls} keeping the GIL)"
+        elif self.nvml_calls:
+            kept = self.nvml_gil_kept_calls / self.seconds
             calls = f", {self.nvml_calls_per_second:.0f} NVML calls/s ({kept:.0f} keeping the GIL)"
         if self.seconds < SHARE_AFTER:  # (one tick: its own length, a share near 100%)
             ticks = f"{self.ticks} tick{'s' if self.ticks != 1 else ''}"

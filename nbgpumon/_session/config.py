@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from typing import Any
 
@@ -146,10 +147,11 @@ class GPUMon(Configurable):
     ).tag(config=True)
 
     @classmethod
-    def for_shell(cls, shell: Any) -> tuple[GPUMon, list[str]]:
+    def for_shell(cls, shell: Any, kept: dict[str, Any] | None = None) -> tuple[GPUMon, list[str]]:
         """The settings for ``shell`` as its configuration gives them (``ipython_config.py``,
-        an earlier ``%config``), and a line for each configured value refused: that value is
-        taken out of the shell's configuration, and its setting keeps its default."""
+        an earlier ``%config``), then ``kept`` (what an unloaded monitor was running with, from
+        ``live_settings``), and a line for each value refused or unknown: such a value is taken
+        out of the shell's configuration, and its setting keeps its default."""
         section = _own_section(getattr(shell, "config", None))
         lines: list[str] = []
         if section:
@@ -157,14 +159,24 @@ class GPUMon(Configurable):
             names = probe.trait_names(config=True)
             for name, value in list(section.items()):
                 if name not in names:
-                    continue  # traitlets says so itself ("not recognized")
-                try:
-                    setattr(probe, name, value)
-                except TraitError as exc:
-                    del section[name]
-                    default = cls.class_traits()[name].default()
-                    lines.append(f"nbgpumon: {_reason(exc)}; using the default, {default!r}")
-        return cls(parent=shell), lines
+                    line = f"{_unknown(name)}; it is ignored"
+                else:
+                    try:
+                        setattr(probe, name, value)
+                    except TraitError as exc:
+                        default = cls.class_traits()[name].default()
+                        line = f"{_reason(exc)}; using the default, {default!r}"
+                    else:
+                        continue
+                del section[name]  # (before traitlets warns of an unknown name itself)
+                lines.append(f"nbgpumon: {line}")
+        config = cls(parent=shell)
+        names = config.trait_names(config=True)
+        for name, value in (kept or {}).items():
+            if name in names:
+                with contextlib.suppress(TraitError):  # (it held this value before)
+                    setattr(config, name, value)
+        return config, lines
 
     def forget(self, name: str) -> None:
         """Take ``name`` out of the shell's configuration, where a refused value would make
@@ -173,18 +185,18 @@ class GPUMon(Configurable):
         if section and name in section:
             del section[name]
 
-    def keep_in_shell(self) -> None:
-        """Write the live settings into the shell's configuration, so that ``%reload_ext``
-        (or ``%unload_ext`` then ``%load_ext``) goes on with them: what ``%gpumon record``,
-        ``export`` or ``cluster`` started starts again."""
-        config = getattr(self.parent, "config", None)
-        if config is None:
-            return
-        section = config["GPUMon"]  # made if missing
+    def live_settings(self) -> dict[str, Any]:
+        """The settings that differ from what the shell's configuration gives (what the
+        magics changed: ``%gpumon record``, ``export``, ``cluster``, ``summary``), for the next
+        load to go on with. The shell's configuration itself stays what the user set."""
+        section = _own_section(getattr(self.parent, "config", None)) or {}
+        live = {}
         for name, trait in self.traits(config=True).items():
             value = getattr(self, name)
-            if name in section or value != trait.default():
-                section[name] = value
+            configured = section[name] if name in section else trait.default()
+            if value != configured:
+                live[name] = value
+        return live
 
     def update_config(self, config: Any) -> None:
         """Apply ``%config GPUMon.x = v`` (or a config file), one value at a time: a refused
@@ -197,6 +209,12 @@ class GPUMon(Configurable):
             super().update_config(config)
             return
         for name, value in list(section.items()):
+            if name not in self.trait_names(config=True):
+                # traitlets would warn through its logger, and the shell would keep it
+                del section[name]
+                self.forget(name)
+                print(f"nbgpumon: {_unknown(name)}; nothing was changed")
+                continue
             try:
                 super().update_config(Config({"GPUMon": {name: value}}))
             except TraitError as exc:
@@ -220,6 +238,15 @@ def _own_section(config: Any) -> Any:
     if config is None or "GPUMon" not in config:
         return None
     return config["GPUMon"]
+
+
+def _unknown(name: str) -> str:
+    import difflib  # on a mistyped name only: not on the load's path
+
+    known = GPUMon.class_trait_names(config=True)
+    close = difflib.get_close_matches(name, known, n=1)
+    hint = f" (did you mean GPUMon.{close[0]}?)" if close else " (%config GPUMon lists them)"
+    return f"GPUMon.{name} is not a setting{hint}"
 
 
 def _reason(exc: TraitError) -> str:

@@ -230,6 +230,11 @@ class SessionData(Protocol):
         """The ledger, oldest first."""
         ...
 
+    def records_after(self, index: int) -> tuple[int, Sequence[CellRecord]]:
+        """The index of the oldest record kept (0 when none) and the records newer than
+        ``index``, oldest first, at a cost that does not grow with the ledger."""
+        ...
+
     @property
     def marks(self) -> Sequence[tuple[float, str]]:
         """(unix seconds, label), oldest first."""

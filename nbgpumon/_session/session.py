@@ -270,6 +270,9 @@ class Session:
     def records(self) -> list[CellRecord]:
         return self.ledger.records()
 
+    def records_after(self, index: int) -> tuple[int, list[CellRecord]]:
+        return self.ledger.records_after(index)
+
     @property
     def marks(self) -> list[tuple[float, str]]:
         return list(self.ledger.marks)
@@ -443,7 +446,7 @@ class Session:
 
         ``device``: "cuda", "cuda:N" or "host"; by default "cuda" once a framework (torch,
         JAX, CuPy) has the GPU up in this kernel, else "host". Stops after ``budget`` seconds
-        with a partial answer.
+        with a partial answer. "cuda" on a machine with no GPU is a UsageError that says so.
         """
         from .._forensics import holder_scan
 
@@ -451,6 +454,12 @@ class Session:
             device = "cuda" if self.gpu_framework_active() else "host"
         if not isinstance(device, str) or not holder_scan.DEVICES.match(device):
             raise UsageError(f"device is cuda, cuda:N or host, not {device!r}")
+        if device.startswith("cuda") and not self.has_gpu and not self.gpu_framework_active():
+            # (a walk would look at every object and find 0 B: that says nothing)
+            raise UsageError(
+                f"no GPU here ({self.nvml.status}), so nothing holds CUDA memory; "
+                "%gpumon holders host lists what holds host memory"
+            )
         found = holder_scan.scan(self._shell(), device, budget)
         return dataclasses.replace(found, processes=tuple(self.processes_on(device)))
 

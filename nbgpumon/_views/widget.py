@@ -247,15 +247,8 @@ class Publisher:
         (traitlets sees no change): a page loaded later asks for the widget's state and gets the
         whole ledger, while a new cell costs the wire its own row, not the ledger's 10,000.
         """
-        records = self._data.records
-        new: list[CellRecord] = []
-        for r in reversed(records):  # the new ones are at the end: a walk over them only
-            if r.index <= self._newest_row:
-                break
-            new.append(r)
-        new.reverse()
+        first, new = self._data.records_after(self._newest_row)
         rows = [cell_row(r) for r in new]
-        first = records[0].index if records else 0
         marks = [{"time": t, "label": label} for t, label in self._data.marks]
         running = running_row(self._data)
         with self._lock:

@@ -106,7 +106,8 @@ def isolated_env(base: Path) -> dict[str, str]:
 
 @dataclass
 class JupyterServer:
-    """One running server. ``kind`` is "lab" (JupyterLab 4) or "notebook" (Notebook 7)."""
+    """One running server. ``kind`` is "lab" (JupyterLab 4), "notebook" (Notebook 7) or "server"
+    (a bare jupyter_server, with whatever server extensions its environment enables)."""
 
     kind: str
     port: int
@@ -222,13 +223,14 @@ class JupyterServer:
 
 
 def start_server(kind: str, base_dir: Path | None = None, attempts: int = 3) -> JupyterServer:
-    """Start ``jupyter <kind>`` ("lab" or "notebook") in a fresh temporary tree.
+    """Start ``jupyter <kind>`` ("lab", "notebook", or "server": no front end of its own, for
+    a front end elsewhere that reaches it by URL, as VS Code does) in a fresh temporary tree.
 
     Retries on another port if the chosen one was taken in between (free_port() races).
     The caller stops it with ``server.stop()`` (and may delete ``server.base_dir``).
     """
-    if kind not in ("lab", "notebook"):
-        raise ValueError(f"kind must be 'lab' or 'notebook', not {kind!r}")
+    if kind not in ("lab", "notebook", "server"):
+        raise ValueError(f"kind must be 'lab', 'notebook' or 'server', not {kind!r}")
     base = Path(base_dir) if base_dir else Path(tempfile.mkdtemp(prefix=f"nbgpumon-{kind}-"))
     root = base / "root"
     root.mkdir(parents=True, exist_ok=True)

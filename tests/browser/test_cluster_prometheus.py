@@ -1,7 +1,8 @@
 """The live widget with a real Prometheus server, in JupyterLab 4 and Notebook 7: this kernel
 exports its GPU (faked at NVML's boundary), Prometheus scrapes it and recorded DCGM-exporter text
 for two other nodes, the kernel reads the cluster back, and the chart's node selector shows all
-three hosts with their GPUs' numbers."""
+three hosts with their GPUs' numbers. The Lab screenshot of "all nodes" is docs/cluster.png
+(scripts/pictures cluster)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ from pathlib import Path
 
 import pytest
 from test_cluster_widget import SETUP, _legend, _panel, _to_top
+
+from pictures import save_picture
 
 pytestmark = pytest.mark.browser
 
@@ -60,6 +63,8 @@ def test_a_real_prometheus_server_s_nodes_show_in_the_chart(page, open_notebook,
         )
         _to_top(nb.in_output(5, ".nbgpumon-widget").first)
         nb.screenshot(f"cluster_widget_prometheus_{jupyter.kind}")
+        if jupyter.kind == "lab":
+            save_picture(page, "cluster")
         page.record.assert_clean()
     finally:
         server.stop()

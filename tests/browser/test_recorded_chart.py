@@ -1,15 +1,18 @@
 """A recording opens in the live chart, in a real JupyterLab 4 and Notebook 7: the H200
 training run of tests/data draws its GPU memory and utilization panels, its cell bands and its
-table, as the live session would have. The Lab screenshot is the README's picture."""
+table, as the live session would have. The Lab screenshots are the README's and the guide's
+pictures docs/widget.png and docs/frameworks.png (scripts/pictures widget frameworks)."""
 
 from __future__ import annotations
 
 import re
+import shutil
 from pathlib import Path
 
 import pytest
 
 from notebook_page import ARTIFACTS
+from pictures import save_picture
 
 pytestmark = pytest.mark.browser
 
@@ -17,15 +20,19 @@ RECORDING = Path(__file__).resolve().parents[1] / "data" / "recorded-v1-h200.sql
 WIDE = {"width": 1280, "height": 1100}
 
 
-def test_a_recorded_training_run_opens_in_the_live_chart(page, open_notebook):
+def _beside_the_notebook(jupyter, recording: Path) -> str:
+    """A copy of ``recording`` in the server's root, where the kernel starts: the chart's status
+    line (and so the picture) names it as a user's would, not by this checkout's path."""
+    shutil.copy(recording, jupyter.root_dir / recording.name)
+    return recording.name
+
+
+def test_a_recorded_training_run_opens_in_the_live_chart(page, open_notebook, jupyter):
     from playwright.sync_api import expect  # lazily: without Playwright, conftest skips
 
     page.set_viewport_size(WIDE)
-    nb = open_notebook(
-        [
-            f"import nbgpumon\nsession = nbgpumon.load({str(RECORDING)!r})\nsession.widget()",
-        ]
-    )
+    path = _beside_the_notebook(jupyter, RECORDING)
+    nb = open_notebook([f"import nbgpumon\nsession = nbgpumon.load({path!r})\nsession.widget()"])
     nb.run_cell(0)
     widget = nb.in_output(0, ".nbgpumon-widget").first
     widget.wait_for(state="visible", timeout=30_000)
@@ -48,19 +55,22 @@ def test_a_recorded_training_run_opens_in_the_live_chart(page, open_notebook):
     widget.scroll_into_view_if_needed()
     nb.screenshot(f"recorded_chart_{nb.server.kind}")
     widget.screenshot(path=str(ARTIFACTS / f"recorded_chart_widget_{nb.server.kind}.png"))
+    if nb.server.kind == "lab":
+        save_picture(widget, "widget")
 
 
 FRAMEWORKS = RECORDING.parent / "recorded-frameworks-h200.sqlite"
 
 
-def test_torch_jax_and_cupy_recorded_on_an_h200_each_draw_their_own_lines(page, open_notebook):
+def test_torch_jax_and_cupy_recorded_on_an_h200_each_draw_their_own_lines(
+    page, open_notebook, jupyter
+):
     # notebooks/frameworks.ipynb run on the H200: torch, then JAX, then CuPy, then %gpumon free
     from playwright.sync_api import expect
 
     page.set_viewport_size(WIDE)
-    nb = open_notebook(
-        [f"import nbgpumon\nsession = nbgpumon.load({str(FRAMEWORKS)!r})\nsession.widget()"]
-    )
+    path = _beside_the_notebook(jupyter, FRAMEWORKS)
+    nb = open_notebook([f"import nbgpumon\nsession = nbgpumon.load({path!r})\nsession.widget()"])
     nb.run_cell(0)
     widget = nb.in_output(0, ".nbgpumon-widget").first
     widget.wait_for(state="visible", timeout=30_000)
@@ -79,3 +89,5 @@ def test_torch_jax_and_cupy_recorded_on_an_h200_each_draw_their_own_lines(page, 
     widget.scroll_into_view_if_needed()
     nb.screenshot(f"frameworks_chart_{nb.server.kind}")
     widget.screenshot(path=str(ARTIFACTS / f"frameworks_chart_widget_{nb.server.kind}.png"))
+    if nb.server.kind == "lab":
+        save_picture(widget, "frameworks")

@@ -78,6 +78,16 @@ def _moved(widget, times: int, seen: list[int]):
     return check
 
 
+# the cell table's shown headers, and those of them whose every drawn row says "—"
+_SHOWN_AND_ALL_DASHES = """t => {
+  const rows = [...t.querySelectorAll("tbody tr[data-key]")];
+  const shown = [...t.tHead.rows[0].cells].map((th, j) => [th, j])
+    .filter(([th]) => getComputedStyle(th).display !== "none");
+  const dashes = ([, j]) => rows.length && rows.every((r) => r.cells[j].textContent === "\u2014");
+  return [shown.map(([th]) => th.textContent), shown.filter(dashes).map(([th]) => th.textContent)];
+}"""
+
+
 def test_the_chart_updates_during_a_long_cell_and_records_it_after(page, open_notebook):
     from playwright.sync_api import expect  # lazily: without Playwright, conftest skips
 
@@ -114,6 +124,9 @@ def test_the_chart_updates_during_a_long_cell_and_records_it_after(page, open_no
     expect(xss_row).to_contain_text(XSS, timeout=15_000)  # shown literally, as text
     expect(nb.in_output(1, "img")).to_have_count(0)
     assert xss_requests == []
+    # as `%gpumon cells`: no column shown whose every row is "—" (here, no GPU: no GPU columns)
+    shown, dashes = nb.in_output(1, ".nbgpumon-table").first.evaluate(_SHOWN_AND_ALL_DASHES)
+    assert {"cell", "status", "time", "source"} <= set(shown) and dashes == [], (shown, dashes)
     # every sample arrived as the sampler sent it: nothing was missed and asked for again
     expect(nb.in_output(1, ".nbgpumon-note")).to_be_hidden()
     nb.screenshot(f"widget_after_cells_{nb.server.kind}")
@@ -174,6 +187,9 @@ def test_the_running_cell_is_an_open_band_and_a_first_row_whose_time_grows(page,
     expect(row).to_have_count(1)
     expect(nb.in_output(1, "img")).to_have_count(0)
     assert xss_requests == []
+    # as `%gpumon cells`: no column shown whose every row is "—" (here, no GPU: no GPU columns)
+    shown, dashes = nb.in_output(1, ".nbgpumon-table").first.evaluate(_SHOWN_AND_ALL_DASHES)
+    assert {"cell", "status", "time", "source"} <= set(shown) and dashes == [], (shown, dashes)
     page.record.assert_clean()
 
 
