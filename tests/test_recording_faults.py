@@ -9,6 +9,7 @@ next cell."""
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import os
 import re
@@ -23,6 +24,7 @@ from pathlib import Path
 import pytest
 
 import nbgpumon
+from nbgpumon._recording.faults import FULL, IO_ERROR, PERMISSION, classify, stopped_line
 from nbgpumon._recording.file_identity import SAME, FileIdentity
 from nbgpumon._recording.writer import FLUSH_INTERVAL
 
@@ -307,3 +309,25 @@ def test_the_identity_check_costs_microseconds_a_batch(tmp_path):
     finally:
         identity.close()
     assert statistics.median(costs) < FLUSH_INTERVAL / 10_000, statistics.median(costs)
+
+
+def test_an_io_error_and_a_permission_taken_away_are_named_as_such(tmp_path):
+    """No real fault here (this machine has no device-mapper for a failing disk, and root
+    writes through any permission): SQLite's own error objects, as its write would raise them,
+    classified against a real writable folder; the lines name the cause and SQLite's words."""
+    path = tmp_path / "run.sqlite"
+    path.write_bytes(b"")
+    io = sqlite3.OperationalError("disk I/O error")
+    io.sqlite_errorcode = 778  # SQLITE_IOERR_WRITE: the folder is fine, so it stays an I/O error
+    assert classify(io, path) == IO_ERROR
+    assert stopped_line(IO_ERROR, path, "nothing was in it yet", str(io)) == (
+        f"recording stopped: an I/O error writing {path} (disk I/O error); nothing was in it "
+        "yet (%gpumon record PATH starts a new one)"
+    )
+    assert classify(PermissionError(errno.EACCES, "Permission denied"), path) == PERMISSION
+    assert stopped_line(PERMISSION, path, "the 3 cells and 2.0 s of samples before it are in "
+                        "the file").startswith(f"recording stopped: permission to write {path} "
+                                               "was taken away; the 3 cells")  # fmt: skip
+    full = sqlite3.OperationalError("database or disk is full")
+    full.sqlite_errorcode = 13
+    assert classify(full, path) == FULL
