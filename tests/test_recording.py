@@ -178,9 +178,9 @@ def test_a_failing_write_stops_the_recording_with_a_status_and_keeps_what_was_wr
 
         recorder.write_pending = full
         _wait_for(lambda: not recorder.running, 60, "the recorder to stop")
-        assert "stopped: database or disk is full; what was written before is intact" in (
-            mon.recording
-        )
+        path = tmp_path / "fail.sqlite"
+        assert mon.recording.startswith(f"recording stopped: the disk holding {path} is full; ")
+        assert "of samples before it are in the file" in mon.recording
         assert mon.sampler.running  # the sampler never noticed
     finally:
         mon.close()

@@ -196,7 +196,7 @@ class GPUMonMagics(Magics):
 
     def _record(self, mon: Monitor, rest: list[str]) -> None:
         if not rest:
-            print(f"nbgpumon: {mon.recording or 'not recording'}")
+            print(f"nbgpumon: {mon.tell_recording() or 'not recording'}")
             return
         path = self._path(rest)
         print(f"nbgpumon: {mon.record(None if path == 'off' else path)}")

@@ -18,14 +18,17 @@ from .._sampling.node_timeline import NodeTimeline
 from .._sampling.timeline import Chunk
 from .._sources.base import NodeReading
 from .salvage import rows_until_damage
+from .schema import run_script
 
 NODE_METRICS = tuple(m.name for m in REGISTRY if m.scope == "node")
 GPU_FIELDS = ("model", "uuid", "pod", "namespace", "origin", "mig_profile")
 
 
 def create_node_tables(db: sqlite3.Connection) -> None:
-    """The two tables (idempotent), with a column for every cluster metric."""
-    db.executescript(
+    """The two tables (idempotent), with a column for every cluster metric; in the caller's
+    transaction, if it opened one."""
+    run_script(
+        db,
         """
         CREATE TABLE IF NOT EXISTS node_samples (session INTEGER, time REAL, host TEXT, gpu TEXT);
         CREATE INDEX IF NOT EXISTS node_samples_time ON node_samples (session, time);
@@ -33,7 +36,7 @@ def create_node_tables(db: sqlite3.Connection) -> None:
             session INTEGER, host TEXT, gpu TEXT, model TEXT, uuid TEXT, pod TEXT,
             namespace TEXT, origin TEXT, mig_profile TEXT, server TEXT,
             PRIMARY KEY (session, host, gpu));
-        """
+        """,
     )
     have = {r[1] for r in db.execute("PRAGMA table_info(node_samples)")}
     for name in NODE_METRICS:

@@ -97,12 +97,22 @@ def device_columns(
     return out
 
 
+def run_script(db: sqlite3.Connection, script: str) -> None:
+    """Execute ``script``'s statements (no ``;`` inside a literal) one by one on ``db``."""
+    for statement in script.split(";"):
+        if statement.strip():
+            db.execute(statement)
+
+
 def create_schema(db: sqlite3.Connection, columns: Sequence[str]) -> None:
     """Create the tables (idempotent), set the marker and the version, and make room for the
     timeline ``columns``: a sample column the table lacks is added (to ``samples`` and as its
     three ``sample_buckets`` columns), and described in ``metrics``. Only for a file that is
-    new or already a recording."""
-    db.executescript(
+    new or already a recording; in the caller's transaction, if it opened one."""
+    # statement by statement, not executescript (which commits first): the caller's one
+    # transaction holds it all, a few pages of log instead of one commit per ALTER TABLE
+    run_script(
+        db,
         f"""
         PRAGMA application_id = {APPLICATION_ID};
         CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
@@ -125,7 +135,7 @@ def create_schema(db: sqlite3.Connection, columns: Sequence[str]) -> None:
         CREATE TABLE IF NOT EXISTS metrics (
             name TEXT PRIMARY KEY, source TEXT, metric TEXT, unit TEXT, kind TEXT, panel TEXT,
             label TEXT);
-        """
+        """,
     )
     if db.execute("SELECT 1 FROM samples LIMIT 1").fetchone() is None:
         # load() reads a device's rows at a time: this index spares it a scan of every row per

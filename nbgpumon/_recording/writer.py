@@ -5,8 +5,12 @@ the timeline's new raw rows and whatever cells and marks the main thread queued,
 one transaction, folds the samples that have aged past the raw window into buckets in the same
 transaction (compaction.py) and commits. The database runs in WAL mode, so a ``kill -9`` of the
 kernel loses at most the rows of the last interval and the file stays readable by any SQLite
-client. A write that fails (disk full, the file removed) stops the recording with a status
-line; it never raises into the kernel and never prints from the thread. Schema: docs/recording.md.
+client. A write that fails (a full disk, an I/O error, a file system turned read-only) stops
+the recording; a file deleted, moved or replaced is noticed before the next batch and the
+recording goes on in a new file at the path (or stops, when what is there now is not its to
+write). Either way the thread never raises into the kernel and never prints: it keeps one line,
+:attr:`status`, and a notice the main thread takes once (:meth:`take_notice`) and prints at the
+end of the cell. Schema: docs/recording.md.
 """
 
 from __future__ import annotations
@@ -26,11 +30,14 @@ import numpy as np
 
 from .._foundation.clock import wall_clock
 from .._foundation.errors import RecordingError
+from .._foundation.units import format_seconds
 from .._ledger.rows import record_row
 from .._sampling.node_timeline import NodeTimeline
 from .._sampling.timeline import Timeline
 from .compaction import RAW_SECONDS, Compactor
+from .faults import FULL, classify, stopped_line
 from .file_check import WRITABLE_HINT, check_record_target, os_reason
+from .file_identity import DELETED, MOVED, SAME, FileIdentity
 from .node_rows import create_node_tables, write_node_samples, write_nodes
 from .schema import CELL_COLUMNS, SCHEMA_VERSION, create_schema, device_columns
 
@@ -86,17 +93,27 @@ class RecordingWriter:
         self._columns = list(timeline.columns)
         self._by_device = device_columns(self._columns)  # the samples table's row layout
         self._queue: queue.SimpleQueue[tuple[str, Any]] = queue.SimpleQueue()
+        self._unwritten: tuple[list[CellRecord], list[tuple[float, str]]] = ([], [])
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._cursor = 0
         self._nodes = nodes  # other nodes' samples: written beside this kernel's
         self._node_cursor = 0
-        self.rows_written = 0
+        self.rows_written = 0  # samples committed to the file at the path now
+        self.cells_written = 0  # and cells and regions
+        self._sampled: tuple[float, float] | None = None  # the first and last sample written
         self.node_rows_written = 0
         self.created_folder: Path | None = None  # the file's folder, when this made it
+        self._raw_seconds = raw_seconds
+        self.failed = False  # set when a fault stopped the recording
+        self._notices: list[str] = []  # what the main thread prints once, at the cell's end
+        self._notice_lock = threading.Lock()
         self.session_id = self._open()
+        self.compactor = self._compactor()
+
+    def _compactor(self) -> Compactor:
         names = [n for names, _ in self._by_device.values() for n in names]
-        self.compactor = Compactor(self.session_id, names, raw_seconds)
+        return Compactor(self.session_id, names, self._raw_seconds)
 
     def _open(self) -> int:
         """Create the file and this session's row now, on the caller's thread, so that a path
@@ -127,6 +144,20 @@ class RecordingWriter:
         return session_id
 
     def _create_session(self, db: sqlite3.Connection) -> int:
+        # One transaction: nothing half made, and a few pages of log rather than a commit per
+        # statement (about 250 KiB of it, a good part of a nearly full disk).
+        db.execute("BEGIN")
+        try:
+            session_id = self._insert_session(db)
+            db.execute("COMMIT")
+        except BaseException:
+            if db.in_transaction:
+                with contextlib.suppress(sqlite3.Error):
+                    db.execute("ROLLBACK")
+            raise
+        return session_id
+
+    def _insert_session(self, db: sqlite3.Connection) -> int:
         create_schema(db, self._columns)
         create_node_tables(db)
         info = self._info
@@ -177,33 +208,154 @@ class RecordingWriter:
     def running(self) -> bool:
         return self._thread is not None and self._thread.is_alive()
 
+    def take_notice(self) -> str:
+        """What happened to the recording since the last call, as lines to print once under
+        the cell ("" when nothing did). The main thread calls it at each cell's end."""
+        with self._notice_lock:
+            lines, self._notices = self._notices, []
+        return "\n".join(lines)
+
+    def stopped_line(self) -> str:
+        """What ``%gpumon record off`` says of this recording, after :meth:`stop`."""
+        if self.failed:
+            return self.status  # the words said when it stopped
+        return f"recording stopped; {self.rows_written} samples in {self.path}"
+
+    def _say(self, line: str, stops: bool) -> None:
+        # From the writer thread: the status at once, the notice when the cell ends.
+        self.status = line
+        self.failed = self.failed or stops
+        with self._notice_lock:
+            self._notices.append(line)
+
+    def _kept(self) -> str:
+        """What the file at the path holds of this session: "the 41 cells and 3 min 5 s of
+        samples" ("" when nothing was written to it yet)."""
+        if not self.cells_written and self._sampled is None:
+            return ""
+        n = self.cells_written
+        parts = [f"{n:,} cell{'' if n == 1 else 's'}"] if n else []
+        if self._sampled is not None:
+            first, last = self._sampled
+            parts.append(f"{format_seconds(max(last - first, 0.0))} of samples")
+        return "the " + " and ".join(parts)
+
     # -- the writer thread ----------------------------------------------------------------
     def _run(self) -> None:
-        db = None
+        db = identity = None
         try:
-            db = open_database(self.path)
+            db, identity = self._connect()
             while True:
                 stopping = self._stop.wait(FLUSH_INTERVAL)
-                self.write_pending(db)
+                what = identity.check()
+                if what != SAME:
+                    named = identity.still_named()
+                    self._let_go(db, identity)
+                    db = identity = None
+                    db, identity = self._start_over(what, named)
+                    if db is None:
+                        break
+                self._write_or_make_room(db)
                 if stopping:
                     break
         except (OSError, sqlite3.Error) as exc:
-            # Never raise or print here: the status says what happened and what to do.
-            self.status = (
-                f"recording to {self.path} stopped: {exc}; what was written before is intact "
-                "(%gpumon record PATH starts a new one)"
-            )
+            # Never raise or print here: the status and the notice say what happened.
+            kind = classify(exc, self.path)
+            kept = self._kept()
+            kept = f"{kept} before it are in the file" if kept else "nothing was in it yet"
+            self._say(stopped_line(kind, self.path, kept, str(exc)), stops=True)
         finally:
             if db is not None:
                 with contextlib.suppress(sqlite3.Error):
                     db.close()
+            if identity is not None:
+                identity.close()
+
+    def _write_or_make_room(self, db: sqlite3.Connection) -> None:
+        try:
+            self.write_pending(db)
+        except sqlite3.Error as exc:
+            if classify(exc, self.path) != FULL:
+                raise
+            # The log holds a copy of each page every batch touched since the last checkpoint
+            # (SQLite folds it back at 4 MiB), mostly of the same few pages: folding it into
+            # the file now and cutting it to nothing frees most of it. Once, then it is full.
+            db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            self.write_pending(db)
+
+    def _connect(self) -> tuple[sqlite3.Connection, FileIdentity]:
+        """The writer's connection and the identity of the file it opened: the descriptor is
+        taken first, so a file swapped in between is seen at the first check."""
+        identity = FileIdentity(self.path)
+        try:
+            db = open_database(self.path)
+        except BaseException:
+            identity.close()
+            raise
+        return db, identity
+
+    def _let_go(self, db: sqlite3.Connection, identity: FileIdentity) -> None:
+        """Close the connection to a file that left its path, its log folded into it first
+        (a moved file keeps everything), and remove its -wal and -shm left at the path."""
+        with contextlib.suppress(sqlite3.Error):
+            db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        with contextlib.suppress(sqlite3.Error):
+            db.close()
+        identity.remove_leftovers()
+        identity.close()
+
+    def _start_over(
+        self, what: str, named: bool
+    ) -> tuple[sqlite3.Connection | None, FileIdentity | None]:
+        """Go on in a new session at the path after the file went (``what``: DELETED, MOVED,
+        REPLACED; ``named``: the old file still has a name somewhere); (None, None) when what
+        is there now is not nbgpumon's to write."""
+        kept = self._kept()
+        if not kept:
+            old = "nothing had been written to the old file"
+        elif named:
+            old = f"the old file, wherever it went, keeps {kept} before it"
+        else:
+            old = f"{kept} before it are lost with the old file"
+        happened = {DELETED: "was deleted", MOVED: "was moved away"}.get(
+            what, "was replaced by another file"
+        )
+        try:
+            self.session_id = self._open()  # checked first: a foreign file is never written
+            self.rows_written = self.cells_written = 0
+            self._sampled = None
+            self.compactor = self._compactor()
+            db, identity = self._connect()
+        except (RecordingError, OSError, sqlite3.Error) as exc:
+            reason = str(exc) if isinstance(exc, RecordingError) else os_reason_any(exc)
+            reason = reason.removeprefix(f"cannot record to {self.path}: ")
+            there = (
+                "nbgpumon writes nothing into what is there now"
+                if what not in (DELETED, MOVED)
+                else "no new file can be made there"
+            )
+            self._say(
+                f"recording stopped: {self.path} {happened} while recording, and {there} "
+                f"({reason}); {old}",
+                stops=True,
+            )
+            return None, None
+        where = "a new file at" if what in (DELETED, MOVED) else "the file now at"
+        self._say(
+            f"{self.path} {happened} while recording; recording goes on in {where} "
+            f"{self.path} (session {self.session_id}); {old}",
+            stops=False,
+        )
+        return db, identity
 
     def write_pending(self, db: sqlite3.Connection) -> None:
         """Write, in one transaction on ``db`` (a connection of :func:`open_database`), what
         arrived since the last call, and fold what aged past the raw window. The writer thread
         calls it every ``FLUSH_INTERVAL``; tests and benchmarks call it directly instead."""
         chunk = self._timeline.since(self._cursor, limit=BATCH_ROWS)
-        cells, marks = [], []
+        # a batch that failed keeps its cells and marks for the next try
+        cells, marks = self._unwritten
+        self._unwritten = ([], [])
         while True:
             try:
                 kind, item = self._queue.get_nowait()
@@ -234,10 +386,19 @@ class RecordingWriter:
             )
             db.execute("COMMIT")
         except BaseException:
-            db.execute("ROLLBACK")
+            # SQLite rolls a transaction back itself on some errors (a full disk, an I/O
+            # error): a ROLLBACK then fails, and its error must not hide the real one.
+            if db.in_transaction:
+                with contextlib.suppress(sqlite3.Error):
+                    db.execute("ROLLBACK")
+            self._unwritten = (cells, marks)
             raise
         self._cursor = chunk.end
         self.rows_written += chunk.end - chunk.start
+        self.cells_written += len(cells)
+        if chunk.end > chunk.start:
+            first = self._sampled[0] if self._sampled else float(chunk.times[0])
+            self._sampled = (first, float(chunk.times[-1]))
         if new_nodes and node_chunk is not None:
             self._node_cursor = node_chunk.end
             self.node_rows_written += written
@@ -270,6 +431,10 @@ class RecordingWriter:
             f"VALUES ({', '.join('?' * (len(CELL_COLUMNS) + 2))})",
             (self.session_id, *values, json.dumps(whole, default=_plain)),
         )
+
+
+def os_reason_any(exc: BaseException) -> str:
+    return os_reason(exc) if isinstance(exc, OSError) else str(exc)
 
 
 def _missing_folders(folder: Path) -> list[Path]:

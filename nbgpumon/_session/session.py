@@ -135,6 +135,7 @@ class Session:
         self._syncing_nvtx = False  # set while nvtx() writes GPUMon.nvtx
         self._nvtx_error_shown = ""
         self._recorder: RecordingWriter | None = None
+        self._untold: list[str] = []  # a replaced recorder's notices, not yet printed
         self._syncing_record_path = False  # set while record() writes GPUMon.record_path
         self._nodes: NodeTimeline | None = None  # other nodes' GPUs, once a cluster is read
         self._cluster_url = ""
@@ -523,7 +524,16 @@ class Session:
             out.append(post_mortem)
         if self._recorder is not None:
             self._recorder.add_cell(record)
+        out += self._recording_notices()
         return record, "\n".join(out)
+
+    def _recording_notices(self) -> list[str]:
+        # What the writer's thread met since the last cell's end (invariant 14: said once, at
+        # the end of the cell during which it happened, or of the next one if between cells).
+        told, self._untold = self._untold, []
+        if self._recorder is not None and (notice := self._recorder.take_notice()):
+            told += notice.splitlines()
+        return [f"nbgpumon: {line}" for line in told]
 
     def _oom_flight_record(self, shell: Any, record: CellRecord, traced: bool) -> dict[str, Any]:
         """The post-mortem's live blocks by line and saved snapshot (OomFacts fields)."""
@@ -608,8 +618,10 @@ class Session:
                 return "not recording"
             old, self._recorder = self._recorder, None
             old.stop()
+            line = old.stopped_line()
+            self._untold += [n for n in old.take_notice().splitlines() if n != line]
             self._sync_record_path("")
-            return f"recording stopped; {old.rows_written} samples in {old.path}"
+            return line
         from .._recording.writer import RecordingWriter
 
         # checks and opens the new file before the old one stops
@@ -622,6 +634,7 @@ class Session:
         )
         if self._recorder is not None:
             self._recorder.stop()
+            self._untold += self._recorder.take_notice().splitlines()
         self._recorder = new
         new.start(self.cells(), list(self.ledger.marks))
         self._sync_record_path(str(new.path))
@@ -632,6 +645,14 @@ class Session:
     def recording(self) -> str:
         """What the recorder is doing, as one line ("" when there is none)."""
         return self._recorder.status if self._recorder is not None else ""
+
+    def tell_recording(self) -> str:
+        """:attr:`recording`, for a line printed now (main thread): a notice of the same
+        words is then not said again at the cell's end."""
+        line = self.recording
+        if self._recorder is not None:
+            self._untold += [n for n in self._recorder.take_notice().splitlines() if n != line]
+        return line
 
     def mark(self, label: str) -> None:
         """Put a labelled marker on the timeline at this instant."""
