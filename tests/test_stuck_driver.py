@@ -109,6 +109,18 @@ def test_with_nvml_stuck_cells_and_magics_answer_within_a_second_then_recover(ke
     assert not SILENT.search(text(msgs)) and "NVML: driver" in text(msgs)
 
 
+def test_with_nvml_hung_the_chart_s_status_line_still_says_for_how_long(kernel):
+    k = kernel
+    k.run("%load_ext nbgpumon")
+    k.run(SETUP)
+    hang = STICK.replace("= 2.0", "= 60.0")  # a call that does not return while we look
+    assert stdout(k.run(hang)).split() == ["SILENT", "True"]
+    assert SILENT.search(text(k.run("%gpumon")))
+    later = text(k.run("time.sleep(2.5)")) + text(k.run("time.sleep(2.5)"))
+    waited = [float(n) for n in re.findall(r"NVML has not answered for ([0-9.]+) s", later)]
+    assert waited and max(waited) >= 4.0, later  # sent again after cells, no tick needed
+
+
 FORK = (
     "start = time.perf_counter()\n"
     "pid = os.fork()\n"
