@@ -145,9 +145,13 @@ def test_with_nvml_stuck_a_fork_neither_waits_nor_hangs_and_unload_returns_at_on
     k.run(SETUP)
     assert stdout(k.run(STICK)).split() == ["SILENT", "True"]
     assert stdout(k.run(FORK)).split() == ["FORK", "True", "0"]
-    k.run("old = mon\nold_ticks = old.sampler.ticks")
+    seconds, msgs = timed(k, "%gpumon stop")
+    assert seconds < 1.0 and "sampler stopped" in stdout(msgs)
+    k.run("%gpumon start")
+    k.run("old = mon")
     seconds, _ = timed(k, "%unload_ext nbgpumon")
     assert seconds < 1.0, f"%unload_ext took {seconds:.2f} s with the sampler stuck"
+    k.run("old_ticks, old_rows = old.sampler.ticks, old.timeline.cursor")  # from now on: none
     # the driver answers again; the old thread's call returns into a stopped sampler
     reload = (
         "pynvml._config['call_delay'] = 0\n"
@@ -158,7 +162,8 @@ def test_with_nvml_stuck_a_fork_neither_waits_nor_hangs_and_unload_returns_at_on
         "while len(samplers()) > 1 and time.monotonic() < _d:\n"
         "    time.sleep(0.02)\n"
         "new = nbgpumon.monitor()\n"
-        "print('AFTER', len(samplers()), old.sampler.ticks - old_ticks, new is not old,\n"
+        "print('AFTER', len(samplers()),\n"
+        "      old.sampler.ticks - old_ticks + old.timeline.cursor - old_rows, new is not old,\n"
         "      new.sampler.running)"
     )
     out = stdout(k.run(reload))

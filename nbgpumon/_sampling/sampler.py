@@ -210,6 +210,8 @@ class Sampler:
         stopped while it read (a driver slow to answer) keeps nothing of what it read."""
         cost = self.cost
         with self._lock:
+            if stop is not None and stop.is_set():  # (stopped while an older tick held it)
+                return time.thread_time_ns()
             wall_from = time.perf_counter_ns()
             due = _FAST_ONLY
             try:
@@ -218,6 +220,8 @@ class Sampler:
                 row = self._row
                 if row is None or mono >= self._soonest or self.ticks % SOURCE_TIMING_EVERY == 0:
                     due = self._read_all(now, mono, stop)
+                    if stop is not None and stop.is_set():
+                        return time.thread_time_ns()  # (a stopped thread's: kept nowhere)
                 else:
                     # Most ticks: only the sources read every tick, into the last row in place
                     # (the others' values are what their last reads left there); flat, as a

@@ -255,11 +255,13 @@ class Session:
         return self.sampler.wait_for_first_tick(timeout, give_up=self.nvml_ask.silent_for)
 
     def stop(self) -> None:
-        """Stop sampling; the timeline and ledger stay readable."""
-        self.sampler.stop()
+        """Stop sampling; the timeline and ledger stay readable. A thread still in a driver's
+        call is not waited for past CLOSE_WAIT: it ends when the call returns."""
+        self.sampler.stop(CLOSE_WAIT)
 
     def close(self) -> None:
-        """Stop sampling for good, close the widget and release NVML."""
+        """Stop sampling for good, close the widget and release NVML (at once, or, where a
+        thread is still in a call to it, once that call returns: never waited for)."""
         if self.closed:
             return
         self.closed = True
