@@ -92,9 +92,8 @@ class Session:
     ) -> None:
         self.config = config if config is not None else GPUMon()
         self._shell = shell  # the running shell (namespace, Out, tracebacks), or None
-        self.nvml, self.nvml_ask = NvmlSource(nvml_module), None  # (set just below)
-        self._late_nvml: NvmlSource | None = None  # still starting after OPEN_WAIT
-        self._open_nvml(nvml_module)
+        # NVML asked for the main thread with a deadline; _late_nvml: one still starting
+        self.nvml, self.nvml_ask, self._late_nvml = open_nvml(nvml_module)
         self.torch = TorchAllocatorSource()
         self.jax = JaxAllocatorSource()
         self.cupy = CupyAllocatorSource(max_devices=len(self.nvml.devices))
@@ -150,23 +149,6 @@ class Session:
         self._syncing_cluster = False  # set while read_cluster() writes the GPUMon settings
         self._last_cluster_status = ""  # what the source said when it was stopped
         _open_sessions.add(self)
-
-    def _open_nvml(self, module: ModuleType | None) -> None:
-        """Start NVML on a worker, waiting at most OPEN_WAIT: a driver that does not answer
-        leaves this session without GPUs (its columns are fixed now) and the start going on,
-        which status reports when it answers."""
-        ask = DeviceAsk(self.nvml)
-        if ask.run(self.nvml.open, OPEN_WAIT) is not None:
-            self.nvml_ask: DeviceAsk = ask
-            return
-        ask.close()  # its worker ends when the start returns
-        self._late_nvml = self.nvml
-        self.nvml = NvmlSource(module)  # never opened: no device, no NVML call
-        self.nvml.library.reason = (
-            f"NVML is not answering: not started {OPEN_WAIT:g} s after loading; "
-            "%gpumon status says when it answers"
-        )
-        self.nvml_ask = DeviceAsk(self.nvml)
 
     def nvml_started_late(self) -> str:
         """For status, where NVML was still starting after OPEN_WAIT: how that went ("" if
@@ -730,6 +712,23 @@ class Session:
             reserved=sum(s.reserved for s in stats.values()) if stats else None,
             rss=self.host.rss(),
         )
+
+
+def open_nvml(module: ModuleType | None) -> tuple[NvmlSource, DeviceAsk, NvmlSource | None]:
+    """NVML started on a worker, waited for at most OPEN_WAIT, and its asker. A driver that
+    does not answer by then gives a source never opened (no GPU: the timeline's columns are
+    fixed at load), and the one still starting, whose answer status reports."""
+    nvml = NvmlSource(module)
+    ask = DeviceAsk(nvml)
+    if ask.run(nvml.open, OPEN_WAIT) is not None:
+        return nvml, ask, None
+    ask.close()  # its worker ends when the start returns
+    idle = NvmlSource(module)  # never opened: no device, no NVML call
+    idle.library.reason = (
+        f"NVML is not answering: not started {OPEN_WAIT:g} s after loading; "
+        "%gpumon status says when it answers"
+    )
+    return idle, DeviceAsk(idle), nvml
 
 
 def check_label_length(what: str, label: str) -> None:
