@@ -97,6 +97,8 @@ def test_with_nvml_stuck_cells_and_magics_answer_within_a_second_then_recover(ke
             assert "NVML not answering" in text(msgs)
         else:
             assert SILENT.search(text(msgs)), text(msgs)
+    seconds, _ = timed(k, "%gpumon snapshot")
+    assert seconds < 1.0, f"%gpumon snapshot took {seconds:.2f} s with NVML stuck"
     seconds, msgs = timed(k, "%config GPUMon.summary = True\npass")
     assert seconds < 1.0
     assert "GPU mem unavailable: NVML not answering" in stdout(msgs)
