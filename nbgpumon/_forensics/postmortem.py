@@ -207,7 +207,7 @@ def gather(mon: Any, shell: Any, record: CellRecord, error: BaseException) -> Oo
         cuda = device.cuda_index
     free = total = None
     if device is not None:
-        used = mon.nvml.read_memory()
+        used = mon.nvml_ask.memory_used() or []  # (None: NVML not answering)
         now = used[device.nvml_index] if device.nvml_index < len(used) else None
         total = device.memory_total
         free = None if now is None or not total else total - now

@@ -29,6 +29,7 @@ from typing import Any
 
 from .._foundation.clock import wall_clock
 from .._foundation.metrics import metric
+from .._sampling.device_ask import NOT_ANSWERING, DeviceAsk
 from .._sampling.timeline import RunningStats, Timeline
 from .._sources.allocator_columns import read_by_cuda_index
 from .._sources.base import AllocatorSource, AllocatorStats
@@ -55,6 +56,7 @@ class Measurement:
     started: float  # perf_counter
     allocators: dict[str, dict[int, AllocatorStats]]  # framework -> CUDA index -> at start
     nvml_used: list[int | None]
+    nvml_answered: bool  # False: NVML did not answer in time; ``nvml_used`` is all None
     rss: int | None
     rss_peak_start: int | None
     rss_reset: bool
@@ -81,8 +83,12 @@ class Ledger:
         peak_mode: str = "reset",
         capacity: int = 10_000,
         source_budget: int = SOURCE_BUDGET,
+        ask: DeviceAsk | None = None,
     ) -> None:
         self.nvml, self.host, self.timeline = nvml, host, timeline
+        # NVML's readings at a cell's start and end, waited for with a deadline (a stuck
+        # driver must not stall the cell): Session shares its DeviceAsk
+        self.ask = ask if ask is not None else DeviceAsk(nvml)
         self.allocators = tuple(allocators)
         self._allocated = {a.name: metric(a.name, "allocated") for a in self.allocators}
         self.peak_mode = peak_mode
@@ -121,6 +127,7 @@ class Ledger:
             allocator.watch_thread()  # thread-local peak hooks (CuPy's) go on the cells' thread
         allocators = self.read_allocators()
         host = self.host
+        used = self.ask.memory_used()
         opened = Measurement(
             kind=kind,
             label=label,
@@ -129,7 +136,8 @@ class Ledger:
             start=wall_clock(),
             started=time.perf_counter(),
             allocators=allocators,
-            nvml_used=self.nvml.read_memory(),
+            nvml_used=used if used is not None else [None] * len(self.nvml.devices),
+            nvml_answered=used is not None,
             rss=host.rss(),
             rss_peak_start=None,
             rss_reset=False,
@@ -176,7 +184,9 @@ class Ledger:
         if opened.start + self.allocator_lag >= end:
             sampled.update(dict.fromkeys(self._allocated_columns()))
         after = self.read_allocators()
-        used_after = self.nvml.read_memory()
+        answered = self.ask.memory_used()
+        used_after = answered if answered is not None else [None] * len(self.nvml.devices)
+        unanswered = self.nvml.devices and (answered is None or not opened.nvml_answered)
         devices = tuple(
             self._device_usage(
                 opened, d.nvml_index, d.cuda_index, d.name, after, used_after, sampled
@@ -202,6 +212,7 @@ class Ledger:
             rss_after=rss_after,
             rss_peak=rss_peak,
             rss_peak_exact=rss_exact,
+            nvml_unavailable=NOT_ANSWERING if unanswered else "",
             **_source_fields(source, self._sources),
         )
         self._count += 1

@@ -110,6 +110,9 @@ class CellRecord:
     source: str = ""
     source_hash: str | None = None  # of the whole source: 16 hex digits of its SHA-256
     source_cut: bool = False
+    # Why the NVML figures at its start or end are missing ("NVML not answering": a driver
+    # that kept the reading past its deadline); "" when both were read. Never a stale value.
+    nvml_unavailable: str = ""
 
     @property
     def rss_delta(self) -> int | None:

@@ -67,6 +67,10 @@ class Sampler:
         self._subscribers: list[Subscriber] = []
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()
+        # what runs once a stopped thread has ended (Session: NVML's shutdown, which must not
+        # run under a call the thread is still in); the thread's own list, [None] once it ended
+        self._at_end: list[Callable[[], None] | None] = [None]
+        self._end_lock = threading.Lock()
         # Held while nobody asks the thread to wake; released to wake it: its wait is one
         # timed acquire (an Event's wait builds a lock and a list entry every time).
         self._wake = _held_lock()
@@ -99,8 +103,9 @@ class Sampler:
         # Each thread gets its own stop event: one stuck in a slow driver call past stop()'s
         # timeout still ends when that call returns, and never runs beside its successor.
         self._stop = threading.Event()
+        self._at_end = []
         self._thread = threading.Thread(
-            target=self._run, args=(self._stop,), name="nbgpumon-sampler", daemon=True
+            target=self._run, args=(self._stop, self._at_end), name="nbgpumon-sampler", daemon=True
         )
         self._thread.start()
 
@@ -112,22 +117,39 @@ class Sampler:
         if self.running and not self._prepared.is_set():
             self._prepared.wait(timeout)
 
-    def wait_for_first_tick(self, timeout: float) -> bool:
+    def wait_for_first_tick(
+        self, timeout: float, give_up: Callable[[], object] | None = None
+    ) -> bool:
         """Wait at most ``timeout`` seconds for the running thread's first sample (it builds
-        the timeline first, numpy included); True once there is one."""
+        the timeline first, numpy included), and not once ``give_up()`` is true (a driver
+        not answering); True once there is one."""
         deadline = time.monotonic() + timeout
         while self.ticks == 0 and self.running and time.monotonic() < deadline:
+            if give_up is not None and give_up():
+                break
             time.sleep(0.005)
         return self.ticks > 0
 
-    def stop(self, timeout: float = 2.0) -> None:
-        """Stop the thread and wait for it (at most ``timeout`` seconds)."""
+    def stop(self, timeout: float = 2.0) -> bool:
+        """Stop the thread and wait for it (at most ``timeout`` seconds); True when it has
+        ended. One still in a source's read ends when the read returns, appending nothing
+        and calling no subscriber (a reload's new session never hears from it)."""
         thread = self._thread
         self._stop.set()
         self._wake_up()
         if thread is not None and thread is not threading.current_thread():
             thread.join(timeout)
         self._thread = None
+        return thread is None or not thread.is_alive()
+
+    def when_ended(self, callback: Callable[[], None]) -> None:
+        """Call ``callback`` once the last thread started has ended: now if it has, else
+        from that thread as it ends."""
+        with self._end_lock:
+            if self._at_end[-1:] != [None]:  # its thread has not ended yet
+                self._at_end.append(callback)
+                return
+        callback()
 
     def set_interval(self, seconds: float) -> None:
         """Change the tick interval; the sleeping thread wakes to use it at once."""
@@ -146,7 +168,18 @@ class Sampler:
         return lambda: self._subscribers.remove(callback) if callback in self._subscribers else None
 
     # -- the thread -----------------------------------------------------------------------
-    def _run(self, stop: threading.Event) -> None:
+    def _run(self, stop: threading.Event, at_end: list[Callable[[], None] | None]) -> None:
+        try:
+            self._loop(stop)
+        finally:
+            with self._end_lock:
+                callbacks, at_end[:] = list(at_end), [None]
+            for callback in callbacks:
+                if callback is not None:
+                    with contextlib.suppress(Exception):
+                        callback()
+
+    def _loop(self, stop: threading.Event) -> None:
         try:
             self.timeline.prepare()
         except Exception as exc:  # (out of memory): the first append tries again
@@ -156,7 +189,7 @@ class Sampler:
         cpu = self.cost.started_thread()
         next_tick = time.monotonic()
         while not stop.is_set():
-            cpu = self._tick(cpu)  # charged from the last tick's end: its wait and wake too
+            cpu = self._tick(cpu, stop)  # charged from the last tick's end: its wait and wake too
             next_tick += self.interval
             delay = next_tick - time.monotonic()
             if delay < 0:  # fell behind (suspended, slow driver): skip, don't burst
@@ -171,11 +204,14 @@ class Sampler:
         """One round of reads; callable directly (tests, benchmarks). Never raises."""
         self._tick(time.thread_time_ns())
 
-    def _tick(self, cpu_from: int) -> int:
+    def _tick(self, cpu_from: int, stop: threading.Event | None = None) -> int:
         """One tick, charged the thread's CPU time since ``cpu_from`` (``thread_time_ns``);
-        returns that clock at its end: one read of it a tick."""
+        returns that clock at its end: one read of it a tick. A tick whose thread was
+        stopped while it read (a driver slow to answer) keeps nothing of what it read."""
         cost = self.cost
         with self._lock:
+            if stop is not None and stop.is_set():  # (stopped while an older tick held it)
+                return time.thread_time_ns()
             wall_from = time.perf_counter_ns()
             due = _FAST_ONLY
             try:
@@ -183,7 +219,9 @@ class Sampler:
                 now = WALL_ANCHOR + mono  # (wall_clock(), from this one read of the clock)
                 row = self._row
                 if row is None or mono >= self._soonest or self.ticks % SOURCE_TIMING_EVERY == 0:
-                    due = self._read_all(now, mono)
+                    due = self._read_all(now, mono, stop)
+                    if stop is not None and stop.is_set():
+                        return time.thread_time_ns()  # (a stopped thread's: kept nowhere)
                 else:
                     # Most ticks: only the sources read every tick, into the last row in place
                     # (the others' values are what their last reads left there); flat, as a
@@ -195,6 +233,8 @@ class Sampler:
                             self._steady_next = mono + STEADY_PERIOD - self.interval / 2
                     for source, start, end in self._every_tick:
                         row[start:end] = source.read(due)
+                    if stop is not None and stop.is_set():
+                        return time.thread_time_ns()
                     self.timeline.append(now, row)
                     if self.remote is not None:
                         self._take_remote()
@@ -224,7 +264,9 @@ class Sampler:
         source, and the NVML calls it made."""
         return self.cost.report()
 
-    def _read_all(self, now: float, mono: float) -> frozenset[str]:
+    def _read_all(
+        self, now: float, mono: float, stop: threading.Event | None = None
+    ) -> frozenset[str]:
         """Every source read, with the cadences due at ``mono``, each one's (and the
         append's) wall time stamped; returns those cadences."""
         due = self._due(mono)
@@ -238,6 +280,8 @@ class Sampler:
             stamps.append(clock())
             if FAST in getattr(source, "changes_on", _EVERY_TICK):
                 every_tick.append((source, start, len(row)))
+        if stop is not None and stop.is_set():
+            return due
         self._row, self._every_tick = row, every_tick
         self.timeline.append(now, row)
         if self.remote is not None:
@@ -267,7 +311,9 @@ class Sampler:
     # -- fork safety ----------------------------------------------------------------------
     def _before_fork(self) -> None:
         self.wait_until_prepared(PREPARE_WAIT)
-        self._lock.acquire()
+        # A tick holds the lock through its reads: one stuck in the driver must not hold the
+        # fork up (the child gets a fresh lock either way, and runs no sampler)
+        self._fork_locked = self._lock.acquire(timeout=FORK_WAIT)
         self.timeline._lock_for_fork()
         self._forked_nodes = self.nodes  # the one whose lock is held, should nodes change
         if self._forked_nodes is not None:
@@ -283,12 +329,14 @@ class Sampler:
             self._stop = threading.Event()
             self._wake = _held_lock()
             self._thread = None
+            self._at_end, self._end_lock = [None], threading.Lock()
             self._subscribers = []
             self.remote = None  # its worker thread is the parent's
-        else:
+        elif self._fork_locked:
             self._lock.release()
 
 
+FORK_WAIT = 0.2  # seconds a fork waits at most for a tick to end
 PREPARE_WAIT = 5.0  # seconds a cell or a fork waits at most for the timeline to be built
 
 

@@ -44,7 +44,7 @@ def headroom(session: Session, framework: str | None, cuda: int | None) -> Headr
     device = next((d for d in session.nvml.devices if d.cuda_index == cuda), None)
     free = None
     if device is not None:
-        everywhere = session.nvml.read_free()
+        everywhere = session.nvml_ask.free() or []  # (None: NVML not answering)
         free = everywhere[device.nvml_index] if device.nvml_index < len(everywhere) else None
     if stats is None or free is None:
         return Headroom(None, f"{framework} on cuda:{cuda} or NVML unreadable now")

@@ -20,6 +20,7 @@ from .._foundation.metrics import metric
 from .._ledger.ledger import MAX_LABEL, Ledger
 from .._ledger.outcome import is_host_out_of_memory
 from .._ledger.records import CellRecord
+from .._sampling.device_ask import DeviceAsk
 from .._sampling.node_timeline import NodeTimeline
 from .._sampling.sampler import PREPARE_WAIT, Sampler, timeline_columns
 from .._sampling.timeline import Timeline
@@ -63,6 +64,12 @@ _CLUSTER_SETTINGS = (
 )  # fmt: skip
 CLUSTER_WAIT = 3.0  # seconds read_cluster() waits for the server's first answer
 FIRST_SAMPLE_WAIT = 2.0  # seconds a snapshot or a new exporter waits for the first sample
+# Seconds %load_ext waits for NVML to start and list its GPUs (a healthy driver: ~10 ms); past
+# it the session goes on without GPUs and the start carries on in the background.
+OPEN_WAIT = 1.0
+# Seconds close() (%unload_ext) waits for the sampler's thread; one stuck in the driver ends
+# when its call returns, writing nothing.
+CLOSE_WAIT = 0.5
 
 
 MEM_USED = metric("nvml", "mem_used")
@@ -85,8 +92,8 @@ class Session:
     ) -> None:
         self.config = config if config is not None else GPUMon()
         self._shell = shell  # the running shell (namespace, Out, tracebacks), or None
-        self.nvml = NvmlSource(nvml_module)
-        self.nvml.open()
+        # NVML asked for the main thread with a deadline; _late_nvml: one still starting
+        self.nvml, self.nvml_ask, self._late_nvml = open_nvml(nvml_module)
         self.torch = TorchAllocatorSource()
         self.jax = JaxAllocatorSource()
         self.cupy = CupyAllocatorSource(max_devices=len(self.nvml.devices))
@@ -120,6 +127,7 @@ class Session:
             self.timeline,
             peak_mode=cfg.peak_mode,
             capacity=cfg.history,
+            ask=self.nvml_ask,
         )
         self.ledger.allocator_lag = cfg.allocator_interval + cfg.interval
         cfg.observe(
@@ -142,6 +150,22 @@ class Session:
         self._syncing_cluster = False  # set while read_cluster() writes the GPUMon settings
         self._last_cluster_status = ""  # what the source said when it was stopped
         _open_sessions.add(self)
+
+    def nvml_started_late(self) -> str:
+        """For status, where NVML was still starting after OPEN_WAIT: how that went ("" if
+        it started in time)."""
+        late = self._late_nvml
+        if late is None:
+            return ""
+        if late.reading_since:
+            waited = late.not_answering_for()
+            return f"NVML has not answered for {waited:.1f} s (still starting)"
+        if not late.library.available:
+            return f"NVML answered after {late.last_took:.1f} s: {late.status}"
+        return (
+            f"NVML answered after {late.last_took:.1f} s, with {len(late.devices)} GPU(s): "
+            "%reload_ext nbgpumon watches them"
+        )
 
     def _config_changed(self, change: dict) -> None:
         name, value = change["name"], change["new"]
@@ -209,19 +233,23 @@ class Session:
 
     def wait_for_samples(self, timeout: float = FIRST_SAMPLE_WAIT) -> bool:
         """Wait (at most ``timeout`` s) for the sampler's first sample, which comes a little
-        after loading; for what is shown or served at once. True once there is one."""
-        return self.sampler.wait_for_first_tick(timeout)
+        after loading; for what is shown or served at once. True once there is one. Not
+        waited for once NVML is not answering: the first sample is then a driver's call away."""
+        return self.sampler.wait_for_first_tick(timeout, give_up=self.nvml_ask.silent_for)
 
     def stop(self) -> None:
-        """Stop sampling; the timeline and ledger stay readable."""
-        self.sampler.stop()
+        """Stop sampling; the timeline and ledger stay readable. A thread still in a driver's
+        call is not waited for past CLOSE_WAIT: it ends when the call returns."""
+        self.sampler.stop(CLOSE_WAIT)
 
     def close(self) -> None:
-        """Stop sampling for good, close the widget and release NVML."""
+        """Stop sampling for good, close the widget and release NVML (at once, or, where a
+        thread is still in a call to it, once that call returns: never waited for)."""
         if self.closed:
             return
         self.closed = True
-        self.sampler.stop()
+        stopped = self.sampler.stop(CLOSE_WAIT)
+        self.nvml_ask.close()
         if self._recorder is not None:
             self._recorder.stop()  # after the sampler: its last rows are written too
             self._recorder = None
@@ -229,7 +257,12 @@ class Session:
         self._stop_cluster()
         self.nvtx_ranges.close()
         self.cupy.close()
-        self.nvml.close()
+        if stopped and not self.nvml.asking_since:
+            self.nvml.close()
+        else:  # a thread is still in NVML: shutting it down under that call is no fix
+            self.sampler.when_ended(self.nvml.close)
+        if self._late_nvml is not None and not self._late_nvml.reading_since:
+            self._late_nvml.close()
         self.host.close()
         _open_sessions.discard(self)
 
@@ -709,6 +742,23 @@ class Session:
             reserved=sum(s.reserved for s in stats.values()) if stats else None,
             rss=self.host.rss(),
         )
+
+
+def open_nvml(module: ModuleType | None) -> tuple[NvmlSource, DeviceAsk, NvmlSource | None]:
+    """NVML started on a worker, waited for at most OPEN_WAIT, and its asker. A driver that
+    does not answer by then gives a source never opened (no GPU: the timeline's columns are
+    fixed at load), and the one still starting, whose answer status reports."""
+    nvml = NvmlSource(module)
+    ask = DeviceAsk(nvml)
+    if ask.run(nvml.open, OPEN_WAIT) is not None:
+        return nvml, ask, None
+    ask.close()  # its worker ends when the start returns
+    idle = NvmlSource(module)  # never opened: no device, no NVML call
+    idle.library.reason = (
+        f"NVML is not answering: not started {OPEN_WAIT:g} s after loading; "
+        "%gpumon status says when it answers"
+    )
+    return idle, DeviceAsk(idle), nvml
 
 
 def check_label_length(what: str, label: str) -> None:

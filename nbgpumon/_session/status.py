@@ -27,9 +27,22 @@ def live_status(mon: Session) -> Status:
     )
 
 
+def not_answering(mon: Session) -> str:
+    """ "NVML has not answered for 3.2 s" while the driver keeps a read waiting (what the
+    sampler's thread or an ask is in), else ""."""
+    late = mon.nvml_started_late()
+    if late:
+        return late
+    silent = mon.nvml_ask.silent_for()
+    return f"NVML has not answered for {silent:.1f} s (figures unavailable)" if silent else ""
+
+
 def _line(mon: Session, state: str, reads: Reads) -> str:
     """One line for the widget: sampler state, interval, and what is missing."""
     parts = [f"{'sampling' if state == 'sampling' else 'stopped'} every {mon.config.interval:g} s"]
+    silent = not_answering(mon)
+    if silent:
+        parts.append(silent)
     if not mon.has_gpu:
         parts.append(f"no GPU: {mon.nvml.status}")
     elif mon.nvml.status != "ok":
@@ -76,11 +89,13 @@ def _mig_lines(mon: Session, d: Any) -> list[str]:
             f"({m.gpu_uuid}); its memory is the instance's, power, temperature, clock and "
             "PCIe the whole GPU's"
         )
+    mine = [m for m in migs if m.uuid != d.uuid]
+    used = mon.nvml_ask.mig_used(mine) if mine else []  # None: NVML not answering
     others = [  # as nvitop lists a GPU's MIG devices: each with its memory in use now
         f"{gpu_key(d.nvml_index, m.gpu_instance)} {m.profile or m.name} ({m.uuid}, "
-        f"{format_bytes(mon.nvml.read_mig_used(m))} used of {format_bytes(m.memory_total)})"
-        for m in migs
-        if m.uuid != d.uuid
+        + (f"{format_bytes(used[i])} used" if used is not None else "used unavailable")
+        + f" of {format_bytes(m.memory_total)})"
+        for i, m in enumerate(mine)
     ]
     if d.mig is None:
         lines.append(
@@ -125,6 +140,9 @@ def status_lines(mon: Session, reads: Reads | None = None) -> list[str]:
     lines.append(s.cost_report().line())
     if s.error:
         lines.append(f"sampler error: {s.error}")
+    silent = not_answering(mon)
+    if silent:
+        lines.append(silent)
     if lib.available:
         lines.append(
             f"NVML: driver {lib.driver_version or '?'}, binding "

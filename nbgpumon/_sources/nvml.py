@@ -24,6 +24,9 @@ _FI_PCIE_TX_BYTES = 197  # NVML_FI_DEV_PCIE_COUNT_TX_BYTES: a counter, differenc
 _FI_PCIE_RX_BYTES = 198
 _MEMORY_V2 = 0x02000028  # nvmlMemory_v2: adds "reserved" (driver/firmware-held memory)
 _SUCCESS = 0
+# A read this slow means the driver is not answering (a healthy one answers in microseconds to
+# a few milliseconds): views say so, and the main thread stops asking (seconds).
+NOT_ANSWERING = 0.5
 
 METRICS = metrics_of("nvml")
 FAST_METRICS = tuple(m.name for m in METRICS)  # one device's values in a row, in this order
@@ -116,10 +119,23 @@ class NvmlSource:
         self.mapping_note = ""
         self.processes: list[GpuProcess] = []  # read at the slow cadence
         self._pid = os.getpid()
+        # How long NVML keeps its callers waiting (monotonic seconds; 0.0: no call waits): the
+        # sampler's read, another thread's ask (one at a time: BoundedCall), and how long the
+        # last of them to return took. Plain attributes: the tick pays two clock reads.
+        self.reading_since = 0.0
+        self.asking_since = 0.0
+        self.last_took = 0.0
 
     # -- setup ----------------------------------------------------------------------------
     def open(self) -> bool:
         """Start NVML and list the devices; False (with ``status``) when there is no NVML."""
+        start = self.reading_since = time.monotonic()
+        try:
+            return self._open()
+        finally:
+            self.last_took, self.reading_since = time.monotonic() - start, 0.0
+
+    def _open(self) -> bool:
         lib = self.library
         if not lib.init():
             return False
@@ -192,6 +208,15 @@ class NvmlSource:
             return "GPU lost: " + ", ".join(f"gpu{i}" for i in lost) + " (reset or reboot needed)"
         return "ok"
 
+    def not_answering_for(self, now: float | None = None) -> float:
+        """Seconds NVML has kept a caller waiting, when that is over NOT_ANSWERING or its
+        last answer took that long (a driver in a bad state); 0.0 while it answers."""
+        now = time.monotonic() if now is None else now
+        waited = max((now - s for s in (self.reading_since, self.asking_since) if s), default=0.0)
+        if waited > NOT_ANSWERING or self.last_took > NOT_ANSWERING:
+            return max(waited, self.last_took)
+        return 0.0
+
     # -- the tick -------------------------------------------------------------------------
     def columns(self) -> list[str]:
         return columns_for(self.metrics, [d.nvml_index for d in self.devices])
@@ -204,32 +229,36 @@ class NvmlSource:
         temperature, power, SM clock and PCIe rates are refreshed too, and with ``SLOW`` the
         power limit and the process list; otherwise their last values are carried.
         """
-        if SLOW in due:
-            self.read_slow()
-            self.processes = self.read_processes()
-        details = DETAIL in due
-        fresh = REPEAT not in due  # utilization too (else the last reading stays in the row)
-        changes = self.library.changes
-        row: list[float | None] = []
-        for i, state in enumerate(self._state):
-            if details:
-                self._read_details(i, state)
-            reads = state.reads
-            # Most ticks: the bound calls, made here rather than in a call of their own (a
-            # Python call costs microseconds on the cold cache a tick wakes to).
-            code = reads.call(fresh) if reads is not None and state.reads_at == changes else -1
-            if not code:
-                values = state.values
-                memory = reads.memory  # type: ignore[union-attr]
-                values[_MEM_USED], values[_MEM_RESERVED] = memory.used, memory.reserved
-                values[_MEM_TOTAL] = memory.total
-                if fresh:
-                    util = reads.util  # type: ignore[union-attr]
-                    values[_GPU_UTIL], values[_MEM_UTIL] = util.gpu, util.memory
-                row += values
-            else:
-                row += self._read_device(i, state, code, fresh)
-        return row
+        start = self.reading_since = time.monotonic()  # (inline: a call costs a tick µs)
+        try:
+            if SLOW in due:
+                self.read_slow()
+                self.processes = self.read_processes()
+            details = DETAIL in due
+            fresh = REPEAT not in due  # utilization too (else the last reading stays in the row)
+            changes = self.library.changes
+            row: list[float | None] = []
+            for i, state in enumerate(self._state):
+                if details:
+                    self._read_details(i, state)
+                reads = state.reads
+                # Most ticks: the bound calls, made here rather than in a call of their own (a
+                # Python call costs microseconds on the cold cache a tick wakes to).
+                code = reads.call(fresh) if reads is not None and state.reads_at == changes else -1
+                if not code:
+                    values = state.values
+                    memory = reads.memory  # type: ignore[union-attr]
+                    values[_MEM_USED], values[_MEM_RESERVED] = memory.used, memory.reserved
+                    values[_MEM_TOTAL] = memory.total
+                    if fresh:
+                        util = reads.util  # type: ignore[union-attr]
+                        values[_GPU_UTIL], values[_MEM_UTIL] = util.gpu, util.memory
+                    row += values
+                else:
+                    row += self._read_device(i, state, code, fresh)
+            return row
+        finally:
+            self.last_took, self.reading_since = time.monotonic() - start, 0.0
 
     def _read_device(
         self, i: int, state: _DeviceState, code: int, fresh: bool = True
@@ -270,15 +299,18 @@ class NvmlSource:
         return values
 
     def _memory(
-        self, i: int, state: _DeviceState, v2: bool = True
+        self, i: int, state: _DeviceState, v2: bool = True, release_gil: bool = False
     ) -> tuple[int | None, int | None, int | None]:
         """(used, reserved, total) bytes: v2 (as nvidia-smi counts "used"), else v1."""
-        lib, h = self.library, state.handle
+        lib, h, free = self.library, state.handle, release_gil
         if v2:
-            mem = lib.query("nvmlDeviceGetMemoryInfo", h, _MEMORY_V2, device=i, metric="memory_v2")
+            mem = lib.query(
+                "nvmlDeviceGetMemoryInfo", h, _MEMORY_V2, device=i, metric="memory_v2",
+                release_gil=free,
+            )  # fmt: skip
             if mem is not NA:
                 return mem.used, mem.reserved, mem.total
-        mem = lib.query("nvmlDeviceGetMemoryInfo", h, device=i, metric="memory")
+        mem = lib.query("nvmlDeviceGetMemoryInfo", h, device=i, metric="memory", release_gil=free)
         return (None, None, None) if mem is NA else (mem.used, None, mem.total)
 
     def _read_details(self, i: int, state: _DeviceState) -> None:
@@ -318,22 +350,40 @@ class NvmlSource:
             rates.append(_rate(counter, value))
         return rates[0], rates[1]
 
+    # -- asked off the sampler's thread (through BoundedCall: the GIL released) ------------
     def read_memory(self) -> list[int | None]:
         """NVML memory used per device, in bytes (the ledger's before/after reading)."""
-        return [self._memory(i, state)[0] for i, state in enumerate(self._state)]
+        start = self.asking_since = time.monotonic()
+        try:
+            return [self._memory(i, s, release_gil=True)[0] for i, s in enumerate(self._state)]
+        finally:
+            self.last_took, self.asking_since = time.monotonic() - start, 0.0
 
-    def read_mig_used(self, mig: MigDevice) -> int | None:
-        """A MIG device's memory in use now, in bytes (for status: the GPU's other MIG
-        devices, which are not sampled)."""
-        return _attr(self.library.query("nvmlDeviceGetMemoryInfo", mig.handle), "used")
+    def read_mig_used(self, migs: list[MigDevice]) -> list[int | None]:
+        """MIG devices' memory in use now, in bytes (for status: a GPU's other MIG devices,
+        which are not sampled)."""
+        start = self.asking_since = time.monotonic()
+        try:
+            return [
+                _attr(self.library.query("nvmlDeviceGetMemoryInfo", m.handle, release_gil=True),
+                      "used")
+                for m in migs
+            ]  # fmt: skip
+        finally:
+            self.last_took, self.asking_since = time.monotonic() - start, 0.0
 
     def read_free(self) -> list[int | None]:
         """NVML free memory per device now, in bytes (what another allocation could get)."""
+        start = self.asking_since = time.monotonic()
         out: list[int | None] = []
-        for i, state in enumerate(self._state):
-            used, reserved, total = self._memory(i, state)
-            out.append(None if used is None or total is None else total - used - (reserved or 0))
-        return out
+        try:
+            for i, state in enumerate(self._state):
+                used, reserved, total = self._memory(i, state, release_gil=True)
+                free = None if used is None or total is None else total - used - (reserved or 0)
+                out.append(free)
+            return out
+        finally:
+            self.last_took, self.asking_since = time.monotonic() - start, 0.0
 
     # -- the slow cadence -----------------------------------------------------------------
     def read_slow(self) -> None:

@@ -16,8 +16,10 @@ driver slow to answer them would stall every Python thread). A kept call that ta
 ``SLOW_CALL_NS`` ``SLOW_CALLS_ALLOWED`` times in a row goes back to the binding's releasing
 function (in a row: a thread the OS preempts now and then is not a slow driver).
 
-A hung driver would now hang the sampler with the GIL held, so the whole kernel; but the ledger
-already makes the same memory call on the kernel's own thread at every cell's start and end.
+A hung driver would now hang the sampler with the GIL held, so the whole kernel: a kept call
+over ``STUCK_CALL_NS`` goes back to the releasing function at once, so that only that one call
+holds the GIL (no Python code can cut a C call short). The main thread asks NVML only through
+``BoundedCall``, with the GIL released.
 
 The binding still loads NVML and resolves each function (``_nvmlGetFunctionPointer``); only
 the calling convention differs. The structures are NVML's ABI (nvml.h), declared here so that
@@ -34,6 +36,9 @@ from typing import Any
 
 SLOW_CALL_NS = 1_000_000  # a kept call this slow (1 ms) holds every other thread up too long
 SLOW_CALLS_ALLOWED = 3  # ... this many times in a row: give it back
+# A kept call this slow (50 ms) is no preempted thread but a driver not answering: it held every
+# Python thread (the main one too) that long, so it is given back at once, not on its third.
+STUCK_CALL_NS = 50_000_000
 
 
 class Memory(ctypes.Structure):
@@ -120,9 +125,11 @@ class _SlowWatch:
         """``function(handle, &out)`` timed; ``out`` filled in, or the binding's NVMLError."""
         start = time.perf_counter_ns()
         ret = function(handle, ctypes.byref(out))
-        if time.perf_counter_ns() - start > SLOW_CALL_NS:
-            self.count += 1
-            if self.count == SLOW_CALLS_ALLOWED:
+        took = time.perf_counter_ns() - start
+        if took > SLOW_CALL_NS:
+            before = self.count
+            self.count += 1 if took < STUCK_CALL_NS else SLOW_CALLS_ALLOWED
+            if before < SLOW_CALLS_ALLOWED <= self.count:
                 self.on_slow(self.name)
         elif self.count:
             self.count = 0
@@ -196,9 +203,11 @@ class DeviceReads:
             self._made[0] += 2
         else:
             self._made[0] += 1
-        if time.perf_counter_ns() - start > SLOW_CALL_NS:
-            self.slow += 1
-            if self.slow == SLOW_CALLS_ALLOWED:
+        took = time.perf_counter_ns() - start
+        if took > SLOW_CALL_NS:
+            before = self.slow
+            self.slow += 1 if took < STUCK_CALL_NS else SLOW_CALLS_ALLOWED
+            if before < SLOW_CALLS_ALLOWED <= self.slow:
                 self._on_slow()
         elif self.slow:
             self.slow = 0

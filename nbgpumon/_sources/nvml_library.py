@@ -193,12 +193,15 @@ class NvmlLibrary:
         *args: Any,
         device: int | None = None,
         metric: str | None = None,
+        release_gil: bool = False,
         **kwargs: Any,
     ) -> Any:
         """Call ``pynvml.<function>(*args)``; return its value or ``NA``.
 
         ``device``/``metric`` name what the call reads, so that NotSupported disables that
-        metric on that device and a lost GPU marks that device.
+        metric on that device and a lost GPU marks that device. ``release_gil``: through the
+        binding even where a GIL-keeping function exists (a call that may be made while the
+        main thread waits for it, with a deadline: it must be able to run meanwhile).
         """
         if not self.available:
             return NA
@@ -206,7 +209,7 @@ class NvmlLibrary:
             return NA
         if device is not None and device in self.lost_devices:
             return NA
-        fn: Callable[..., Any] | None = self._gil_keeping.get(function)
+        fn: Callable[..., Any] | None = None if release_gil else self._gil_keeping.get(function)
         if fn is not None:
             self._gil_kept += 1
         else:

@@ -190,6 +190,8 @@ def summary_line(record: CellRecord) -> str:
         used = [d.nvml_used_delta for d in record.devices if d.nvml_used_delta is not None]
         if used and sum(used) != 0:
             parts.append(f"GPU mem {format_bytes(sum(used), signed=True)}")
+    if record.nvml_unavailable:  # said, so that no figure is taken for a measured one
+        parts.append(f"GPU mem unavailable: {record.nvml_unavailable}")
     if record.rss_delta is not None:
         host = f"host {format_bytes(record.rss_delta, signed=True)}"
         rise = _host_peak_rise(record)
@@ -269,7 +271,7 @@ def _row(r: CellRecord) -> tuple[str, ...]:
         peak,
         kept,
         util,
-        format_bytes(sum(nvml), signed=True) if nvml else "—",
+        format_bytes(sum(nvml), signed=True) if nvml else (r.nvml_unavailable or "—"),
         format_bytes(r.rss_delta, signed=True),
         ("" if r.rss_peak_exact else "≥") + format_bytes(r.rss_peak),
         retention_text(r.retention) if r.retention is not None else "",

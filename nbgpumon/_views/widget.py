@@ -231,6 +231,10 @@ class Publisher:
         self.send_new()
         self._publish_ledger()
         self.refresh_history()
+        now = time.monotonic()
+        if now >= self._next_status + STATUS_EVERY:  # no tick has published it for a while:
+            self._next_status = now + STATUS_EVERY  # a sampler stopped, or in a stuck call
+            self._publish_status()
 
     def _publish_all_cells(self) -> None:
         """The whole ledger as the ``cells`` trait: the state a view starts from."""

@@ -11,6 +11,7 @@ and describe the machine in the environment variable ``NBGPUMON_FAKE_NVML`` (JSO
      "missing": ["nvmlDeviceGetSamples"],            # these functions don't exist
      "lost_after": 50,                # after this many device calls, GPU_IS_LOST for all
      "call_delay": 0.001,             # seconds each device call takes
+     "init_delay": 2.0,               # seconds nvmlInit takes (a driver stuck at start)
      "processes": [{"pid": "self", "used": 1048576}, {"pid": 0, "used": null}]}
 
 A GPU with ``"mig": [...]`` is in MIG mode, each entry one MIG device (a compute instance of a
@@ -80,7 +81,8 @@ class NVMLError(Exception):
 
 
 _config: dict = {}
-_state = {"initialised": False, "device_calls": 0, "started": time.time()}
+# NVML counts its inits: nvmlShutdown ends it only at the last one's (as the real library does)
+_state = {"initialised": False, "inits": 0, "device_calls": 0, "started": time.time()}
 c_calls: dict[str, int] = {}
 binding_calls: dict[str, int] = {}
 
@@ -89,7 +91,7 @@ def configure(config: dict) -> None:
     """Describe the fake machine (see the module docstring) and reset its state."""
     _config.clear()
     _config.update(config)
-    _state.update(initialised=False, device_calls=0, started=time.time())
+    _state.update(initialised=False, inits=0, device_calls=0, started=time.time())
     c_calls.clear()
     binding_calls.clear()
     for name in _config.get("missing", []):
@@ -168,9 +170,12 @@ def _mig_device(gpu: dict, index: int) -> dict:
 
 # -- life cycle ---------------------------------------------------------------------------
 def nvmlInit() -> None:
+    if _config.get("init_delay"):
+        time.sleep(_config["init_delay"])
     code = _config.get("init_error")
     if code:
         raise NVMLError(code)
+    _state["inits"] += 1
     _state["initialised"] = True
 
 
@@ -178,7 +183,8 @@ nvmlInit_v2 = nvmlInit
 
 
 def nvmlShutdown() -> None:
-    _state["initialised"] = False
+    _state["inits"] = max(0, _state["inits"] - 1)
+    _state["initialised"] = _state["inits"] > 0
 
 
 def nvmlSystemGetDriverVersion() -> str:
