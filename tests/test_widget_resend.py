@@ -66,3 +66,15 @@ def test_a_request_that_is_malformed_or_asks_for_rows_never_sent_gets_nothing(
     widget._handle_custom_msg(request_, [])
     assert sent == []
     assert mon._publisher.resent_rows == 0
+
+
+def test_a_page_asking_for_the_whole_state_gets_the_history_packed_now(sent_widget):
+    """A page that connects late, or again, starts where the stream is: the snapshot the
+    trait holds may be minutes old on an idle kernel, older than a resend could still give."""
+    mon, widget, _sent = sent_widget
+    widget.history_cursor = 3  # as if packed long ago
+    state = widget.get_state()
+    assert state["history_cursor"] == mon.cursor
+    rows, width = np.frombuffer(state["history"][:8], "<u4")
+    assert (rows, width) == (mon.cursor, len(mon.columns))  # every row so far, downsampled to none
+    assert widget.get_state("history_cursor") == {"history_cursor": 3}  # a trait's own update
