@@ -33,8 +33,11 @@ export class Store {
     this.epoch = 0; // counts changes other than appended rows (what drawing caches key on)
     this.listeners = new Set();
     this.pendingGap = false; // rows were lost; break the line before the next row
-    this.stats = { messages: 0, rejected: 0, gaps: 0, asked: 0, filled: 0 };
-    this.requested = new Map(); // resend requests without their answer: to -> from
+    // asked: resend requests; dropped: of those, for rows a front end dropped while this
+    // page was connected (the view's note); filled: rows sent again for those; caughtUp: rows
+    // sent again that this page missed by connecting late (no note)
+    this.stats = { messages: 0, rejected: 0, gaps: 0, asked: 0, dropped: 0, filled: 0, caughtUp: 0 };
+    this.requested = new Map(); // resend requests without their answer: to -> {from, dropped}
   }
 
   /** Call `fn(revision)` on every change; returns the unsubscribe function. */
@@ -125,6 +128,17 @@ export class Store {
     return out;
   }
 
+  /** The times of the rows drawn, oldest first, NaN for a break in the lines: what a browser
+   * test reads (through the view's element) to see that nothing is missing. */
+  times() {
+    const used = this.historyRowsUsed();
+    const r = this.ring;
+    const out = new Float64Array(used + r.length);
+    for (let i = 0; i < used; i++) out[i] = this.history.times[i];
+    for (let i = 0; i < r.length; i++) out[used + i] = r.isBreak(i) ? NaN : r.time(i);
+    return out;
+  }
+
   /** The newest non-NaN value of column `name` (looking back at most `lookback` rows), or null. */
   latest(name, lookback = 2000) {
     const c = this.columnIndex.get(name) ?? -1;
@@ -186,16 +200,35 @@ export class Store {
 }
 
 /**
+ * Whether the rows missing before `samples` were dropped by the front end while this page was
+ * connected (a front end that drops the kernel's background thread's messages: Colab), rather
+ * than sent before this page connected.
+ *
+ * Such a front end shows only what the main thread sends, after each cell (`afterCell`), and
+ * the hole shows after rows this page did get. A page that connected late (Voilà, marimo) or
+ * again (a reload) has its first hole before its first message (the history it got is older
+ * than the stream), and a page whose messages were lost to a reconnect hears of the hole from
+ * the sampler's thread: neither is a front end that drops a thread's messages.
+ */
+export function droppedWhileConnected(store, samples) {
+  return store.cursor !== null && samples.afterCell === true;
+}
+
+/**
  * The rows a `samples` message shows were never received, as the `resend` request for them
  * ({type, from, to}: the cursors of the missing rows), or null. Not for a `gap` message (the
  * kernel itself no longer had them) or one of other columns. The store remembers the request,
- * so that the answer's rows are known to fill the whole hole.
+ * and whether a front end dropped those rows (`droppedWhileConnected`), so that the answer's
+ * rows are known to fill the whole hole and are counted as what they are.
  */
 export function missingRows(store, samples) {
   const held = store.cursor ?? store.historyCursor; // before the first message: the history's
   if (!samples || samples.gap || held === null) return null;
   if (samples.width !== store.columns.length || !(samples.start > held)) return null;
-  store.requested.set(samples.start, held);
+  const dropped = droppedWhileConnected(store, samples);
+  store.requested.set(samples.start, { from: held, dropped });
+  store.stats.asked += 1;
+  if (dropped) store.stats.dropped += 1;
   return { type: "resend", from: held, to: samples.start };
 }
 
@@ -210,8 +243,8 @@ export function missingRows(store, samples) {
 export function fillRows(store, samples) {
   if (!samples || samples.width !== store.columns.length || samples.rows === 0) return false;
   const { times, values, rows, width, start, gap } = samples;
-  const from = store.requested.get(start + rows);
-  const answers = from !== undefined && from <= start;
+  const asked = store.requested.get(start + rows);
+  const answers = asked !== undefined && asked.from <= start;
   if (answers) store.requested.delete(start + rows);
   const old = store.ring;
   const real = (i) => !old.isBreak(i);
@@ -256,7 +289,8 @@ export function fillRows(store, samples) {
     }
   }
   store.ring = next;
-  store.stats.filled += added;
+  if (answers && asked.dropped) store.stats.filled += added;
+  else store.stats.caughtUp += added;
   store.epoch += 1;
   store._changed();
   return added > 0;
@@ -337,10 +371,7 @@ export function connectStore(model, store, names) {
     }
     const request = names.resend ? missingRows(store, samples) : null;
     store.appendSamples(samples); // drawn at once, with a break where rows are missing
-    if (request && typeof model.send === "function") {
-      store.stats.asked += 1;
-      model.send(request);
-    }
+    if (request && typeof model.send === "function") model.send(request);
   };
 
   onColumns();
