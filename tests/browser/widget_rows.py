@@ -5,6 +5,7 @@ moves and has no hole, measured on the data, not on pixels."""
 from __future__ import annotations
 
 import itertools
+import time
 
 
 def times(widget) -> list[float | None]:
@@ -25,3 +26,14 @@ def widest_step(held: list[float | None], since: float) -> float:
     if None in kept:
         return float("inf")
     return max((b - a for a, b in itertools.pairwise(kept)), default=float("inf"))
+
+
+def wait_newer(page, widget, than: float, timeout_s: float = 30.0) -> float:
+    """Wait (the page's events running meanwhile) until the widget holds a row newer than
+    ``than``; that row's time. A TimeoutError, with what it held, after ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
+    while (latest := newest(widget)) <= than:
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"no row newer than {than:.1f} within {timeout_s:.0f}s: {latest}")
+        page.wait_for_timeout(100)
+    return latest
