@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from frontend_servers import running, voila_server
-from notebook_page import write_notebook
+from notebook_page import ARTIFACTS, write_notebook
 from widget_rows import times, wait_newer, widest_step
 
 pytestmark = pytest.mark.browser
@@ -30,18 +30,14 @@ def test_the_chart_draws_and_moves_live_in_voila(page):
         first = wait_newer(page, widget, 0.0, timeout_s=60)
         points = int(widget.get_attribute("data-points") or 0)
         latest = wait_newer(page, widget, first + 4, timeout_s=30)  # live, not a snapshot
-        assert int(widget.get_attribute("data-points") or 0) > points
+        page.wait_for_function(
+            "([el, n]) => Number(el.dataset.points) > n", arg=[widget.element_handle(), points]
+        )
         step = widest_step(times(widget), since=float("-inf"))
         assert step < MAX_STEP_S, f"a break of {step:.1f} s in the rows up to {latest:.1f}"
         note = widget.locator(".nbgpumon-note")
         assert note.is_hidden() and (note.text_content() or "") == ""
         widget.scroll_into_view_if_needed()
-        page.screenshot(path=str(server_artifact("voila_chart.png")))
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(ARTIFACTS / "voila_chart.png"))
         page.record.assert_clean()
-
-
-def server_artifact(name: str):
-    from notebook_page import ARTIFACTS
-
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    return ARTIFACTS / name
