@@ -33,10 +33,13 @@ export class Store {
     this.epoch = 0; // counts changes other than appended rows (what drawing caches key on)
     this.listeners = new Set();
     this.pendingGap = false; // rows were lost; break the line before the next row
-    // asked: resend requests; dropped: of those, for rows a front end dropped while this
-    // page was connected (the view's note); filled: rows sent again for those; caughtUp: rows
-    // sent again that this page missed by connecting late (no note)
-    this.stats = { messages: 0, rejected: 0, gaps: 0, asked: 0, dropped: 0, filled: 0, caughtUp: 0 };
+    // fromThread: samples messages the sampler's thread sent (not after a cell); asked:
+    // resend requests; dropped: of those, for rows the front end dropped (the view's note);
+    // filled: rows sent again for those; caughtUp: the other rows sent again (a page that
+    // connected late or again, a reconnect): no note
+    this.stats = {
+      messages: 0, rejected: 0, gaps: 0, fromThread: 0, asked: 0, dropped: 0, filled: 0, caughtUp: 0,
+    };
     this.requested = new Map(); // resend requests without their answer: to -> {from, dropped}
   }
 
@@ -172,6 +175,7 @@ export class Store {
       return false;
     }
     const { start, rows, times, values } = samples;
+    if (!samples.afterCell) this.stats.fromThread += 1;
     const base = this.cursor ?? this.historyCursor; // before the first message: the history's
     const lost = samples.gap || (base !== null && start > base);
     if (lost) this.pendingGap = true;
@@ -200,32 +204,30 @@ export class Store {
 }
 
 /**
- * Whether the rows missing before `samples` were dropped by the front end while this page was
- * connected (a front end that drops the kernel's background thread's messages: Colab), rather
- * than sent before this page connected.
+ * Whether the rows missing before `samples` were dropped by the front end (one that drops what
+ * the kernel's background thread sends: Colab), rather than missed by a page that connected
+ * after they were sent (Voilà, marimo, a reload) or lost to a reconnect.
  *
- * Such a front end shows only what the main thread sends, after each cell (`afterCell`), and
- * the hole shows after rows this page did get. A page that connected late (Voilà, marimo) or
- * again (a reload) has its first hole before its first message (the history it got is older
- * than the stream), and a page whose messages were lost to a reconnect hears of the hole from
- * the sampler's thread: neither is a front end that drops a thread's messages.
+ * Such a front end shows only what the main thread sends after each cell (`afterCell`), so
+ * it never shows a message of the sampler's thread; a page that gets any of those is not one,
+ * whatever it missed.
  */
-export function droppedWhileConnected(store, samples) {
-  return store.cursor !== null && samples.afterCell === true;
+export function droppedByFrontEnd(store, samples) {
+  return samples.afterCell === true && store.stats.fromThread === 0;
 }
 
 /**
  * The rows a `samples` message shows were never received, as the `resend` request for them
  * ({type, from, to}: the cursors of the missing rows), or null. Not for a `gap` message (the
  * kernel itself no longer had them) or one of other columns. The store remembers the request,
- * and whether a front end dropped those rows (`droppedWhileConnected`), so that the answer's
+ * and whether a front end dropped those rows (`droppedByFrontEnd`), so that the answer's
  * rows are known to fill the whole hole and are counted as what they are.
  */
 export function missingRows(store, samples) {
   const held = store.cursor ?? store.historyCursor; // before the first message: the history's
   if (!samples || samples.gap || held === null) return null;
   if (samples.width !== store.columns.length || !(samples.start > held)) return null;
-  const dropped = droppedWhileConnected(store, samples);
+  const dropped = droppedByFrontEnd(store, samples);
   store.requested.set(samples.start, { from: held, dropped });
   store.stats.asked += 1;
   if (dropped) store.stats.dropped += 1;

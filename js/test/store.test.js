@@ -1,6 +1,6 @@
 import { describe, expect, test } from "vitest";
 import { decodeSamples } from "../src/messages.js";
-import { Store, connectModel, droppedWhileConnected, storeFor } from "../src/store.js";
+import { Store, connectModel, droppedByFrontEnd, storeFor } from "../src/store.js";
 import { FakeModel } from "./fake-model.js";
 import { packHistory, samples } from "./protocol.js";
 
@@ -132,7 +132,7 @@ describe("rows a front end dropped are asked for again and merged in", () => {
     const model = new FakeModel({ columns: COLUMNS });
     connectModel(model);
     const store = storeFor(model);
-    send(model, 0, [1, 2], [[1, 1], [2, 2]]);
+    send(model, 0, [1, 2], [[1, 1], [2, 2]], { afterCell: true }); // only the main thread's come
     // rows 2..4 (t = 3, 4, 5) never arrived: the main thread's message after a cell shows it
     send(model, 5, [6, 7], [[6, 6], [7, 7]], { afterCell: true });
     return { model, store };
@@ -206,16 +206,15 @@ test("before any samples message, the history's cursor says which rows are missi
 });
 
 describe("which holes a front end dropped, and which a page missed by connecting late", () => {
-  const HELD = { cursor: 4, historyCursor: 2 };
   const cases = [
-    ["the main thread's message after a cell, after rows arrived: dropped", HELD, true, true],
-    ["the sampler thread's message after rows arrived (a reconnect lost some): missed", HELD, false, false],
-    ["the first message after connecting, from the main thread: missed", { cursor: null, historyCursor: 2 }, true, false],
-    ["the first message after connecting, from the sampler's thread: missed", { cursor: null, historyCursor: 2 }, false, false],
+    ["after a cell, on a page that never got a message of the sampler's thread: dropped", 0, true, true],
+    ["after a cell, on a page that got the sampler thread's messages: missed", 3, true, false],
+    ["the sampler thread's message (a page that connected late, a reconnect): missed", 3, false, false],
+    ["the sampler thread's message, the first one a page got: missed", 0, false, false],
   ];
-  for (const [name, held, afterCell, dropped] of cases) {
+  for (const [name, fromThread, afterCell, dropped] of cases) {
     test(name, () => {
-      expect(droppedWhileConnected(held, { afterCell })).toBe(dropped);
+      expect(droppedByFrontEnd({ stats: { fromThread } }, { afterCell })).toBe(dropped);
     });
   }
 
@@ -239,7 +238,7 @@ describe("which holes a front end dropped, and which a page missed by connecting
     expect(model.sent.length).toBe(1); // and nothing more to ask for
   });
 
-  test("a hole the main thread shows after a cell, once rows arrived, is a dropped one", () => {
+  test("a hole the main thread shows after a cell, on a page that got only those, is dropped", () => {
     const model = new FakeModel({ columns: COLUMNS, history_cursor: 0 });
     connectModel(model);
     const store = storeFor(model);
@@ -251,6 +250,25 @@ describe("which holes a front end dropped, and which a page missed by connecting
     send(model, 1, times, times.map((t) => [t, t]), { fill: true });
     expect(store.stats).toMatchObject({ filled: 29, caughtUp: 0 });
     expect(Array.from(store.times()).some(Number.isNaN)).toBe(false);
+  });
+
+  test("the first message a page gets, after a cell, with rows missing before it: dropped", () => {
+    // Colab: the sampler's messages never come, and the one after the cell that showed the
+    // chart came before the model was there to take it
+    const model = new FakeModel({ columns: COLUMNS, history_cursor: 3 });
+    connectModel(model);
+    send(model, 38, [38], [[38, 38]], { afterCell: true });
+    expect(model.sent).toEqual([{ type: "resend", from: 3, to: 38 }]);
+    expect(storeFor(model).stats).toMatchObject({ asked: 1, dropped: 1 });
+  });
+
+  test("a hole after a cell on a page that got the sampler thread's rows is no dropped one", () => {
+    const model = new FakeModel({ columns: COLUMNS, history_cursor: 0 });
+    connectModel(model);
+    send(model, 0, [1, 2], [[1, 1], [2, 2]]); // the sampler's: this front end delivers them
+    send(model, 9, [10], [[10, 10]], { afterCell: true }); // 2..8 lost to a reconnect
+    expect(model.sent).toEqual([{ type: "resend", from: 2, to: 9 }]);
+    expect(storeFor(model).stats).toMatchObject({ asked: 1, dropped: 0 });
   });
 
   test("the times a view draws mark a break as NaN", () => {

@@ -485,7 +485,7 @@ describe("samples a front end dropped", () => {
     const model = gpuModel();
     widget.initialize({ model });
     widget.render({ model, el });
-    model.custom(...samples(2, [102], [row(3)]));
+    model.custom(...samples(2, [102], [row(3)], { afterCell: true })); // only the main thread's
     frames.flush();
     const note = el.querySelector(".nbgpumon-note");
     expect(note.hidden).toBe(true);
