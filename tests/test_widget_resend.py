@@ -78,3 +78,17 @@ def test_a_page_asking_for_the_whole_state_gets_the_history_packed_now(sent_widg
     rows, width = np.frombuffer(state["history"][:8], "<u4")
     assert (rows, width) == (mon.cursor, len(mon.columns))  # every row so far, downsampled to none
     assert widget.get_state("history_cursor") == {"history_cursor": 3}  # a trait's own update
+
+
+def test_after_a_cell_the_main_thread_sends_the_newest_row_even_if_the_sampler_just_did(
+    sent_widget,
+):
+    """A front end that drops the sampler thread's messages hears of a cell only from this one:
+    it must never be empty, or that front end would not know what it missed."""
+    mon, _widget, sent = sent_widget
+    mon._publisher.send_new()
+    assert sent == []  # everything was sent already: the sampler's ticks send nothing
+    mon._publisher.send_new(after_cell=True)
+    [(header, buffers)] = sent
+    assert (header["start"], header["rows"], header["after_cell"]) == (mon.cursor - 1, 1, True)
+    assert list(np.frombuffer(buffers[0], "<f8")) == list(mon.since(mon.cursor - 1).times)

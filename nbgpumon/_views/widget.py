@@ -173,6 +173,10 @@ class Publisher:
         extra = {"after_cell": True} if after_cell else {}
         with self._lock:  # both threads send: one chunk at a time, the cursor moving forward
             chunk = self._data.since(self._cursor)
+            if chunk.end <= chunk.start and after_cell and self._cursor > 0:
+                # the sampler's thread has just sent the newest row: send it again, or a
+                # front end that drops that thread's messages would not hear of this cell's
+                chunk = self._data.since(self._cursor - 1)
             if chunk.end <= chunk.start:
                 return
             header, buffers = _chunk_message("samples", chunk, **extra)
