@@ -67,8 +67,11 @@ def test_the_widget_streams_new_samples_while_a_long_cell_runs(kernel):
         if m["msg_type"] == "comm_msg" and "history" in m["content"]["data"].get("state", {})
     ]  # fmt: skip
     assert history == []  # the big snapshot never travels while a cell runs
-    # sent while the cell ran, coalesced to at most 2 messages a second
-    assert 5 <= len(samples) <= 2 * elapsed + 1
+    # sent while the cell ran, the sampler thread's coalesced to at most 2 messages a second;
+    # and the main thread's one after the cell
+    from_thread = [m for m in samples if not m["content"]["data"]["content"].get("after_cell")]
+    assert 5 <= len(from_thread) <= 2 * elapsed + 1
+    assert len(samples) - len(from_thread) == 1
     rows_before = None
     for msg in samples:
         header = msg["content"]["data"]["content"]
@@ -76,7 +79,13 @@ def test_the_widget_streams_new_samples_while_a_long_cell_runs(kernel):
         assert len(times) == header["rows"] * 8
         assert len(values) == header["rows"] * header["width"] * 4
         if rows_before is not None:
-            assert header["start"] == rows_before  # nothing sent twice, nothing skipped
+            # nothing skipped; nothing sent twice, but for the newest row after the cell when
+            # the sampler's thread had just sent it (for front ends that drop its messages)
+            again = header.get("after_cell") and (header["start"], header["rows"]) == (
+                rows_before - 1,
+                1,
+            )
+            assert header["start"] == rows_before or again
         rows_before = header["start"] + header["rows"]
         assert header["gap"] is False
 

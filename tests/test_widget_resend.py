@@ -66,3 +66,29 @@ def test_a_request_that_is_malformed_or_asks_for_rows_never_sent_gets_nothing(
     widget._handle_custom_msg(request_, [])
     assert sent == []
     assert mon._publisher.resent_rows == 0
+
+
+def test_a_page_asking_for_the_whole_state_gets_the_history_packed_now(sent_widget):
+    """A page that connects late, or again, starts where the stream is: the snapshot the
+    trait holds may be minutes old on an idle kernel, older than a resend could still give."""
+    mon, widget, _sent = sent_widget
+    widget.history_cursor = 3  # as if packed long ago
+    state = widget.get_state()
+    assert state["history_cursor"] == mon.cursor
+    rows, width = np.frombuffer(state["history"][:8], "<u4")
+    assert (rows, width) == (mon.cursor, len(mon.columns))  # every row so far, downsampled to none
+    assert widget.get_state("history_cursor") == {"history_cursor": 3}  # a trait's own update
+
+
+def test_after_a_cell_the_main_thread_sends_the_newest_row_even_if_the_sampler_just_did(
+    sent_widget,
+):
+    """A front end that drops the sampler thread's messages hears of a cell only from this one:
+    it must never be empty, or that front end would not know what it missed."""
+    mon, _widget, sent = sent_widget
+    mon._publisher.send_new()
+    assert sent == []  # everything was sent already: the sampler's ticks send nothing
+    mon._publisher.send_new(after_cell=True)
+    [(header, buffers)] = sent
+    assert (header["start"], header["rows"], header["after_cell"]) == (mon.cursor - 1, 1, True)
+    assert list(np.frombuffer(buffers[0], "<f8")) == list(mon.since(mon.cursor - 1).times)

@@ -57,7 +57,7 @@ function isCount(x) {
 
 /**
  * A `samples` message (or, with `type`, a `node_samples` one) as { start, rows, width, gap,
- * version, times: Float64Array(rows), values: Float32Array(rows*width) }, or null when it is not
+ * afterCell, version, times: Float64Array(rows), values: Float32Array(rows*width) }, or null when it is not
  * one or is malformed (a wrong type, missing buffers, or buffers shorter than the header says).
  */
 export function decodeSamples(msg, buffers, type = "samples") {
@@ -74,6 +74,7 @@ export function decodeSamples(msg, buffers, type = "samples") {
     rows,
     width,
     gap: msg.gap === true,
+    afterCell: msg.after_cell === true,
     version: Number.isInteger(msg.version) ? msg.version : null,
     times: readFloat64(tv, 0, rows),
     values: readFloat32(vv, 0, rows * width),

@@ -33,8 +33,14 @@ export class Store {
     this.epoch = 0; // counts changes other than appended rows (what drawing caches key on)
     this.listeners = new Set();
     this.pendingGap = false; // rows were lost; break the line before the next row
-    this.stats = { messages: 0, rejected: 0, gaps: 0, asked: 0, filled: 0 };
-    this.requested = new Map(); // resend requests without their answer: to -> from
+    // fromThread: samples messages the sampler's thread sent (not after a cell); asked:
+    // resend requests; dropped: of those, for rows the front end dropped (the view's note);
+    // filled: rows sent again for those; caughtUp: the other rows sent again (a page that
+    // connected late or again, a reconnect): no note
+    this.stats = {
+      messages: 0, rejected: 0, gaps: 0, fromThread: 0, asked: 0, dropped: 0, filled: 0, caughtUp: 0,
+    };
+    this.requested = new Map(); // resend requests without their answer: to -> {from, dropped}
   }
 
   /** Call `fn(revision)` on every change; returns the unsubscribe function. */
@@ -125,6 +131,17 @@ export class Store {
     return out;
   }
 
+  /** The times of the rows drawn, oldest first, NaN for a break in the lines: what a browser
+   * test reads (through the view's element) to see that nothing is missing. */
+  times() {
+    const used = this.historyRowsUsed();
+    const r = this.ring;
+    const out = new Float64Array(used + r.length);
+    for (let i = 0; i < used; i++) out[i] = this.history.times[i];
+    for (let i = 0; i < r.length; i++) out[used + i] = r.isBreak(i) ? NaN : r.time(i);
+    return out;
+  }
+
   /** The newest non-NaN value of column `name` (looking back at most `lookback` rows), or null. */
   latest(name, lookback = 2000) {
     const c = this.columnIndex.get(name) ?? -1;
@@ -158,6 +175,7 @@ export class Store {
       return false;
     }
     const { start, rows, times, values } = samples;
+    if (!samples.afterCell) this.stats.fromThread += 1;
     const base = this.cursor ?? this.historyCursor; // before the first message: the history's
     const lost = samples.gap || (base !== null && start > base);
     if (lost) this.pendingGap = true;
@@ -186,16 +204,33 @@ export class Store {
 }
 
 /**
+ * Whether the rows missing before `samples` were dropped by the front end (one that drops what
+ * the kernel's background thread sends: Colab), rather than missed by a page that connected
+ * after they were sent (Voilà, marimo, a reload) or lost to a reconnect.
+ *
+ * Such a front end shows only what the main thread sends after each cell (`afterCell`), so
+ * it never shows a message of the sampler's thread; a page that gets any of those is not one,
+ * whatever it missed.
+ */
+export function droppedByFrontEnd(store, samples) {
+  return samples.afterCell === true && store.stats.fromThread === 0;
+}
+
+/**
  * The rows a `samples` message shows were never received, as the `resend` request for them
  * ({type, from, to}: the cursors of the missing rows), or null. Not for a `gap` message (the
  * kernel itself no longer had them) or one of other columns. The store remembers the request,
- * so that the answer's rows are known to fill the whole hole.
+ * and whether a front end dropped those rows (`droppedByFrontEnd`), so that the answer's
+ * rows are known to fill the whole hole and are counted as what they are.
  */
 export function missingRows(store, samples) {
   const held = store.cursor ?? store.historyCursor; // before the first message: the history's
   if (!samples || samples.gap || held === null) return null;
   if (samples.width !== store.columns.length || !(samples.start > held)) return null;
-  store.requested.set(samples.start, held);
+  const dropped = droppedByFrontEnd(store, samples);
+  store.requested.set(samples.start, { from: held, dropped });
+  store.stats.asked += 1;
+  if (dropped) store.stats.dropped += 1;
   return { type: "resend", from: held, to: samples.start };
 }
 
@@ -210,8 +245,8 @@ export function missingRows(store, samples) {
 export function fillRows(store, samples) {
   if (!samples || samples.width !== store.columns.length || samples.rows === 0) return false;
   const { times, values, rows, width, start, gap } = samples;
-  const from = store.requested.get(start + rows);
-  const answers = from !== undefined && from <= start;
+  const asked = store.requested.get(start + rows);
+  const answers = asked !== undefined && asked.from <= start;
   if (answers) store.requested.delete(start + rows);
   const old = store.ring;
   const real = (i) => !old.isBreak(i);
@@ -256,7 +291,8 @@ export function fillRows(store, samples) {
     }
   }
   store.ring = next;
-  store.stats.filled += added;
+  if (answers && asked.dropped) store.stats.filled += added;
+  else store.stats.caughtUp += added;
   store.epoch += 1;
   store._changed();
   return added > 0;
@@ -337,10 +373,7 @@ export function connectStore(model, store, names) {
     }
     const request = names.resend ? missingRows(store, samples) : null;
     store.appendSamples(samples); // drawn at once, with a break where rows are missing
-    if (request && typeof model.send === "function") {
-      store.stats.asked += 1;
-      model.send(request);
-    }
+    if (request && typeof model.send === "function") model.send(request);
   };
 
   onColumns();

@@ -78,6 +78,8 @@ export function createView({ model, el }, deps) {
   const root = document.createElement("div");
   root.className = "nbgpumon-widget";
   root.dataset.points = "0";
+  // for browser tests: the rows' times, as the chart draws them (NaN: a break in the lines)
+  root.nbgpumonTimes = () => Array.from(store.times());
   const status = document.createElement("div");
   status.className = "nbgpumon-status";
   const note = document.createElement("div");
@@ -275,11 +277,12 @@ export function createView({ model, el }, deps) {
 }
 
 /**
- * One line when samples sent from the kernel's sampler thread never arrived and were asked for
- * again (a front end that drops messages from background threads: Colab), else "".
+ * One line when samples sent from the kernel's sampler thread while this page was connected
+ * never arrived and were asked for again (a front end that drops messages from background
+ * threads: Colab), else "". Rows a page missed by connecting late or again are fetched quietly.
  */
 export function missedNote(stats) {
-  if (!stats.asked) return "";
+  if (!stats.dropped) return "";
   const got = stats.filled ? `; ${stats.filled.toLocaleString("en-US")} were sent again after the cell, and are drawn` : "";
   return (
     "nbgpumon: samples sent while a cell ran did not arrive here (this front end drops what a " +

@@ -15,13 +15,16 @@ function view(bytes, misalign) {
  * @param {number} start cursor of the first row
  * @param {number[]} times unix seconds
  * @param {number[][]} rows one array of `width` values per row (NaN for missing)
+ * @param {object} options gap, fill, afterCell (the main thread's message after a cell):
+ *   the header's flags; misalign: the buffers at odd offsets
  */
-export function samples(start, times, rows, { gap = false, misalign = false, fill = false } = {}) {
+export function samples(start, times, rows, { gap = false, misalign = false, fill = false, afterCell = false } = {}) {
   const width = rows.length ? rows[0].length : 0;
   const t = new Float64Array(times);
   const v = new Float32Array(rows.flat());
   const msg = { type: "samples", start, rows: times.length, width, gap };
   if (fill) msg.fill = true;
+  if (afterCell) msg.after_cell = true;
   return [msg, [view(new Uint8Array(t.buffer), misalign), view(new Uint8Array(v.buffer), misalign)]];
 }
 

@@ -1,6 +1,6 @@
 import { describe, expect, test } from "vitest";
 import { decodeSamples } from "../src/messages.js";
-import { Store, connectModel, storeFor } from "../src/store.js";
+import { Store, connectModel, droppedByFrontEnd, storeFor } from "../src/store.js";
 import { FakeModel } from "./fake-model.js";
 import { packHistory, samples } from "./protocol.js";
 
@@ -132,8 +132,9 @@ describe("rows a front end dropped are asked for again and merged in", () => {
     const model = new FakeModel({ columns: COLUMNS });
     connectModel(model);
     const store = storeFor(model);
-    send(model, 0, [1, 2], [[1, 1], [2, 2]]);
-    send(model, 5, [6, 7], [[6, 6], [7, 7]]); // rows 2..4 (t = 3, 4, 5) never arrived
+    send(model, 0, [1, 2], [[1, 1], [2, 2]], { afterCell: true }); // only the main thread's come
+    // rows 2..4 (t = 3, 4, 5) never arrived: the main thread's message after a cell shows it
+    send(model, 5, [6, 7], [[6, 6], [7, 7]], { afterCell: true });
     return { model, store };
   }
 
@@ -141,6 +142,7 @@ describe("rows a front end dropped are asked for again and merged in", () => {
     const { model, store } = gapped();
     expect(model.sent).toEqual([{ type: "resend", from: 2, to: 5 }]);
     expect(store.stats.asked).toBe(1);
+    expect(store.stats.dropped).toBe(1);
   });
 
   test("the kernel's gap flag asks for nothing: it no longer has those rows", () => {
@@ -178,7 +180,8 @@ describe("rows a front end dropped are asked for again and merged in", () => {
     send(model, 0, [1, 2, 3], [[1, 1], [2, 2], [3, 3]], { fill: true }); // not what was asked
     expect(heldTimes(store)).toEqual([1, 2, 3, 4, 6, 7]);
     expect(store.ring.isBreak(3)).toBe(true); // t = 4, 5 are still missing
-    expect(store.stats.filled).toBe(1);
+    expect(store.stats.filled).toBe(0); // it answers no request: not the rows asked for
+    expect(store.stats.caughtUp).toBe(1);
   });
 
   test("a fill of other columns is ignored", () => {
@@ -200,4 +203,79 @@ test("before any samples message, the history's cursor says which rows are missi
   send(model, 2, [3, 4, 5, 6, 7, 8, 9], [3, 4, 5, 6, 7, 8, 9].map((t) => [t, t]), { fill: true });
   expect(heldTimes(storeFor(model))).toEqual([3, 4, 5, 6, 7, 8, 9, 10]);
   expect(storeFor(model).size).toBe(10); // the two history rows, then the eight live ones
+});
+
+describe("which holes a front end dropped, and which a page missed by connecting late", () => {
+  const cases = [
+    ["after a cell, on a page that never got a message of the sampler's thread: dropped", 0, true, true],
+    ["after a cell, on a page that got the sampler thread's messages: missed", 3, true, false],
+    ["the sampler thread's message (a page that connected late, a reconnect): missed", 3, false, false],
+    ["the sampler thread's message, the first one a page got: missed", 0, false, false],
+  ];
+  for (const [name, fromThread, afterCell, dropped] of cases) {
+    test(name, () => {
+      expect(droppedByFrontEnd({ stats: { fromThread } }, { afterCell })).toBe(dropped);
+    });
+  }
+
+  test("a page that connected late asks for what it missed and counts it as caught up", () => {
+    const model = new FakeModel({
+      columns: COLUMNS,
+      history: new DataView(packHistory([1, 2], [[1, 1], [2, 2]]).buffer),
+      history_cursor: 2, // packed when the notebook ran; the page opened later
+    });
+    connectModel(model);
+    const store = storeFor(model);
+    send(model, 9, [10, 11], [[10, 10], [11, 11]]); // the sampler's, live
+    expect(model.sent).toEqual([{ type: "resend", from: 2, to: 9 }]);
+    expect(store.stats).toMatchObject({ asked: 1, dropped: 0 });
+    const times = [3, 4, 5, 6, 7, 8, 9];
+    send(model, 2, times, times.map((t) => [t, t]), { fill: true });
+    expect(heldTimes(store)).toEqual([3, 4, 5, 6, 7, 8, 9, 10, 11]);
+    expect(Array.from(store.times())).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11]); // no break
+    expect(store.stats).toMatchObject({ filled: 0, caughtUp: 7 });
+    send(model, 11, [12], [[12, 12]]);
+    expect(model.sent.length).toBe(1); // and nothing more to ask for
+  });
+
+  test("a hole the main thread shows after a cell, on a page that got only those, is dropped", () => {
+    const model = new FakeModel({ columns: COLUMNS, history_cursor: 0 });
+    connectModel(model);
+    const store = storeFor(model);
+    send(model, 0, [1], [[1, 1]], { afterCell: true }); // after the cell that showed the chart
+    send(model, 30, [31], [[31, 31]], { afterCell: true }); // after the next: 1..29 never came
+    expect(model.sent).toEqual([{ type: "resend", from: 1, to: 30 }]);
+    expect(store.stats).toMatchObject({ asked: 1, dropped: 1 });
+    const times = Array.from({ length: 29 }, (_, k) => 2 + k);
+    send(model, 1, times, times.map((t) => [t, t]), { fill: true });
+    expect(store.stats).toMatchObject({ filled: 29, caughtUp: 0 });
+    expect(Array.from(store.times()).some(Number.isNaN)).toBe(false);
+  });
+
+  test("the first message a page gets, after a cell, with rows missing before it: dropped", () => {
+    // Colab: the sampler's messages never come, and the one after the cell that showed the
+    // chart came before the model was there to take it
+    const model = new FakeModel({ columns: COLUMNS, history_cursor: 3 });
+    connectModel(model);
+    send(model, 38, [38], [[38, 38]], { afterCell: true });
+    expect(model.sent).toEqual([{ type: "resend", from: 3, to: 38 }]);
+    expect(storeFor(model).stats).toMatchObject({ asked: 1, dropped: 1 });
+  });
+
+  test("a hole after a cell on a page that got the sampler thread's rows is no dropped one", () => {
+    const model = new FakeModel({ columns: COLUMNS, history_cursor: 0 });
+    connectModel(model);
+    send(model, 0, [1, 2], [[1, 1], [2, 2]]); // the sampler's: this front end delivers them
+    send(model, 9, [10], [[10, 10]], { afterCell: true }); // 2..8 lost to a reconnect
+    expect(model.sent).toEqual([{ type: "resend", from: 2, to: 9 }]);
+    expect(storeFor(model).stats).toMatchObject({ asked: 1, dropped: 0 });
+  });
+
+  test("the times a view draws mark a break as NaN", () => {
+    const model = new FakeModel({ columns: COLUMNS });
+    connectModel(model);
+    send(model, 0, [1, 2], [[1, 1], [2, 2]]);
+    send(model, 5, [6], [[6, 6]], { gap: true });
+    expect(Array.from(storeFor(model).times())).toEqual([1, 2, NaN, 6]);
+  });
 });

@@ -485,11 +485,11 @@ describe("samples a front end dropped", () => {
     const model = gpuModel();
     widget.initialize({ model });
     widget.render({ model, el });
-    model.custom(...samples(2, [102], [row(3)]));
+    model.custom(...samples(2, [102], [row(3)], { afterCell: true })); // only the main thread's
     frames.flush();
     const note = el.querySelector(".nbgpumon-note");
     expect(note.hidden).toBe(true);
-    model.custom(...samples(30, [130], [row(30)])); // cursors 3..29 never arrived
+    model.custom(...samples(30, [130], [row(30)], { afterCell: true })); // 3..29 never arrived
     frames.flush();
     expect(model.sent).toEqual([{ type: "resend", from: 3, to: 30 }]);
     expect(note.hidden).toBe(false);
@@ -502,5 +502,23 @@ describe("samples a front end dropped", () => {
     frames.flush();
     expect(note.textContent).toContain("; 27 were sent again after the cell, and are drawn:");
     expect(el.querySelector(".nbgpumon-widget").dataset.points).toBe(String(2 + 1 + 27 + 1));
+  });
+
+  test("a page that connected after the rows were sent fetches them with no note", () => {
+    const model = gpuModel({ history_cursor: 2 }); // its history: two rows, packed long before
+    widget.initialize({ model });
+    widget.render({ model, el });
+    model.custom(...samples(30, [130], [row(30)])); // live from the sampler's thread
+    frames.flush();
+    expect(model.sent).toEqual([{ type: "resend", from: 2, to: 30 }]);
+    const times = Array.from({ length: 28 }, (_, k) => 102 + k);
+    model.custom(...samples(2, times, times.map((t) => row(t - 99)), { fill: true }));
+    frames.flush();
+    const note = el.querySelector(".nbgpumon-note");
+    expect(note.hidden).toBe(true);
+    expect(note.textContent).toBe("");
+    const drawn = el.querySelector(".nbgpumon-widget").nbgpumonTimes();
+    expect(drawn.length).toBe(2 + 28 + 1);
+    expect(drawn.some(Number.isNaN)).toBe(false); // the break drawn for the hole went
   });
 });

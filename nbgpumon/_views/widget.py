@@ -29,7 +29,7 @@ from .svg import timeline_svg
 from .text import framework_figures, retention_text, shown_peak_and_kept, summary_line
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Callable, Sequence
 
     from .._session.data import Cluster, Device, SessionData
 
@@ -74,8 +74,20 @@ class GPUMonWidget(anywidget.AnyWidget):
     _uid = Unicode().tag(sync=True)
 
     def __init__(self, data: SessionData, **kwargs: Any) -> None:
+        self._fresh_history: Callable[[], dict[str, Any]] | None = None
         super().__init__(_uid=uuid.uuid4().hex, **kwargs)
         self._data: SessionData | None = data
+        _route_to_main_shell(self.comm)
+
+    def get_state(self, key: Any = None, drop_defaults: bool = False) -> dict[str, Any]:
+        """The traits as ipywidgets sends them; the whole state (``key`` None: a page that
+        connects, or connects again, asks for it) with the history packed now, so that the
+        page starts where the stream is, not at the last snapshot (which may be minutes or
+        hours old on an idle kernel, older than the rows a resend could still give)."""
+        state = super().get_state(key, drop_defaults)
+        if key is None and self._fresh_history is not None:
+            state.update(self._fresh_history())
+        return state
 
     def detach(self) -> None:
         """Close the widget and let go of its session (a closed one must not stay alive)."""
@@ -90,6 +102,25 @@ class GPUMonWidget(anywidget.AnyWidget):
             data["text/plain"] = plain_summary(self._data)
             data["image/svg+xml"] = static_svg(self._data)
         return bundle
+
+
+def _route_to_main_shell(comm: Any) -> None:
+    """Have the kernel handle what the browser sends this widget on its main shell.
+
+    ipykernel 7.4 sends a comm's incoming messages to the subshell named in the parent of
+    the comm's last outgoing message (``_reply_subshell_for``), whatever subshell the
+    incoming one names. Ours go out with whatever request was handled last as parent: the
+    sampler's thread borrows the newest one, and a ``fill`` answers a request that came over
+    the page's subshell. JupyterLab 4.6 sends every comm's messages over a subshell of the
+    page's, and deletes it when done with it (the widget manager's control comm's, after a
+    reload; all of them when the page goes). Every ``resend`` (and ``request_state``) then
+    met "Unknown subshell_id" and was dropped, and the hole it asked about stayed: a break
+    in the lines after each reload. The main shell is always there, and is where
+    docs/widget-protocol.md says these are handled. Other kernels (ipykernel 6, marimo's
+    comm) have no such hook, and are left as they are.
+    """
+    if comm is not None and hasattr(comm, "_reply_subshell_for"):
+        comm._reply_subshell_for = lambda _data, _default: None
 
 
 class Publisher:
@@ -118,6 +149,7 @@ class Publisher:
         self._publish_status()
         self.refresh_history(force=True)  # the cluster's too, if there is one
         self.resent_rows = 0  # rows sent again because the browser missed them
+        widget._fresh_history = self._history_now
         widget.on_msg(self._on_browser_message)
         self._unsubscribe = data.subscribe(self)
 
@@ -133,14 +165,21 @@ class Publisher:
             self._publish_status()
         self.sync_cluster(details=details)
 
-    def send_new(self) -> None:
+    def send_new(self, after_cell: bool = False) -> None:
         """Send every sample appended since the last call (one message, or none): from the
-        sampler's thread on its ticks, and from the main thread after each cell."""
+        sampler's thread on its ticks, and from the main thread after each cell
+        (``after_cell``: the message says so, so that the browser can tell a front end that
+        drops the sampler thread's messages from a page that connected late)."""
+        extra = {"after_cell": True} if after_cell else {}
         with self._lock:  # both threads send: one chunk at a time, the cursor moving forward
             chunk = self._data.since(self._cursor)
+            if chunk.end <= chunk.start and after_cell and self._cursor > 0:
+                # the sampler's thread has just sent the newest row: send it again, or a
+                # front end that drops that thread's messages would not hear of this cell's
+                chunk = self._data.since(self._cursor - 1)
             if chunk.end <= chunk.start:
                 return
-            header, buffers = _chunk_message("samples", chunk)
+            header, buffers = _chunk_message("samples", chunk, **extra)
             self.widget.send(header, buffers=buffers)
             self._cursor = chunk.end
         self.bytes_sent += sum(len(b) for b in buffers)
@@ -228,7 +267,7 @@ class Publisher:
         history snapshot (for views opened or pages reloaded later) is refreshed here, not
         while cells run, and at most every HISTORY_EVERY seconds: live views never need it.
         """
-        self.send_new()
+        self.send_new(after_cell=True)
         self._publish_ledger()
         self.refresh_history()
         now = time.monotonic()
@@ -280,20 +319,28 @@ class Publisher:
             if devices != self.widget.devices:
                 self.widget.devices = devices
 
+    def _history_now(self) -> dict[str, Any]:
+        """The ``history`` and ``history_cursor`` of the timeline now, for a page's whole state."""
+        cursor = self._data.cursor  # before the window: rows the history holds may be resent
+        return {
+            "history": pack_history(self._data.window().downsample(HISTORY_ROWS)),
+            "history_cursor": cursor,
+        }
+
     def refresh_history(self, force: bool = False) -> None:
         """Replace the history snapshot (main thread), unless one was sent very recently."""
         now = time.monotonic()
         if not force and now < self._next_history:
             return
         self._next_history = now + HISTORY_EVERY
-        cursor = self._data.cursor  # before the window: rows the history holds may be resent
-        history = pack_history(self._data.window().downsample(HISTORY_ROWS))
+        fresh = self._history_now()
         with self._lock, self.widget.hold_sync():
-            self.widget.history = history
-            self.widget.history_cursor = cursor
+            self.widget.history = fresh["history"]
+            self.widget.history_cursor = fresh["history_cursor"]
         self.sync_cluster(details=True, history=True)
 
     def close(self) -> None:
+        self.widget._fresh_history = None
         self._unsubscribe()
         with self._lock:
             self.widget.detach()

@@ -147,9 +147,18 @@ class NotebookPage:
 
     def open(self, timeout: float = OPEN_TIMEOUT_MS) -> NotebookPage:
         """Load the page, wait for the cells, dismiss first-run prompts, wait for the kernel."""
+        self.page.goto(self.url, wait_until="domcontentloaded", timeout=timeout)
+        return self._ready(timeout)
+
+    def reload(self, timeout: float = OPEN_TIMEOUT_MS) -> NotebookPage:
+        """Load the page again, as a user's reload does (its kernel keeps running); wait as
+        :meth:`open` does."""
+        self.page.reload(wait_until="domcontentloaded", timeout=timeout)
+        return self._ready(timeout)
+
+    def _ready(self, timeout: float) -> NotebookPage:
         from playwright.sync_api import expect
 
-        self.page.goto(self.url, wait_until="domcontentloaded", timeout=timeout)
         expect(self.cells.first).to_be_visible(timeout=timeout)
         self.dismiss_prompts()
         self.wait_for_kernel_idle(timeout=KERNEL_TIMEOUT_MS)
