@@ -43,7 +43,7 @@ COLAB_KERNEL_CLASS = ["--IPKernelApp.kernel_class=google.colab._kernel.Kernel"]
 # chart is an anywidget and draws without it (the test checks that); nothing else is let pass.
 IPYWIDGETS7_LAYOUT = re.compile(
     r"^Error: Module @jupyter-widgets/base, version \^1\.2\.0 is not registered, however,\s+"
-    r"2\.0\.0 is$"
+    r"2\.0\.0 is\n"  # then its stack
 )
 
 
