@@ -80,8 +80,9 @@ def test_the_widget_streams_new_samples_while_a_long_cell_runs(kernel):
         if m["msg_type"] == "comm_msg" and "history" in m["content"]["data"].get("state", {})
     ]  # fmt: skip
     assert history == []  # the big snapshot never travels while a cell runs
-    # sent while the cell ran, coalesced to at most 2 messages a second
-    assert 5 <= len(samples) <= 2 * elapsed + 1
+    # sent while the cell ran, coalesced to at most 2 messages a second; and the main
+    # thread's one after the cell (even with no new rows: where the stream is)
+    assert 5 <= len(samples) <= 2 * elapsed + 2
     rows_before = None
     for msg in samples:
         header = msg["content"]["data"]["content"]

@@ -138,12 +138,18 @@ class Publisher:
             self._publish_status()
         self.sync_cluster(details=details)
 
-    def send_new(self) -> None:
+    def send_new(self, always: bool = False) -> None:
         """Send every sample appended since the last call (one message, or none): from the
-        sampler's thread on its ticks, and from the main thread after each cell."""
+        sampler's thread on its ticks, and from the main thread after each cell.
+
+        ``always``: a message even with no new rows (then none, at the cursor). After a cell
+        the sampler's thread may just have sent every row, into a front end that drops what
+        it sends (Colab); the main thread's message is how that front end learns where the
+        stream is, and asks for the rows it missed.
+        """
         with self._lock:  # both threads send: one chunk at a time, the cursor moving forward
             chunk = self._data.since(self._cursor)
-            if chunk.end <= chunk.start:
+            if chunk.end <= chunk.start and not always:
                 return
             header, buffers = _chunk_message("samples", chunk)
             self.widget.send(header, buffers=buffers)
@@ -233,7 +239,7 @@ class Publisher:
         history snapshot (for views opened or pages reloaded later) is refreshed here, not
         while cells run, and at most every HISTORY_EVERY seconds: live views never need it.
         """
-        self.send_new()
+        self.send_new(always=True)
         self._publish_ledger()
         self.refresh_history()
 
