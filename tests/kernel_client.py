@@ -22,7 +22,10 @@ class Kernel:
 
     def submit(self, code: str, **options: bool) -> str:
         """Start executing ``code`` without waiting for it; :meth:`wait` collects it."""
-        return self.client.execute(code, **options)
+        # One request at a time, so no queue to abort after an error; with the default
+        # (stop_on_error) ipykernel 6.17.1, Colab's, aborts a request sent the moment after
+        # an error's reply: no execute_input, no output. nbclient with allow_errors does so too.
+        return self.client.execute(code, **{"stop_on_error": False, **options})
 
     def wait(self, msg_id: str, timeout: float = 60) -> list[dict]:
         """The iopub messages of the execution ``msg_id``, once the kernel is idle after it."""

@@ -59,6 +59,12 @@ def scrape(port: int, host: str = "127.0.0.1") -> str:
         return response.read().decode()
 
 
+def _tcp_connections() -> list:
+    """This process's TCP sockets (psutil 6 renamed ``connections``; Colab has psutil 5.9.5)."""
+    process = psutil.Process()
+    return getattr(process, "net_connections", process.connections)("tcp")
+
+
 def port_is_free(port: int) -> bool:
     """Whether another server could listen on ``port`` now (as prometheus_client's does, with
     SO_REUSEADDR: connections the exporter closed may linger in TIME_WAIT, which is no server)."""
@@ -292,7 +298,7 @@ def test_it_listens_on_loopback_only_by_default(monitor):
             s.settimeout(5)
             s.connect((address, port))
     listening = [
-        tuple(c.laddr) for c in psutil.Process().net_connections("tcp")
+        tuple(c.laddr) for c in _tcp_connections()
         if c.status == psutil.CONN_LISTEN and c.laddr[1] == port
     ]  # fmt: skip
     assert listening == [("127.0.0.1", port)]
@@ -374,7 +380,7 @@ def test_a_forked_child_closes_its_copy_of_the_listening_socket(monitor):
         try:
             os.close(reader)
             inherited = [
-                c for c in psutil.Process().net_connections("tcp")
+                c for c in _tcp_connections()
                 if c.status == psutil.CONN_LISTEN and c.laddr[1] == port
             ]  # fmt: skip
             os.write(writer, str(len(inherited)).encode())

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from notebook_runner import fake_nvml_env, run_cells
+from notebook_runner import COLAB_RUNTIME, SHOW_WIDGET, fake_nvml_env, run_cells
 
 COUNT_WIRING = (
     "import threading\n"
@@ -154,14 +154,19 @@ ALIVE = (
     "first = (descriptors(), alive())\n"
     "print('FIRST', first)"
 )
+# the widget, shown from inside a loop (in Colab's runtime %gpumon is the picture: by name there)
+_SHOW = (
+    "display(nbgpumon.monitor().widget())" if COLAB_RUNTIME else "ip.run_line_magic('gpumon', '')"
+)
 RELOAD_100 = (
+    "from IPython.display import display\n"
     "ip = get_ipython()\n"
     "for i in range(50):\n"
     "    ip.run_line_magic('unload_ext', 'nbgpumon')\n"
     "    ip.run_line_magic('load_ext', 'nbgpumon')\n"
-    "    ip.run_line_magic('gpumon', '')\n"
+    f"    {_SHOW}\n"
     "    ip.run_line_magic('reload_ext', 'nbgpumon')\n"
-    "    ip.run_line_magic('gpumon', '')\n"
+    f"    {_SHOW}\n"
     "print('AFTER', alive())"
 )
 # ipykernel keeps a socket for every thread that sent output (each load's sampler sends the
@@ -177,7 +182,7 @@ DESCRIPTORS_SETTLE = (
 
 def test_a_hundred_reloads_leave_no_descriptor_exit_handler_monitor_or_widget_behind():
     runs = run_cells(
-        ["%load_ext nbgpumon", "%gpumon", ALIVE, RELOAD_100, DESCRIPTORS_SETTLE],
+        ["%load_ext nbgpumon", SHOW_WIDGET, ALIVE, RELOAD_100, DESCRIPTORS_SETTLE],
         timeout=240,
     )
     first = runs[2].stdout.split("FIRST ", 1)[1]
@@ -210,6 +215,11 @@ WATCH_IMPORTS = (
 )
 
 
+@pytest.mark.skipif(
+    COLAB_RUNTIME,
+    reason="Colab's kernel has imported numpy, ipywidgets and anywidget (google.colab's own "
+    "start) before the first cell: there is no import left for the load to avoid",
+)
 def test_load_and_sampling_import_no_numpy_or_views():
     runs = run_cells(
         [

@@ -6,6 +6,8 @@ import time
 
 import pytest
 
+from notebook_runner import SHOW_WIDGET
+
 XSS = "<img src=x onerror=alert(1)>"
 
 
@@ -43,7 +45,7 @@ def _widget_state(msgs: list[dict]) -> dict:
 
 def test_the_widget_streams_new_samples_while_a_long_cell_runs(kernel):
     kernel.run("%load_ext nbgpumon")
-    shown = _displays(kernel.run("%gpumon"))
+    shown = _displays(kernel.run(SHOW_WIDGET))
     assert len(shown) == 1
     data = shown[0]["content"]["data"]
     assert "application/vnd.jupyter.widget-view+json" in data
@@ -92,15 +94,15 @@ def test_the_widget_streams_new_samples_while_a_long_cell_runs(kernel):
 
 def test_showing_it_twice_gives_two_views_of_one_widget(kernel):
     kernel.run("%load_ext nbgpumon")
-    first = _displays(kernel.run("%gpumon"))[0]["content"]["data"]
-    second = _displays(kernel.run("%gpumon"))[0]["content"]["data"]
+    first = _displays(kernel.run(SHOW_WIDGET))[0]["content"]["data"]
+    second = _displays(kernel.run(SHOW_WIDGET))[0]["content"]["data"]
     key = "application/vnd.jupyter.widget-view+json"
     assert first[key]["model_id"] == second[key]["model_id"]
 
 
 def test_cells_reach_the_widget_with_their_labels_as_data(kernel):
     kernel.run("%load_ext nbgpumon")
-    kernel.run("%gpumon")
+    kernel.run(SHOW_WIDGET)
     (sent,) = _custom(kernel.run(f"x = 1  # {XSS}"), "cells")
     (row,) = sent["content"]["data"]["content"]["rows"]
     assert row["label"] == f"x = 1  # {XSS}"
@@ -108,7 +110,7 @@ def test_cells_reach_the_widget_with_their_labels_as_data(kernel):
 
 def test_each_cell_sends_its_own_row_and_a_page_loaded_later_gets_the_whole_ledger(kernel):
     kernel.run("%load_ext nbgpumon")
-    kernel.run("%gpumon")
+    kernel.run(SHOW_WIDGET)
     for k in range(3):
         (sent,) = _custom(kernel.run(f"y = {k}"), "cells")
         message = sent["content"]["data"]["content"]
@@ -131,7 +133,7 @@ def test_each_cell_sends_its_own_row_and_a_page_loaded_later_gets_the_whole_ledg
 
 def test_the_running_cell_reaches_the_widget_as_it_starts_and_leaves_with_its_row(kernel):
     kernel.run("%load_ext nbgpumon")
-    kernel.run("%gpumon")
+    kernel.run(SHOW_WIDGET)
     during = kernel.run(f"import time  # {XSS}\ntime.sleep(1)")
     (started,) = [m for m in during if m["msg_type"] == "execute_input"]
     count = started["content"]["execution_count"]
@@ -159,7 +161,7 @@ def test_the_running_cell_reaches_the_widget_as_it_starts_and_leaves_with_its_ro
 
 def test_unload_closes_the_widget(kernel):
     kernel.run("%load_ext nbgpumon")
-    kernel.run("%gpumon")
+    kernel.run(SHOW_WIDGET)
     closed = [m for m in kernel.run("%unload_ext nbgpumon") if m["msg_type"] == "comm_close"]
     assert len(closed) == 1
 
@@ -200,7 +202,7 @@ def test_on_a_gpu_the_stream_carries_the_device_and_the_allocators_bytes(kernel)
     import numpy as np
 
     kernel.run("%load_ext nbgpumon")
-    shown = kernel.run("%gpumon")
+    shown = kernel.run(SHOW_WIDGET)
     state = _widget_state(shown)
     assert state["devices"] and state["devices"][0]["name"].startswith("NVIDIA")
     assert "image/svg+xml" in _displays(shown)[0]["content"]["data"]

@@ -47,6 +47,20 @@ def test_a_resend_request_gets_the_rows_asked_for_as_one_fill_message(sent_widge
     assert mon._publisher.resent_rows == 6
 
 
+def test_after_a_cell_the_main_thread_says_where_the_stream_is_even_with_no_new_rows(
+    sent_widget,
+):
+    # The sampler's thread sent every row (into a front end that may have dropped them all):
+    # the main thread's message after the cell still comes, reaching the cursor (the newest
+    # row sent again), so that such a front end sees the rows it lacks and asks for them.
+    mon, _widget, sent = sent_widget
+    mon._publisher.ledger_changed()
+    samples = [(h, b) for h, b in sent if h.get("type") == "samples"]
+    [(header, _buffers)] = samples
+    assert header["after_cell"] is True
+    assert header["start"] + header["rows"] == mon.cursor and header["rows"] >= 1
+
+
 @pytest.mark.parametrize(
     "request_",
     [

@@ -12,11 +12,13 @@ from .._ledger.records import CellRecord
 
 
 class CellHooks:
-    """IPython's pre/post_run_cell events, bound to a ledger. Handles IPython 8 and 9.
+    """IPython's pre/post_run_cell events, bound to a ledger. Handles IPython 7.34 (Colab's),
+    8 and 9.
 
     IPython 9.8 moved the execution-count increment before ``pre_run_cell``; the count is
     therefore taken from the result in ``post_run_cell``, and the offset between the two is
-    learned so that regions inside a running cell know their cell's number.
+    learned so that regions inside a running cell know their cell's number. IPython 7's
+    ``ExecutionInfo`` has no ``cell_id``: its records have none.
 
     Only the user's cells are measured: an execution with ``store_history=False`` (a front
     end's own code, as VS Code runs it; ``run_cell`` from ``%%capture`` or ``%%gpumon profile``

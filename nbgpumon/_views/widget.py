@@ -94,6 +94,11 @@ class GPUMonWidget(anywidget.AnyWidget):
         self._data = None
         self.close()
 
+    # ipywidgets 7 (Colab ships 7.7.1) displays a widget through its own _ipython_display_,
+    # which IPython prefers to _repr_mimebundle_ and which sends the widget's view alone: no
+    # picture or text for other front ends. Not callable, IPython skips it for the bundle below.
+    _ipython_display_ = None
+
     def _repr_mimebundle_(self, **kwargs: Any) -> Any:
         # Front ends without widget support (nbconvert, GitHub, a terminal) show these.
         bundle = super()._repr_mimebundle_(**kwargs)
