@@ -18,18 +18,9 @@ from pathlib import Path
 import pytest
 
 from notebook_page import ARTIFACTS, NotebookPage, safe_name
-from servers import JupyterServer, remove_tree, start_server
+from servers import CHROMIUM, JupyterServer, launch_chromium, remove_tree, start_server
 
 HERE = Path(__file__).resolve().parent
-CHROMIUM = os.environ.get("NBGPUMON_CHROMIUM", "/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--no-first-run",
-]
 REQUIRE_BROWSER = os.environ.get("NBGPUMON_REQUIRE_BROWSER", "") not in ("", "0")
 VIEWPORT = {"width": 1280, "height": 800}
 
@@ -101,9 +92,7 @@ def playwright_instance():
 
 @pytest.fixture(scope="session")
 def browser(playwright_instance):
-    browser = playwright_instance.chromium.launch(
-        executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True
-    )
+    browser = launch_chromium(playwright_instance)
     yield browser
     browser.close()
 

@@ -7,17 +7,12 @@ from __future__ import annotations
 
 import contextlib
 import os
-import subprocess
 import sys
 import tempfile
-import time
-import urllib.error
-import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import psutil
-
+from server_process import ServerProcess, answers
 from servers import free_port, isolated_env, remove_tree
 
 START_TIMEOUT_S = 90.0  # marimo and Voilà start in seconds; a loaded machine takes longer
@@ -33,23 +28,19 @@ class PageServer:
     base: Path
     ready_path: str = "/"
     port: int = 0
-    proc: subprocess.Popen | None = None
     log_path: Path = field(init=False)
-    _log: object = field(default=None, repr=False)
+    process: ServerProcess = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.log_path = self.base / f"{self.name}.log"
+        self.process = ServerProcess(self.name, self.log_path)
 
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
     def log_tail(self, n: int = 60) -> str:
-        try:
-            lines = self.log_path.read_text(encoding="utf-8", errors="replace").splitlines()
-        except OSError:
-            return "(no log)"
-        return "\n".join(lines[-n:])
+        return self.process.log_tail(n)
 
     def start(self, timeout: float = START_TIMEOUT_S) -> PageServer:
         self.port = free_port()
@@ -58,57 +49,20 @@ class PageServer:
             path = self.base / name.lower()
             path.mkdir(exist_ok=True)
             env[name] = str(path)  # marimo keeps its config and state there
-        self._log = open(self.log_path, "wb")  # noqa: SIM115 - closed in stop()
-        self.proc = subprocess.Popen(
+        self.process.start(
             [part.format(port=self.port) for part in self.command],
-            cwd=self.root,
             env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=self._log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
+            ready=lambda: answers(self.url + self.ready_path),
+            timeout=timeout,
+            what=self.ready_path,
+            cwd=self.root,
+            every=0.3,
         )
-        deadline = time.monotonic() + timeout
-        while True:
-            if self.proc.poll() is not None:
-                raise RuntimeError(
-                    f"{self.name} exited with {self.proc.returncode}\n{self.log_tail()}"
-                )
-            try:
-                with urllib.request.urlopen(self.url + self.ready_path, timeout=2.0) as resp:
-                    if resp.status == 200:
-                        return self
-            except (urllib.error.URLError, ConnectionError, OSError):
-                pass
-            if time.monotonic() > deadline:
-                self.stop()
-                raise RuntimeError(
-                    f"{self.name} did not answer in {timeout:.0f}s\n{self.log_tail()}"
-                )
-            time.sleep(0.3)
+        return self
 
     def stop(self, timeout: float = 10.0) -> None:
         """SIGTERM, then SIGKILL; then whatever of its descendants (kernels) outlived it."""
-        proc, self.proc = self.proc, None
-        if proc is not None:
-            try:
-                descendants = psutil.Process(proc.pid).children(recursive=True)
-            except psutil.Error:
-                descendants = []
-            if proc.poll() is None:
-                proc.terminate()
-                try:
-                    proc.wait(timeout=timeout)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
-                    proc.wait(timeout=timeout)
-            for child in descendants:
-                with contextlib.suppress(psutil.Error):
-                    child.kill()
-            psutil.wait_procs(descendants, timeout=timeout)
-        if self._log is not None:
-            self._log.close()
-            self._log = None
+        self.process.stop(timeout)
 
 
 def _tree(name: str) -> tuple[Path, Path]:

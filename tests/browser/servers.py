@@ -13,22 +13,18 @@ adds it), so the lab extensions installed in the virtualenv - the ipywidgets man
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import shutil
 import socket
-import subprocess
 import sys
 import tempfile
-import time
-import urllib.error
 import urllib.parse
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import psutil
+from server_process import ServerProcess
 
 TOKEN = "nbgpumon-browser-test-token"
 START_TIMEOUT_S = 60.0
@@ -56,6 +52,24 @@ SERVER_CONFIG = {
     },
     "JupyterNotebookApp": {"expose_app_in_browser": True},
 }
+
+
+# The Chromium the browser and VS Code tests drive these servers' pages with (Debian's; Playwright
+# never downloads a browser here). NBGPUMON_CHROMIUM names another binary.
+CHROMIUM = os.environ.get("NBGPUMON_CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+]
+
+
+def launch_chromium(playwright):
+    """CHROMIUM, headless, through a Playwright instance (``sync_playwright()``'s)."""
+    return playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
 
 
 def free_port() -> int:
@@ -115,9 +129,11 @@ class JupyterServer:
     base_dir: Path
     env: dict[str, str]
     log_path: Path
-    proc: subprocess.Popen | None = None
     token: str = TOKEN
-    _log_file: object = field(default=None, repr=False)
+    process: ServerProcess = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.process = ServerProcess(f"jupyter {self.kind}", self.log_path)
 
     @property
     def url(self) -> str:
@@ -140,11 +156,7 @@ class JupyterServer:
         return json.loads(body) if body.strip() else None
 
     def log_tail(self, n: int = 60) -> str:
-        try:
-            lines = self.log_path.read_text(encoding="utf-8", errors="replace").splitlines()
-        except OSError:
-            return "(no log)"
-        return "\n".join(lines[-n:])
+        return self.process.log_tail(n)
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -160,60 +172,20 @@ class JupyterServer:
         ]  # fmt: skip
         if hasattr(os, "geteuid") and os.geteuid() == 0:
             cmd.append("--allow-root")
-        self._log_file = open(self.log_path, "wb")  # noqa: SIM115 - closed in stop()
-        self.proc = subprocess.Popen(
+        self.process.start(
             cmd,
-            cwd=self.root_dir,
             env=self.env,
-            stdin=subprocess.DEVNULL,
-            stdout=self._log_file,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,  # no terminal signals from pytest's terminal
+            ready=lambda: "started" in self.api("status", timeout=2.0),
+            timeout=timeout,
+            what="/api/status",
+            cwd=self.root_dir,
         )
-        deadline = time.monotonic() + timeout
-        while True:
-            if self.proc.poll() is not None:
-                raise RuntimeError(
-                    f"jupyter {self.kind} exited with {self.proc.returncode} before answering"
-                    f"\n--- log ---\n{self.log_tail()}"
-                )
-            try:
-                status = self.api("status", timeout=2.0)
-                if "started" in status:
-                    return self
-            except (urllib.error.URLError, ConnectionError, OSError, ValueError):
-                pass
-            if time.monotonic() > deadline:
-                self.stop()
-                raise RuntimeError(
-                    f"jupyter {self.kind} did not answer /api/status within {timeout:.0f}s"
-                    f"\n--- log ---\n{self.log_tail()}"
-                )
-            time.sleep(0.2)
+        return self
 
     def stop(self, timeout: float = 10.0) -> None:
         """SIGTERM (the server shuts its kernels down), then SIGKILL; then kill whatever of its
         descendants (kernels run in sessions of their own) outlived it."""
-        proc, self.proc = self.proc, None
-        if proc is not None:
-            try:
-                descendants = psutil.Process(proc.pid).children(recursive=True)
-            except psutil.Error:
-                descendants = []
-            if proc.poll() is None:
-                proc.terminate()
-                try:
-                    proc.wait(timeout=timeout)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
-                    proc.wait(timeout=timeout)
-            for child in descendants:
-                with contextlib.suppress(psutil.Error):
-                    child.kill()  # psutil checks it is still the same process
-            psutil.wait_procs(descendants, timeout=timeout)
-        if self._log_file is not None:
-            self._log_file.close()
-            self._log_file = None
+        self.process.stop(timeout)
 
     def __enter__(self) -> JupyterServer:
         return self.start()

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import itertools
 import time
+from pathlib import Path
 
 
 def times(widget) -> list[float | None]:
@@ -37,3 +38,27 @@ def wait_newer(page, widget, than: float, timeout_s: float = 30.0) -> float:
             raise TimeoutError(f"no row newer than {than:.1f} within {timeout_s:.0f}s: {latest}")
         page.wait_for_timeout(100)
     return latest
+
+
+def assert_moves_live(page, screenshot: Path, max_step_s: float = 1.5) -> None:
+    """The page's first chart draws, then moves live (rows newer by seconds, more points),
+    with no step wider than ``max_step_s`` (the sampler ticks every 0.1 s; a loaded machine may
+    stall it a little) in all it holds, and no note that samples did not arrive; then a
+    screenshot of the page, the chart in view, to ``screenshot``. For front ends that deliver
+    what the sampler's thread sends (Voilà, marimo), on a page just opened."""
+    widget = page.locator(".nbgpumon-widget").first
+    widget.wait_for(state="visible", timeout=90_000)
+    first = wait_newer(page, widget, 0.0, timeout_s=60)
+    points = int(widget.get_attribute("data-points") or 0)
+    latest = wait_newer(page, widget, first + 4, timeout_s=30)  # live, not a snapshot
+    page.wait_for_function(
+        "([el, n]) => Number(el.dataset.points) > n", arg=[widget.element_handle(), points]
+    )
+    step = widest_step(times(widget), since=float("-inf"))
+    assert step < max_step_s, f"a break of {step:.1f} s in the rows up to {latest:.1f}"
+    note = widget.locator(".nbgpumon-note")
+    text = note.text_content() or ""
+    assert note.is_hidden() and text == "", f"a note that samples did not arrive: {text!r}"
+    widget.scroll_into_view_if_needed()
+    screenshot.parent.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(screenshot))

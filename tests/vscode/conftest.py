@@ -19,25 +19,16 @@ from pathlib import Path
 
 import pytest
 
-# the Jupyter server harness of the browser tests (servers.py)
+# the harness of the browser tests (servers.py): the Jupyter server, the Chromium
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "browser"))
 
 from code_server import CodeServer
-from servers import remove_tree, start_server
+from servers import CHROMIUM, launch_chromium, remove_tree, start_server
 
 HERE = Path(__file__).resolve().parent
 ARTIFACTS = HERE.parent / "artifacts"
 CODE_SERVER = os.environ.get("NBGPUMON_CODE_SERVER", "")
 EXTENSIONS_DIR = os.environ.get("NBGPUMON_CODE_SERVER_EXTENSIONS", "")
-CHROMIUM = os.environ.get("NBGPUMON_CHROMIUM", "/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--no-first-run",
-]
 VIEWPORT = {"width": 1400, "height": 900}
 
 
@@ -104,7 +95,7 @@ def page(code_server):
     if not os.access(CHROMIUM, os.X_OK):
         pytest.fail(f"no Chromium at {CHROMIUM} (apt-get install chromium)", pytrace=False)
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        browser = launch_chromium(p)
         try:
             context = browser.new_context(
                 viewport=VIEWPORT, permissions=["clipboard-read", "clipboard-write"]
