@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+CLOSE_WAIT = 0.1  # seconds close() waits for an idle worker to end (it takes microseconds)
 NO_ANSWER: Any = object()  # what call() gives when the answer did not come by the deadline
 
 
@@ -66,10 +67,15 @@ class BoundedCall:
         return True
 
     def close(self) -> None:
-        """Let the worker end (after the call it is in, if any); nothing is waited for."""
+        """Let the worker end (after the call it is in, if any). An idle worker is waited for
+        (it ends at once), so that no thread of an unloaded monitor is left to be seen; one
+        still in a call is not: that call may never come back."""
         self._closed = True
         self._work = None
         self._wake.release()
+        thread = self._thread
+        if thread is not None and not self.since and thread is not threading.current_thread():
+            thread.join(timeout=CLOSE_WAIT)
 
     def _alive(self) -> bool:
         return self._thread is not None and self._thread.is_alive()
