@@ -52,6 +52,10 @@ class DeviceAsk:
         """The worker ends after the call it is in, if any; nothing is waited for."""
         self._call.close()
 
+    def when_idle(self, callback: Callable[[], None]) -> None:
+        """``callback`` now, or on the worker once the ask it is in returns."""
+        self._call.when_idle(callback)
+
     def run(self, work: Callable[[], T], wait: float) -> T | None:
         """``work()`` on the worker, waited for at most ``wait`` seconds (None: no answer by
         then, and it goes on in the background). For the load's ``NvmlSource.open``."""

@@ -259,8 +259,9 @@ class Session:
         self.cupy.close()
         if stopped and not self.nvml.asking_since:
             self.nvml.close()
-        else:  # a thread is still in NVML: shutting it down under that call is no fix
-            self.sampler.when_ended(self.nvml.close)
+        else:  # a thread is still in NVML: shutting it down under that call is no fix; once
+            # the sampler's thread has ended, and then once the ask's worker is out of its call
+            self.sampler.when_ended(lambda: self.nvml_ask.when_idle(self.nvml.close))
         if self._late_nvml is not None and not self._late_nvml.reading_since:
             self._late_nvml.close()
         self.host.close()

@@ -3,6 +3,7 @@ so that views say what is running and what is unavailable without reaching into 
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 from .._foundation.gpu_names import cuda_label, gpu_key, hidden_gpus
@@ -90,7 +91,10 @@ def _mig_lines(mon: Session, d: Any) -> list[str]:
             "PCIe the whole GPU's"
         )
     mine = [m for m in migs if m.uuid != d.uuid]
-    used = mon.nvml_ask.mig_used(mine) if mine else []  # None: NVML not answering
+    # asked from the main thread only (%gpumon status): the sampler's thread builds a status
+    # for the chart's line, which shows none of this, and must not wait on the ask's worker
+    asked = mine and threading.current_thread() is threading.main_thread()
+    used = mon.nvml_ask.mig_used(mine) if asked else (None if mine else [])  # None: unknown
     others = [  # as nvitop lists a GPU's MIG devices: each with its memory in use now
         f"{gpu_key(d.nvml_index, m.gpu_instance)} {m.profile or m.name} ({m.uuid}, "
         + (f"{format_bytes(used[i])} used" if used is not None else "used unavailable")
