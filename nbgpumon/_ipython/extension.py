@@ -31,7 +31,9 @@ def load(ip: Any) -> None:
         return  # already loaded into this shell: no second set of hooks or threads
     if _wiring:
         unload(_wiring["shell"])
-    kept = _kept.pop("settings", None) if _kept.pop("shell", None) is ip else None
+    kept, kept_for = _kept.pop("settings", None), _kept.pop("shell", None)
+    if kept_for is not ip:
+        kept = None  # another shell's settings
     config, refused = GPUMon.for_shell(ip, kept)
     # What a configured value starts (a recording, the exporter, the cluster) starts after the
     # sampler, each with its line; until then the setting says nothing runs, so a start that

@@ -208,8 +208,9 @@ class GPUMon(Configurable):
         if not section:
             super().update_config(config)
             return
+        names = self.trait_names(config=True)
         for name, value in list(section.items()):
-            if name not in self.trait_names(config=True):
+            if name not in names:
                 # traitlets would warn through its logger, and the shell would keep it
                 del section[name]
                 self.forget(name)

@@ -26,7 +26,7 @@ _MEMORY_V2 = 0x02000028  # nvmlMemory_v2: adds "reserved" (driver/firmware-held 
 _SUCCESS = 0
 # A read this slow means the driver is not answering (a healthy one answers in microseconds to
 # a few milliseconds): views say so, and the main thread stops asking (seconds).
-NOT_ANSWERING = 0.5
+NOT_ANSWERING_AFTER = 0.5
 
 METRICS = metrics_of("nvml")
 FAST_METRICS = tuple(m.name for m in METRICS)  # one device's values in a row, in this order
@@ -209,11 +209,11 @@ class NvmlSource:
         return "ok"
 
     def not_answering_for(self, now: float | None = None) -> float:
-        """Seconds NVML has kept a caller waiting, when that is over NOT_ANSWERING or its
+        """Seconds NVML has kept a caller waiting, when that is over NOT_ANSWERING_AFTER or its
         last answer took that long (a driver in a bad state); 0.0 while it answers."""
         now = time.monotonic() if now is None else now
         waited = max((now - s for s in (self.reading_since, self.asking_since) if s), default=0.0)
-        if waited > NOT_ANSWERING or self.last_took > NOT_ANSWERING:
+        if waited > NOT_ANSWERING_AFTER or self.last_took > NOT_ANSWERING_AFTER:
             return max(waited, self.last_took)
         return 0.0
 
