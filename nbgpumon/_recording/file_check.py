@@ -139,8 +139,11 @@ def _examine(path: Path) -> _Found:
     return _Found("other", _describe_tables(tables))
 
 
-def os_reason(exc: OSError) -> str:
-    """An OSError as a short clause: "Permission denied (/proc/x)", not its repr."""
+def os_reason(exc: BaseException) -> str:
+    """An OSError as a short clause: "Permission denied (/proc/x)", not its repr; any other
+    error as its message."""
+    if not isinstance(exc, OSError):
+        return str(exc)
     if exc.strerror and exc.filename:
         return f"{exc.strerror} ({exc.filename})"
     return exc.strerror or str(exc)

@@ -136,7 +136,7 @@ class RecordingWriter:
             for folder in reversed(made):
                 with contextlib.suppress(OSError):
                     folder.rmdir()
-            reason = os_reason(exc) if isinstance(exc, OSError) else str(exc)
+            reason = os_reason(exc)
             raise RecordingError(
                 f"cannot record to {self.path}: {reason}; {WRITABLE_HINT}"
             ) from None
@@ -151,9 +151,7 @@ class RecordingWriter:
             session_id = self._insert_session(db)
             db.execute("COMMIT")
         except BaseException:
-            if db.in_transaction:
-                with contextlib.suppress(sqlite3.Error):
-                    db.execute("ROLLBACK")
+            _roll_back(db)
             raise
         return session_id
 
@@ -327,7 +325,7 @@ class RecordingWriter:
             self.compactor = self._compactor()
             db, identity = self._connect()
         except (RecordingError, OSError, sqlite3.Error) as exc:
-            reason = str(exc) if isinstance(exc, RecordingError) else os_reason_any(exc)
+            reason = os_reason(exc)
             reason = reason.removeprefix(f"cannot record to {self.path}: ")
             there = (
                 "nbgpumon writes nothing into what is there now"
@@ -386,11 +384,7 @@ class RecordingWriter:
             )
             db.execute("COMMIT")
         except BaseException:
-            # SQLite rolls a transaction back itself on some errors (a full disk, an I/O
-            # error): a ROLLBACK then fails, and its error must not hide the real one.
-            if db.in_transaction:
-                with contextlib.suppress(sqlite3.Error):
-                    db.execute("ROLLBACK")
+            _roll_back(db)
             self._unwritten = (cells, marks)
             raise
         self._cursor = chunk.end
@@ -433,8 +427,12 @@ class RecordingWriter:
         )
 
 
-def os_reason_any(exc: BaseException) -> str:
-    return os_reason(exc) if isinstance(exc, OSError) else str(exc)
+def _roll_back(db: sqlite3.Connection) -> None:
+    # SQLite rolls a transaction back itself on some errors (a full disk, an I/O error): a
+    # ROLLBACK then fails, and its error must not hide the real one.
+    if db.in_transaction:
+        with contextlib.suppress(sqlite3.Error):
+            db.execute("ROLLBACK")
 
 
 def _missing_folders(folder: Path) -> list[Path]:
