@@ -28,7 +28,7 @@ from typing import Any
 import result_file
 import stats
 
-from nbgpumon._foundation.metrics import REGISTRY, describe_columns
+from nbgpumon._foundation.metrics import describe_columns, registry
 
 ROOT = Path(__file__).resolve().parent.parent
 TARGET_MS = 8.0
@@ -159,8 +159,8 @@ def columns_of(gpus: int) -> list[dict[str, object]]:
     """What the kernel's widget sends as ``columns`` for ``gpus`` GPUs: NVML's and torch's
     metrics per GPU and the host's, with the registry's metadata (the front end builds its
     panels from it)."""
-    names = [m.column(g) for g in range(gpus) for m in REGISTRY if m.source in ("nvml", "torch")]
-    names += [m.column() for m in REGISTRY if m.scope == "host"]
+    names = [m.column(g) for g in range(gpus) for m in registry() if m.source in ("nvml", "torch")]
+    names += [m.column() for m in registry() if m.scope == "host"]
     return describe_columns(names)
 
 

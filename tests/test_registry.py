@@ -13,7 +13,7 @@ import pytest
 
 import nbgpumon
 from nbgpumon import Monitor
-from nbgpumon._foundation.metrics import REGISTRY, metric, metric_of, metrics_of
+from nbgpumon._foundation.metrics import metric, metric_of, metrics_of, registry
 from nbgpumon._views.text import snapshot_view
 
 from notebook_runner import fake_pynvml
@@ -34,12 +34,12 @@ def monitor():
 
 
 def test_every_metric_is_declared_once_with_its_unit_panel_and_label():
-    columns = [m.column(0) for m in REGISTRY]  # gpu0.jax.allocated and gpu0.torch.allocated
+    columns = [m.column(0) for m in registry()]  # gpu0.jax.allocated and gpu0.torch.allocated
     assert len(columns) == len(set(columns))
     # a panel's lines tell themselves apart (a remote node's panels are its own)
-    legends = [(m.scope == "node", m.panel, m.label) for m in REGISTRY]
+    legends = [(m.scope == "node", m.panel, m.label) for m in registry()]
     assert len(legends) == len(set(legends))
-    for m in REGISTRY:
+    for m in registry():
         assert m.unit and m.panel and m.label and m.kind in ("gauge", "counter"), m
     assert metric("nvml", "mem_used").unit == "bytes"
     with pytest.raises(KeyError, match="no metric 'nope' of source 'nvml'"):
@@ -89,7 +89,7 @@ def test_the_front_end_s_test_fixture_agrees_with_the_registry():
     # added to the registry needs no change there).
     path = Path(__file__).resolve().parents[1] / "js" / "test" / "registry.json"
     fixture = json.loads(path.read_text())
-    ours = {(m.source, m.name): (i, dataclasses.asdict(m)) for i, m in enumerate(REGISTRY)}
+    ours = {(m.source, m.name): (i, dataclasses.asdict(m)) for i, m in enumerate(registry())}
     for entry in fixture:
         _, expected = ours[(entry["source"], entry["name"])]
         assert {k: v for k, v in entry.items() if k != "order"} == expected

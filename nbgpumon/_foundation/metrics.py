@@ -10,7 +10,7 @@ in its source (docs/architecture.md, "Add a metric").
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 GAUGE = "gauge"  # a level: memory in use, utilization
 COUNTER = "counter"  # only grows; a view shows its rate
@@ -31,6 +31,12 @@ class Metric:
     kind: str = GAUGE
     scope: str = "gpu"  # "gpu": one column per device; "host": one column; "node": per remote GPU
     export: str = ""  # the exporter's metric family (Prometheus naming, base units); "": none
+    color: str = (
+        ""  # its line's colour in every picture (chart, report, static SVG); "": a palette's
+    )
+    # what reads it: DEVICE (a device source: NVML), FRAMEWORK (a framework's allocator), HOST,
+    # NODE (a remote GPU through Prometheus); set by :func:`register`
+    group: str = ""
 
     def column(self, device: int | None = None) -> str:
         """The timeline column: ``gpu{device}.{source}.{name}``, or ``host.{name}``."""
@@ -54,63 +60,263 @@ class Metric:
 
 
 def _gpu(
-    source: str, name: str, unit: str, panel: str, label: str, chart: str = "", export: str = ""
+    source: str,
+    name: str,
+    unit: str,
+    panel: str,
+    label: str,
+    chart: str = "",
+    export: str = "",
+    color: str = "",
 ) -> Metric:
-    return Metric(source, name, unit, panel, label, chart, export=export)
+    return Metric(source, name, unit, panel, label, chart, export=export, color=color)
 
 
-def _node(name: str, unit: str, panel: str, label: str, chart: str = "") -> Metric:
-    return Metric("cluster", name, unit, panel, label, chart, scope="node")
+def _node(name: str, unit: str, panel: str, label: str, chart: str = "", color: str = "") -> Metric:
+    return Metric("cluster", name, unit, panel, label, chart, scope="node", color=color)
+
+
+# What reads a metric. The registry lists the groups in this order (a panel's lines follow it),
+# and each group's metrics in the order they were registered.
+DEVICE = "device"  # a device source: the device's own view (NVML)
+FRAMEWORK = "framework"  # a framework plug-in's allocator: this kernel's view
+HOST = "host"  # this kernel's host memory and the machine's
+NODE = "node"  # another node's GPU, read from a Prometheus server
+GROUPS = (DEVICE, FRAMEWORK, HOST, NODE)
+
+_groups: dict[str, list[Metric]] = {group: [] for group in GROUPS}
+_BY_KEY: dict[tuple[str, str], Metric] = {}
+_HOST: dict[str, Metric] = {}  # host.{name} columns don't name their source: unique names
+_NODE: dict[str, Metric] = {}
+_ORDER: dict[Metric, int] = {}
+_entries: tuple[Metric, ...] = ()
+
+
+def register(group: str, *metrics: Metric) -> tuple[Metric, ...]:
+    """Declare ``metrics`` (one source's, in their display order) as read by a source of
+    ``group``; returns them as registered (with ``group`` set). Registering the same metric
+    again is a no-op, so a module imported twice (a reload) declares nothing twice; a different
+    one under a name already taken is a ValueError."""
+    global _entries
+    if group not in _groups:
+        raise ValueError(f"no metric group {group!r}; one of {', '.join(GROUPS)}")
+    out = []
+    for m in metrics:
+        m = replace(m, group=group)
+        known = _BY_KEY.get((m.source, m.name))
+        if known is not None:
+            if known != m:
+                raise ValueError(f"metric {m.name!r} of source {m.source!r} is registered already")
+            out.append(known)
+            continue
+        if (m.scope == "host" and m.name in _HOST) or (m.scope == "node" and m.name in _NODE):
+            raise ValueError(f"a {m.scope} metric {m.name!r} is registered already")
+        _groups[group].append(m)
+        _BY_KEY[(m.source, m.name)] = m
+        if m.scope == "host":
+            _HOST[m.name] = m
+        elif m.scope == "node":
+            _NODE[m.name] = m
+        out.append(m)
+    _entries = tuple(m for g in GROUPS for m in _groups[g])
+    _ORDER.clear()
+    _ORDER.update((m, i) for i, m in enumerate(_entries))
+    return tuple(out)
+
+
+def registry() -> tuple[Metric, ...]:
+    """Every registered metric, in display order (groups in :data:`GROUPS` order)."""
+    return _entries
+
+
+def metrics_in(group: str) -> tuple[Metric, ...]:
+    """The metrics of one group, in display order."""
+    return tuple(_groups[group])
 
 
 # The order is the display order: a panel's lines, and a source's columns, follow it.
-REGISTRY: tuple[Metric, ...] = (
-    _gpu("nvml", "mem_used", "bytes", "memory", "used (NVML)", SERIES, "gpu_memory_used_bytes"),
-    _gpu("nvml", "mem_reserved", "bytes", "memory", "reserved by the driver",
-         export="gpu_memory_reserved_bytes"),
+register(
+    DEVICE,
+    _gpu(
+        "nvml",
+        "mem_used",
+        "bytes",
+        "memory",
+        "used (NVML)",
+        SERIES,
+        "gpu_memory_used_bytes",
+        "#3b82f6",
+    ),
+    _gpu(
+        "nvml",
+        "mem_reserved",
+        "bytes",
+        "memory",
+        "reserved by the driver",
+        export="gpu_memory_reserved_bytes",
+    ),
     _gpu("nvml", "mem_total", "bytes", "memory", "total", LIMIT, "gpu_memory_total_bytes"),
-    _gpu("nvml", "gpu_util", "percent", "util", "GPU", SERIES, "gpu_utilization_ratio"),
-    _gpu("nvml", "mem_util", "percent", "util", "memory", SERIES, "gpu_memory_utilization_ratio"),
-    _gpu("nvml", "power", "watts", "power", "power", SERIES, "gpu_power_watts"),
+    _gpu("nvml", "gpu_util", "percent", "util", "GPU", SERIES, "gpu_utilization_ratio", "#8b5cf6"),
+    _gpu(
+        "nvml",
+        "mem_util",
+        "percent",
+        "util",
+        "memory",
+        SERIES,
+        "gpu_memory_utilization_ratio",
+        "#06b6d4",
+    ),
+    _gpu("nvml", "power", "watts", "power", "power", SERIES, "gpu_power_watts", "#ef4444"),
     _gpu("nvml", "power_limit", "watts", "power", "power limit", export="gpu_power_limit_watts"),
-    _gpu("nvml", "temperature", "celsius", "temperature", "temperature", SERIES,
-         "gpu_temperature_celsius"),
+    _gpu(
+        "nvml",
+        "temperature",
+        "celsius",
+        "temperature",
+        "temperature",
+        SERIES,
+        "gpu_temperature_celsius",
+        "#ec4899",
+    ),
     _gpu("nvml", "sm_clock", "MHz", "clock", "SM clock", export="gpu_sm_clock_hertz"),
-    _gpu("nvml", "pcie_tx", "bytes/s", "pcie", "PCIe sent",
-         export="gpu_pcie_transmit_bytes_per_second"),
-    _gpu("nvml", "pcie_rx", "bytes/s", "pcie", "PCIe received",
-         export="gpu_pcie_receive_bytes_per_second"),
-    _gpu("torch", "reserved", "bytes", "memory", "reserved", SERIES, "allocator_reserved_bytes"),
-    _gpu("torch", "allocated", "bytes", "memory", "allocated", SERIES,
-         "allocator_allocated_bytes"),
+    _gpu(
+        "nvml",
+        "pcie_tx",
+        "bytes/s",
+        "pcie",
+        "PCIe sent",
+        export="gpu_pcie_transmit_bytes_per_second",
+    ),
+    _gpu(
+        "nvml",
+        "pcie_rx",
+        "bytes/s",
+        "pcie",
+        "PCIe received",
+        export="gpu_pcie_receive_bytes_per_second",
+    ),
+)
+register(
+    FRAMEWORK,
+    _gpu(
+        "torch",
+        "reserved",
+        "bytes",
+        "memory",
+        "reserved",
+        SERIES,
+        "allocator_reserved_bytes",
+        "#f59e0b",
+    ),
+    _gpu(
+        "torch",
+        "allocated",
+        "bytes",
+        "memory",
+        "allocated",
+        SERIES,
+        "allocator_allocated_bytes",
+        "#10b981",
+    ),
     _gpu("torch", "active", "bytes", "memory", "active (torch)", export="allocator_active_bytes"),
-    _gpu("torch", "inactive_split", "bytes", "memory", "fragmented (torch)",
-         export="allocator_inactive_split_bytes"),
+    _gpu(
+        "torch",
+        "inactive_split",
+        "bytes",
+        "memory",
+        "fragmented (torch)",
+        export="allocator_inactive_split_bytes",
+    ),
     # each allocator's peak counter (AllocatorStats.peak_allocated): exported and recorded,
     # not drawn; torch's restarts at each cell in peak_mode "reset", JAX's counts from the
     # process's start, CuPy has one only with GPUMon.cupy_peak_hook
     _gpu("torch", "peak", "bytes", "memory", "peak (torch)", export="allocator_peak_bytes"),
     # JAX's allocator (XLA's BFC pool): "reserved" is the pool it holds from the driver,
     # which preallocation makes 75% of the GPU
-    _gpu("jax", "reserved", "bytes", "memory", "pool (JAX)", SERIES, "allocator_reserved_bytes"),
-    _gpu("jax", "allocated", "bytes", "memory", "in use (JAX)", SERIES,
-         "allocator_allocated_bytes"),
+    _gpu(
+        "jax",
+        "reserved",
+        "bytes",
+        "memory",
+        "pool (JAX)",
+        SERIES,
+        "allocator_reserved_bytes",
+        "#a855f7",
+    ),
+    _gpu(
+        "jax",
+        "allocated",
+        "bytes",
+        "memory",
+        "in use (JAX)",
+        SERIES,
+        "allocator_allocated_bytes",
+        "#0ea5e9",
+    ),
     _gpu("jax", "peak", "bytes", "memory", "peak (JAX)", export="allocator_peak_bytes"),
     # CuPy's default memory pool: "reserved" is total_bytes(), "allocated" used_bytes()
-    _gpu("cupy", "reserved", "bytes", "memory", "pool (CuPy)", SERIES, "allocator_reserved_bytes"),
-    _gpu("cupy", "allocated", "bytes", "memory", "in use (CuPy)", SERIES,
-         "allocator_allocated_bytes"),
+    _gpu(
+        "cupy",
+        "reserved",
+        "bytes",
+        "memory",
+        "pool (CuPy)",
+        SERIES,
+        "allocator_reserved_bytes",
+        "#eab308",
+    ),
+    _gpu(
+        "cupy",
+        "allocated",
+        "bytes",
+        "memory",
+        "in use (CuPy)",
+        SERIES,
+        "allocator_allocated_bytes",
+        "#84cc16",
+    ),
     _gpu("cupy", "peak", "bytes", "memory", "peak (CuPy)", export="allocator_peak_bytes"),
-    Metric("host", "rss", "bytes", "rss", "RSS", SERIES, scope="host", export="host_rss_bytes"),
-    Metric("host", "sys_used", "bytes", "system", "system used", scope="host",
-           export="host_memory_used_bytes"),
-    Metric("host", "sys_available", "bytes", "system", "system available", scope="host",
-           export="host_memory_available_bytes"),
-    # Other nodes' GPUs, from a Prometheus server (the DCGM exporter's metrics, or those of
-    # nbgpumon's exporter on other kernels): the cluster timeline's columns, node_column()
-    _node("mem_used", "bytes", "memory", "used", SERIES),
+)
+register(
+    HOST,
+    Metric(
+        "host",
+        "rss",
+        "bytes",
+        "rss",
+        "RSS",
+        SERIES,
+        scope="host",
+        export="host_rss_bytes",
+        color="#64748b",
+    ),
+    Metric(
+        "host",
+        "sys_used",
+        "bytes",
+        "system",
+        "system used",
+        scope="host",
+        export="host_memory_used_bytes",
+    ),
+    Metric(
+        "host",
+        "sys_available",
+        "bytes",
+        "system",
+        "system available",
+        scope="host",
+        export="host_memory_available_bytes",
+    ),
+)
+# Other nodes' GPUs, from a Prometheus server (the DCGM exporter's metrics, or those of
+# nbgpumon's exporter on other kernels): the cluster timeline's columns, node_column()
+register(
+    NODE,
+    _node("mem_used", "bytes", "memory", "used", SERIES, "#3b82f6"),
     _node("mem_total", "bytes", "memory", "total", LIMIT),
-    _node("gpu_util", "percent", "util", "GPU", SERIES),
+    _node("gpu_util", "percent", "util", "GPU", SERIES, "#8b5cf6"),
     _node("power", "watts", "power", "power"),
     _node("temperature", "celsius", "temperature", "temperature"),
     _node("allocated", "bytes", "memory", "allocated (nbgpumon)"),
@@ -131,13 +337,6 @@ def source_label(source: str) -> str:
     return _SOURCE_LABELS.get(source, source)
 
 
-_BY_KEY = {(m.source, m.name): m for m in REGISTRY}
-# host.{name} columns don't name their source: a host metric's name is unique among them all
-_HOST = {m.name: m for m in REGISTRY if m.scope == "host"}
-_NODE = {m.name: m for m in REGISTRY if m.scope == "node"}
-_ORDER = {m: i for i, m in enumerate(REGISTRY)}  # display order: a panel's lines follow it
-
-
 def display_order(m: Metric) -> int:
     """Where ``m`` stands in the registry: panels and their lines are shown in this order."""
     return _ORDER.get(m, len(_ORDER))
@@ -145,7 +344,7 @@ def display_order(m: Metric) -> int:
 
 def metrics_of(source: str) -> tuple[Metric, ...]:
     """The metrics ``source`` reads, in registry order."""
-    return tuple(m for m in REGISTRY if m.source == source)
+    return tuple(m for m in _entries if m.source == source)
 
 
 def metric_of(column: str) -> Metric | None:

@@ -13,14 +13,14 @@ import math
 import sqlite3
 from collections.abc import Sequence
 
-from .._foundation.metrics import REGISTRY, metric_of, node_of
+from .._foundation.metrics import metric_of, node_of, registry
 from .._sampling.node_timeline import NodeTimeline
 from .._sampling.timeline import Chunk
 from .._sources.base import NodeReading
 from .salvage import rows_until_damage
 from .schema import run_script
 
-NODE_METRICS = tuple(m.name for m in REGISTRY if m.scope == "node")
+NODE_METRICS = tuple(m.name for m in registry() if m.scope == "node")
 GPU_FIELDS = ("model", "uuid", "pod", "namespace", "origin", "mig_profile")
 
 

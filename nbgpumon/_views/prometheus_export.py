@@ -24,7 +24,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.exposition import generate_latest
 from prometheus_client.registry import CollectorRegistry
 
-from .._foundation.metrics import ALLOCATOR_SOURCES, EXPORT_PREFIX, REGISTRY, source_label
+from .._foundation.metrics import ALLOCATOR_SOURCES, EXPORT_PREFIX, registry, source_label
 from .._foundation.metrics import Metric as RegistryMetric
 from .._foundation.version import __version__
 from .._ledger.records import CellRecord
@@ -123,7 +123,7 @@ class SessionCollector:
         gpu_names = MIG_LABELS if any(d.mig for d in devices) else GPU_LABELS
         gpu_labels = [_gpu_labels(d, host, gpu_names) for d in devices]
         whole_gpu = [_gpu_labels(d, host, gpu_names, instance=False) for d in devices]
-        for m in REGISTRY:
+        for m in registry():
             if not m.export or m.scope not in ("gpu", "host"):
                 continue
             if m.scope == "host":
