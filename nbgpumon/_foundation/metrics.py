@@ -129,11 +129,6 @@ def registry() -> tuple[Metric, ...]:
     return _entries
 
 
-def metrics_in(group: str) -> tuple[Metric, ...]:
-    """The metrics of one group, in display order."""
-    return tuple(_groups[group])
-
-
 # The order is the display order: a panel's lines, and a source's columns, follow it.
 register(
     DEVICE,
