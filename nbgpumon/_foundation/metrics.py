@@ -31,9 +31,8 @@ class Metric:
     kind: str = GAUGE
     scope: str = "gpu"  # "gpu": one column per device; "host": one column; "node": per remote GPU
     export: str = ""  # the exporter's metric family (Prometheus naming, base units); "": none
-    color: str = (
-        ""  # its line's colour in every picture (chart, report, static SVG); "": a palette's
-    )
+    # its line's colour in every picture (chart, report, static SVG); "": a palette's
+    color: str = ""
     # what reads it: DEVICE (a device source: NVML), FRAMEWORK (a framework's allocator), HOST,
     # NODE (a remote GPU through Prometheus); set by :func:`register`
     group: str = ""
