@@ -21,9 +21,9 @@ from typing import Any
 import result_file
 import stats
 
-from nbgpumon._sources.cupy_allocator import CupyAllocatorSource
-from nbgpumon._sources.jax_allocator import JaxAllocatorSource
-from nbgpumon._sources.torch_allocator import TorchAllocatorSource
+from nbgpumon._sources.frameworks.cupy.allocator import CupyAllocatorSource
+from nbgpumon._sources.frameworks.jax.allocator import JaxAllocatorSource
+from nbgpumon._sources.frameworks.torch.allocator import TorchAllocatorSource
 
 GIB = 2**30
 READ_TARGET_US = 50.0  # one framework's read on one device, at the allocator cadence

@@ -24,6 +24,7 @@ from ._ipython.shell import current_shell as _current_shell
 from ._ledger.records import CellRecord, DeviceUsage
 from ._session.config import GPUMon
 from ._session.region import Region
+from ._sources import frameworks as _frameworks  # noqa: F401  (registers the built-in plug-ins first)
 
 if TYPE_CHECKING:
     import pandas

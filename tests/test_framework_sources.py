@@ -12,8 +12,8 @@ import nbgpumon
 from nbgpumon import Monitor
 from nbgpumon._forensics.release import MemoryNow, freed_line
 from nbgpumon._sources.cuda_contexts import CudaContexts
-from nbgpumon._sources.cupy_allocator import CupyAllocatorSource
-from nbgpumon._sources.jax_allocator import JaxAllocatorSource
+from nbgpumon._sources.frameworks.cupy.allocator import CupyAllocatorSource
+from nbgpumon._sources.frameworks.jax.allocator import JaxAllocatorSource
 from nbgpumon._views.text import cells_table, summary_line
 
 from fake_frameworks import GIB, FakeContexts, FakeCupy, FakeJaxClient, FakeJaxDevice, fake_jax

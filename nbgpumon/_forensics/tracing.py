@@ -39,7 +39,7 @@ from typing import Any
 
 from .._foundation.errors import failure_line
 from .._foundation.units import format_bytes
-from .._sources.torch_allocator import initialised_cuda
+from .._sources.frameworks.torch.allocator import initialised_cuda
 
 SOURCE_CHARS = 80
 _ACTIVE = "active_allocated"

@@ -88,12 +88,14 @@ _BY_KEY: dict[tuple[str, str], Metric] = {}
 _HOST: dict[str, Metric] = {}  # host.{name} columns don't name their source: unique names
 _NODE: dict[str, Metric] = {}
 _ORDER: dict[Metric, int] = {}
+_LABELS: dict[str, str] = {}  # source -> how its users write it ("JAX"); default: its name
 _entries: tuple[Metric, ...] = ()
 
 
-def register(group: str, *metrics: Metric) -> tuple[Metric, ...]:
+def register(group: str, *metrics: Metric, label: str = "") -> tuple[Metric, ...]:
     """Declare ``metrics`` (one source's, in their display order) as read by a source of
-    ``group``; returns them as registered (with ``group`` set). Registering the same metric
+    ``group``, and ``label``, how users write that source ("JAX"); returns them as registered
+    (with ``group`` set). Registering the same metric
     again is a no-op, so a module imported twice (a reload) declares nothing twice; a different
     one under a name already taken is a ValueError."""
     global _entries
@@ -101,6 +103,8 @@ def register(group: str, *metrics: Metric) -> tuple[Metric, ...]:
         raise ValueError(f"no metric group {group!r}; one of {', '.join(GROUPS)}")
     out = []
     for m in metrics:
+        if label:
+            _LABELS[m.source] = label
         m = replace(m, group=group)
         known = _BY_KEY.get((m.source, m.name))
         if known is not None:
@@ -190,87 +194,7 @@ register(
         "PCIe received",
         export="gpu_pcie_receive_bytes_per_second",
     ),
-)
-register(
-    FRAMEWORK,
-    _gpu(
-        "torch",
-        "reserved",
-        "bytes",
-        "memory",
-        "reserved",
-        SERIES,
-        "allocator_reserved_bytes",
-        "#f59e0b",
-    ),
-    _gpu(
-        "torch",
-        "allocated",
-        "bytes",
-        "memory",
-        "allocated",
-        SERIES,
-        "allocator_allocated_bytes",
-        "#10b981",
-    ),
-    _gpu("torch", "active", "bytes", "memory", "active (torch)", export="allocator_active_bytes"),
-    _gpu(
-        "torch",
-        "inactive_split",
-        "bytes",
-        "memory",
-        "fragmented (torch)",
-        export="allocator_inactive_split_bytes",
-    ),
-    # each allocator's peak counter (AllocatorStats.peak_allocated): exported and recorded,
-    # not drawn; torch's restarts at each cell in peak_mode "reset", JAX's counts from the
-    # process's start, CuPy has one only with GPUMon.cupy_peak_hook
-    _gpu("torch", "peak", "bytes", "memory", "peak (torch)", export="allocator_peak_bytes"),
-    # JAX's allocator (XLA's BFC pool): "reserved" is the pool it holds from the driver,
-    # which preallocation makes 75% of the GPU
-    _gpu(
-        "jax",
-        "reserved",
-        "bytes",
-        "memory",
-        "pool (JAX)",
-        SERIES,
-        "allocator_reserved_bytes",
-        "#a855f7",
-    ),
-    _gpu(
-        "jax",
-        "allocated",
-        "bytes",
-        "memory",
-        "in use (JAX)",
-        SERIES,
-        "allocator_allocated_bytes",
-        "#0ea5e9",
-    ),
-    _gpu("jax", "peak", "bytes", "memory", "peak (JAX)", export="allocator_peak_bytes"),
-    # CuPy's default memory pool: "reserved" is total_bytes(), "allocated" used_bytes()
-    _gpu(
-        "cupy",
-        "reserved",
-        "bytes",
-        "memory",
-        "pool (CuPy)",
-        SERIES,
-        "allocator_reserved_bytes",
-        "#eab308",
-    ),
-    _gpu(
-        "cupy",
-        "allocated",
-        "bytes",
-        "memory",
-        "in use (CuPy)",
-        SERIES,
-        "allocator_allocated_bytes",
-        "#84cc16",
-    ),
-    _gpu("cupy", "peak", "bytes", "memory", "peak (CuPy)", export="allocator_peak_bytes"),
+    label="NVML",
 )
 register(
     HOST,
@@ -318,17 +242,16 @@ register(
 
 EXPORT_PREFIX = "nbgpumon_"  # every exported family's name starts so
 
-# How a user writes each source's name (a framework's own spelling).
-_SOURCE_LABELS = {
-    "nvml": "NVML", "torch": "torch", "jax": "JAX", "cupy": "CuPy", "host": "host",
-    "cluster": "cluster",
-}  # fmt: skip
-ALLOCATOR_SOURCES = ("torch", "jax", "cupy")  # the frameworks whose allocators are read
-
 
 def source_label(source: str) -> str:
     """``"JAX"`` for ``"jax"``: a source's name as its users spell it."""
-    return _SOURCE_LABELS.get(source, source)
+    return _LABELS.get(source, source)
+
+
+def sources_in(group: str) -> tuple[str, ...]:
+    """The sources whose metrics ``group`` holds, in registration order (FRAMEWORK: the
+    framework plug-ins registered so far)."""
+    return tuple(dict.fromkeys(m.source for m in _groups.get(group, ())))
 
 
 def display_order(m: Metric) -> int:

@@ -19,7 +19,7 @@ from typing import Any
 
 from .._foundation.errors import failure_line
 from .._ledger.outcome import first_line
-from .._sources.torch_allocator import initialised_cuda
+from .._sources.frameworks.torch.allocator import initialised_cuda
 
 NAME_CHARS = 60  # a range's name: "[N] " and the cell's first line cut to this
 ON = (

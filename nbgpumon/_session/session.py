@@ -26,11 +26,9 @@ from .._sampling.sampler import PREPARE_WAIT, Sampler, timeline_columns
 from .._sampling.timeline import Timeline
 from .._sources.allocator_columns import AllocatorColumns
 from .._sources.base import ALLOCATOR, DETAIL, SLOW
-from .._sources.cupy_allocator import CupyAllocatorSource
+from .._sources.frameworks import frameworks
 from .._sources.host import HostSource
-from .._sources.jax_allocator import JaxAllocatorSource
 from .._sources.nvml import GpuProcess, NvmlSource
-from .._sources.torch_allocator import TorchAllocatorSource
 from .config import GPUMon
 from .data import Cluster, Device, MigInstance, RunningCell, Status
 from .info import session_info
@@ -94,11 +92,12 @@ class Session:
         self._shell = shell  # the running shell (namespace, Out, tracebacks), or None
         # NVML asked for the main thread with a deadline; _late_nvml: one still starting
         self.nvml, self.nvml_ask, self._late_nvml = open_nvml(nvml_module)
-        self.torch = TorchAllocatorSource()
-        self.jax = JaxAllocatorSource()
-        self.cupy = CupyAllocatorSource(max_devices=len(self.nvml.devices))
+        # each framework's own view, one allocator source per registered plug-in
+        self.allocators = tuple(f.new_allocator(len(self.nvml.devices)) for f in frameworks())
+        by_name = {allocator.name: allocator for allocator in self.allocators}
+        # (until the layers above ask the plug-ins: the built-ins by name)
+        self.torch, self.jax, self.cupy = by_name["torch"], by_name["jax"], by_name["cupy"]
         self.cupy.hook_wanted = self.config.cupy_peak_hook
-        self.allocators = (self.torch, self.jax, self.cupy)  # each framework's own view
         self.host = HostSource()
         # The timeline's sources, in column order; a new source is one more entry here.
         sources = [

@@ -24,7 +24,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.exposition import generate_latest
 from prometheus_client.registry import CollectorRegistry
 
-from .._foundation.metrics import ALLOCATOR_SOURCES, EXPORT_PREFIX, registry, source_label
+from .._foundation.metrics import EXPORT_PREFIX, FRAMEWORK, registry, source_label
 from .._foundation.metrics import Metric as RegistryMetric
 from .._foundation.version import __version__
 from .._ledger.records import CellRecord
@@ -129,7 +129,7 @@ class SessionCollector:
             if m.scope == "host":
                 self._add(families, m, [host], latest.get(m.column()), ("Hostname",))
                 continue
-            allocator = m.source in ALLOCATOR_SOURCES
+            allocator = m.group == FRAMEWORK
             names = (*gpu_names, "framework") if allocator else gpu_names
             if allocator and self.rank is not None:
                 names = (*names, "rank")

@@ -16,8 +16,8 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from .._foundation.metrics import metrics_of, source_label
-from .base import AllocatorStats
+from ...base import AllocatorStats
+from .metrics import LABEL, METRICS
 
 GPU_PLATFORMS = ("cuda", "rocm", "gpu")
 _BRIDGE = "jax._src.xla_bridge"
@@ -36,8 +36,8 @@ class JaxAllocatorSource:
     """Reads ``memory_stats()`` of JAX's GPU devices once the user's code has started them."""
 
     name = "jax"
-    label = source_label("jax")
-    metrics = metrics_of("jax")
+    label = LABEL
+    metrics = METRICS
     peak_resettable = False  # peak_bytes_in_use counts from the process's start
 
     def __init__(self) -> None:

@@ -10,8 +10,8 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from .._foundation.metrics import metrics_of, source_label
-from .base import AllocatorStats
+from ...base import AllocatorStats
+from .metrics import LABEL, METRICS
 
 
 def initialised_cuda() -> Any | None:
@@ -29,8 +29,8 @@ class TorchAllocatorSource:
     """Reads ``torch.cuda`` allocator stats when, and only when, CUDA is already up."""
 
     name = "torch"
-    label = source_label("torch")
-    metrics = metrics_of("torch")
+    label = LABEL
+    metrics = METRICS
     peak_resettable = True  # torch.cuda.reset_peak_memory_stats
 
     def __init__(self) -> None:

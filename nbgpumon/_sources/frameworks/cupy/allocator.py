@@ -22,17 +22,17 @@ import sys
 import threading
 from typing import Any
 
-from .._foundation.metrics import metrics_of, source_label
-from .base import AllocatorStats
-from .cuda_contexts import CudaContexts
+from ...base import AllocatorStats
+from ...cuda_contexts import CudaContexts
+from .metrics import LABEL, METRICS
 
 
 class CupyAllocatorSource:
     """Reads CuPy's default pools on devices whose context is already up."""
 
     name = "cupy"
-    label = source_label("cupy")
-    metrics = metrics_of("cupy")
+    label = LABEL
+    metrics = METRICS
 
     def __init__(self, contexts: CudaContexts | None = None, max_devices: int = 64) -> None:
         self.status = "cupy not imported"

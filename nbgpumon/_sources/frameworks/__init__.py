@@ -1,0 +1,17 @@
+"""Framework plug-ins: one package per framework (torch, JAX, CuPy built in), each registering
+its metrics and itself when imported. See :mod:`.plugin`."""
+
+from __future__ import annotations
+
+from .plugin import Framework, framework, frameworks, register_framework
+
+# isort: off
+# The built-ins, imported for their registrations: this order is their display order.
+from . import torch as _torch
+from . import jax as _jax
+from . import cupy as _cupy
+
+# isort: on
+
+__all__ = ["Framework", "framework", "frameworks", "register_framework"]
+del _torch, _jax, _cupy

@@ -1,0 +1,16 @@
+"""The CuPy plug-in: CuPy's memory pool on each GPU and what nbgpumon knows of CuPy."""
+
+from __future__ import annotations
+
+from ..plugin import Framework, register_framework
+from .allocator import CupyAllocatorSource
+from .metrics import LABEL
+
+PLUGIN = register_framework(
+    Framework(
+        name="cupy",
+        label=LABEL,
+        module="cupy",
+        new_allocator=lambda devices: CupyAllocatorSource(max_devices=devices),
+    )
+)

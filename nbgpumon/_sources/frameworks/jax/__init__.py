@@ -1,0 +1,13 @@
+"""The JAX plug-in: XLA's pool on each GPU and what nbgpumon knows of JAX."""
+
+from __future__ import annotations
+
+from ..plugin import Framework, register_framework
+from .allocator import JaxAllocatorSource
+from .metrics import LABEL
+
+PLUGIN = register_framework(
+    Framework(
+        name="jax", label=LABEL, module="jax", new_allocator=lambda devices: JaxAllocatorSource()
+    )
+)

@@ -1,0 +1,50 @@
+"""What a framework plug-in is, and the list of those registered.
+
+A **framework plug-in** is everything nbgpumon knows about one framework (torch, JAX, CuPy), in
+one package under ``_sources/frameworks/``: its metrics and label (registered in the metric
+registry), its allocator source, and the facts the layers above ask it for. Nothing outside a
+plug-in names a framework: the ledger, status, headroom, forensics and the views go through
+:func:`frameworks`, and the browser gets the list with the chart's columns (their ``group``).
+A plug-in never imports its framework: it reads ``sys.modules`` once the user has.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from ..base import AllocatorSource
+
+
+@dataclass(frozen=True, slots=True)
+class Framework:
+    """One framework's plug-in."""
+
+    name: str  # the registry's source name ("torch"): its columns are gpu{i}.{name}.{metric}
+    label: str  # how its users write it: "torch", "JAX", "CuPy"
+    module: str  # the top-level module whose presence in sys.modules says the user imported it
+    # its allocator source for a session; the argument: how many devices NVML lists
+    new_allocator: Callable[[int], AllocatorSource]
+
+
+_plugins: dict[str, Framework] = {}
+
+
+def register_framework(plugin: Framework) -> Framework:
+    """Add ``plugin`` to the frameworks every new session reads; registering the same one again
+    (a reload) is a no-op, another under a taken name a ValueError."""
+    known = _plugins.get(plugin.name)
+    if known is not None and known != plugin:
+        raise ValueError(f"a framework plug-in named {plugin.name!r} is registered already")
+    _plugins[plugin.name] = plugin
+    return plugin
+
+
+def frameworks() -> tuple[Framework, ...]:
+    """The registered plug-ins, in registration order (the built-ins first)."""
+    return tuple(_plugins.values())
+
+
+def framework(name: str) -> Framework | None:
+    """The plug-in registered as ``name``; None for none."""
+    return _plugins.get(name)

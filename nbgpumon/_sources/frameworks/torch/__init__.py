@@ -1,0 +1,16 @@
+"""The torch plug-in: PyTorch's CUDA caching allocator and what nbgpumon knows of torch."""
+
+from __future__ import annotations
+
+from ..plugin import Framework, register_framework
+from .allocator import TorchAllocatorSource
+from .metrics import LABEL
+
+PLUGIN = register_framework(
+    Framework(
+        name="torch",
+        label=LABEL,
+        module="torch",
+        new_allocator=lambda devices: TorchAllocatorSource(),
+    )
+)
