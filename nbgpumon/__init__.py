@@ -187,7 +187,7 @@ def compare(
     Returns a :class:`Comparison`: ``frame()``, ``regressions``, ``only_in_a``,
     ``only_in_b``, ``report()``, ``report_html()``; its repr is the table."""
     from ._api.compare import compare as compared
-    from ._views.comparison import Thresholds
+    from ._session.comparison import Thresholds
 
     limits = Thresholds(memory_ratio, memory_bytes, duration_ratio, duration_seconds)
     return compared(a, b, _current.current(), limits, similar)

@@ -96,7 +96,7 @@ def _compare(a: str, b: str, output: str | None, check: bool) -> int:
     from ._api.compare import compare
     from ._foundation.errors import RecordingError, UsageError
     from ._foundation.new_files import write_new_text
-    from ._views.comparison import Thresholds
+    from ._session.comparison import Thresholds
 
     try:
         comparison = compare(a, b, None, Thresholds())

@@ -16,7 +16,8 @@ import nbgpumon
 from nbgpumon._api import current
 from nbgpumon._ledger.matching import EDITED, ONLY_IN_B, SAME_FIRST_LINE, SAME_SOURCE, Pair
 from nbgpumon._ledger.records import CellRecord
-from nbgpumon._views.comparison import Thresholds, compare_pairs
+from nbgpumon._session.comparison import Thresholds, compare_pairs
+from nbgpumon._views.comparison_words import worded
 
 from compare_runs import EXTRA, KEEP_A, KEEP_B, SAMPLED, THREE_TIMES_KEPT
 from notebook_runner import run_cells
@@ -202,7 +203,7 @@ def _record(duration=1.0, status="ok", rss_kept=0, rss_peak=0) -> CellRecord:
 
 
 def _verdict(a: CellRecord, b: CellRecord) -> tuple[str, tuple[str, ...]]:
-    (change,) = compare_pairs([Pair(a, b, SAME_SOURCE)], Thresholds())
+    (change,) = worded(compare_pairs([Pair(a, b, SAME_SOURCE)], Thresholds()))
     return change.verdict, change.reasons
 
 

@@ -6,20 +6,12 @@ import os
 from typing import TYPE_CHECKING, Any
 
 from .._foundation.errors import UsageError
-from .._foundation.units import format_bytes, format_seconds
 from .._ledger.matching import SIMILAR, match_records
 from .._ledger.records import CellRecord
+from .._session.comparison import REGRESSION, Thresholds, compare_pairs, frameworks_of, only_in
 from .._session.data import SessionData
-from .._views.comparison import (
-    REGRESSION,
-    CellChange,
-    Thresholds,
-    change_row,
-    compare_pairs,
-    frameworks_of,
-    only_in,
-)
 from .._views.comparison_table import comparison_table
+from .._views.comparison_words import CellChange, thresholds_line, worded
 from .monitor import Monitor
 
 if TYPE_CHECKING:
@@ -39,7 +31,7 @@ class Comparison:
         self.a, self.b = a, b
         self.thresholds = thresholds
         self.pairs = match_records(list(a.records), list(b.records), similar)
-        self.changes: list[CellChange] = compare_pairs(self.pairs, thresholds)
+        self.changes: list[CellChange] = worded(compare_pairs(self.pairs, thresholds))
 
     @property
     def regressions(self) -> list[CellChange]:
@@ -56,22 +48,13 @@ class Comparison:
 
     def frame(self) -> pandas.DataFrame:
         """One row per pair, and per cell of one run only; columns in the README."""
-        import pandas as pd
+        from .._views.frames import comparison_frame  # pandas: when asked for
 
-        frameworks = frameworks_of(self.changes)
-        rows = [change_row(c, frameworks) for c in self.changes]
-        return pd.DataFrame(rows).convert_dtypes() if rows else pd.DataFrame()
+        return comparison_frame(self.changes, frameworks_of(self.changes))
 
     def table(self) -> TextView:
-        return comparison_table(self.changes, self.a.source, self.b.source, self._limits())
-
-    def _limits(self) -> str:
-        t = self.thresholds
-        return (
-            f"flagged: memory +{t.memory_ratio:.0%} and ≥ {format_bytes(t.memory_bytes)}, "
-            f"time +{t.duration_ratio:.0%} and ≥ {format_seconds(t.duration_seconds)}, "
-            "or a failure"
-        )
+        limits = thresholds_line(self.thresholds)
+        return comparison_table(self.changes, self.a.source, self.b.source, limits)
 
     def __repr__(self) -> str:
         return self.table().text

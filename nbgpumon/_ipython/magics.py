@@ -227,7 +227,7 @@ class GPUMonMagics(Magics):
 
     def _compare(self, mon: Monitor, rest: list[str]) -> None:
         from .._api.compare import compare
-        from .._views.comparison import Thresholds
+        from .._session.comparison import Thresholds
 
         # expanded, then split as a shell would: "$A" keeps a path with spaces whole
         paths = _shell_words(self._expand(" ".join(rest)), "compare", COMPARE_USAGE)

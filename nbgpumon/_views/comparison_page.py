@@ -10,8 +10,8 @@ import numpy as np
 
 from .._session.data import SessionData
 from .axis import bytes_axis, elapsed_ticks
-from .comparison import CellChange
 from .comparison_timeline import AlignedTimelines, aligned_timelines
+from .comparison_words import CellChange
 from .report_html import STYLE
 from .svg_plot import TICK_GAP, PlotArea
 from .text import TextView

@@ -14,9 +14,9 @@ import numpy as np
 
 from .._session.data import SessionData
 from .axis import bytes_axis
-from .comparison import CellChange
 from .comparison_page import RUN_COLORS
 from .comparison_timeline import AlignedTimelines, Band, aligned_timelines
+from .comparison_words import CellChange
 from .report import band_paths
 
 _BAND_COLORS = ("#c6dbef", "#dadaeb", "#f4a6a3")  # alternate cells; a regression

@@ -7,7 +7,8 @@ from collections.abc import Sequence
 
 from .._foundation.units import format_bytes, format_percent, format_seconds
 from .._ledger.matching import ONLY_IN_A, ONLY_IN_B
-from .comparison import REGRESSION, CellChange, Figures, frameworks_of
+from .._session.comparison import REGRESSION, Figures, frameworks_of
+from .comparison_words import CellChange
 from .text import TextView
 
 MAX_SOURCE = 40  # characters of a cell's first line in the table

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._session.data import SessionData
-from .comparison import CellChange
+from .comparison_words import CellChange
 
 MAX_POINTS = 1500  # per line
 

@@ -1,5 +1,5 @@
-"""The ledger and the samples as pandas DataFrames (pandas is imported only when asked for),
-and writing them out."""
+"""The ledger, the samples and a comparison as pandas DataFrames (pandas is imported only when
+asked for), and writing them out."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from .._foundation.errors import UsageError
 from .._foundation.new_files import write_new
 from .._ledger.records import CellRecord
 from .._ledger.rows import RECORD_FIELDS, SOURCE_FIELDS, TOTALS, record_row
+from .comparison_words import CellChange
 
 if TYPE_CHECKING:
     import pandas
@@ -77,3 +78,46 @@ def write_frames(
         else:
             write_new(paths[name], lambda f, x=frame: x.to_parquet(f, index=False), binary=True)
     return list(paths.values())
+
+
+def comparison_frame(changes: Sequence[CellChange], frameworks: Sequence[str]) -> pandas.DataFrame:
+    """One row per compared cell (columns: docs/comparing.md)."""
+    import pandas as pd
+
+    rows = [_change_row(c, frameworks) for c in changes]
+    return pd.DataFrame(rows).convert_dtypes() if rows else pd.DataFrame()
+
+
+_COMPARED = ("duration", "host_peak", "host_kept", "gpu_peak", "gpu_kept", "util")
+
+
+def _change_row(change: CellChange, frameworks: Sequence[str]) -> dict[str, object]:
+    """``change`` as the comparison frame's row: see the README's "Comparing two runs"."""
+    a, b, pair = change.a, change.b, change.pair
+    row: dict[str, object] = {
+        "kind": pair.kind,
+        "cell_a": pair.a.name if pair.a is not None else None,
+        "cell_b": pair.b.name if pair.b is not None else None,
+        "index_a": pair.a.index if pair.a is not None else None,
+        "index_b": pair.b.index if pair.b is not None else None,
+        "label": change.label,
+        "match": pair.how,
+        "similarity": pair.similarity,
+        "status_a": a.status if a else None,
+        "status_b": b.status if b else None,
+    }
+    for name in _COMPARED:
+        _put(row, name, getattr(a, name) if a else None, getattr(b, name) if b else None)
+    for fw in frameworks:
+        for k, what in enumerate(("peak", "kept")):
+            one = a.frameworks.get(fw, (None, None))[k] if a else None
+            two = b.frameworks.get(fw, (None, None))[k] if b else None
+            _put(row, f"{fw}_{what}", one, two)
+    row["verdict"] = change.verdict
+    row["reason"] = change.reason
+    return row
+
+
+def _put(row: dict[str, object], name: str, one, two) -> None:
+    row[f"{name}_a"], row[f"{name}_b"] = one, two
+    row[f"{name}_change"] = None if one is None or two is None else two - one
