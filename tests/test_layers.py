@@ -46,6 +46,7 @@ def test_the_package_keeps_its_layers():
         ("_ledger/records.py", "from . import ledger", "No import cycles"),
         ("_session/session.py", "import IPython", "Only _ipython imports IPython"),
         ("_views/svg.py", "from .._sources import nvml", "Views read a session"),
+        ("_views/widget.py", "from .._sampling import timeline", "Views read a session"),
     ],
 )
 def test_a_wrong_import_breaks_a_contract(tmp_path, module, line, broken):

@@ -11,10 +11,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .._foundation.windows import Chunk, Window
 from .._ledger.records import CellRecord, records_after
 from .._recording.reader import RecordedSession
 from .._recording.reader import load as read_session
-from .._sampling.timeline import Chunk, Window
 from .._session.data import Cluster, Device, MigInstance, RunningCell, Status
 from .._views.advisor import advise, hints_text, recorded_evidence
 from .._views.frames import cells_frame, samples_frame, write_frames

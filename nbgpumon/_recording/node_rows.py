@@ -14,8 +14,8 @@ import sqlite3
 from collections.abc import Sequence
 
 from .._foundation.metrics import metric_of, node_of, registry
+from .._foundation.windows import Chunk
 from .._sampling.node_timeline import NodeTimeline
-from .._sampling.timeline import Chunk
 from .._sources.base import NodeReading
 from .salvage import rows_until_damage
 from .schema import run_script

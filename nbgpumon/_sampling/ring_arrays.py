@@ -12,8 +12,8 @@ import math
 
 import numpy as np
 
+from .._foundation.windows import Chunk, Window
 from .rings import Ring, RingStore, first_at_or_after
-from .windows import Chunk, Window
 
 
 def values(ring: Ring, name: str) -> np.ndarray:

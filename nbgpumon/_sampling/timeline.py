@@ -18,8 +18,8 @@ import math
 import threading
 from collections.abc import Sequence
 
+from .._foundation.windows import Chunk, Window
 from .rings import RingStore
-from .windows import Chunk, Window
 
 __all__ = ["DEFAULT_LEVELS", "MAX_TRACKERS", "Chunk", "RunningStats", "Timeline", "Window"]
 

@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
 from .._foundation import gpu_names
+from .._foundation.windows import Chunk, Window
 from .._ledger.records import CellRecord
 from .._sampling.node_timeline import NodeTimeline
-from .._sampling.timeline import Chunk, Window
 
 
 @dataclass(frozen=True, slots=True)

@@ -42,8 +42,8 @@ if TYPE_CHECKING:
     from .._forensics.oom_snapshot import SnapshotStore
     from .._forensics.release import MemoryNow
     from .._forensics.tracing import AllocationTracer
+    from .._foundation.windows import Chunk, Window
     from .._recording.writer import RecordingWriter
-    from .._sampling.windows import Chunk, Window
     from .._sources.prometheus import PrometheusSource
 
 # What only some sessions use (the recorder, the cluster source, holder scans, the OOM

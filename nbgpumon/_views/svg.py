@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .._sampling.timeline import Window
+from .._foundation.windows import Window
 from .axis import ValueAxis, bytes_axis, clock_labels, percent_axis, time_ticks, value_axis
 from .panels import Panel, chart_panels
 from .svg_plot import MARK_ROW, TICK_GAP, PlotArea

@@ -23,8 +23,8 @@ from traitlets import Bytes, Dict, Float, Int, List, Unicode
 
 from .._foundation.metrics import describe_columns, metric
 from .._foundation.units import format_bytes
+from .._foundation.windows import Chunk, Window
 from .._ledger.records import CellRecord
-from .._sampling.timeline import Chunk, Window
 from .svg import timeline_svg
 from .text import framework_figures, retention_text, shown_peak_and_kept, summary_line
 
