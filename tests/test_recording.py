@@ -170,7 +170,7 @@ def test_a_failing_write_stops_the_recording_with_a_status_and_keeps_what_was_wr
     try:
         mon.start()
         print(mon.record(tmp_path / "fail.sqlite"))
-        recorder = mon._recorder
+        recorder = mon._recording.writer
         _wait_for(lambda: recorder.rows_written >= 5, 60, "rows written")
 
         def full(db):  # the disk fills up: sqlite3's own error for it

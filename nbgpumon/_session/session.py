@@ -29,10 +29,13 @@ from .._sources.base import ALLOCATOR, DETAIL, SLOW
 from .._sources.frameworks import frameworks
 from .._sources.host import HostSource
 from .._sources.nvml import GpuProcess, NvmlSource
+from .cluster_control import CLUSTER_WAIT, ClusterControl
+from .cluster_control import SETTINGS as CLUSTER_SETTINGS
 from .config import GPUMon
 from .data import Cluster, Device, MigInstance, RunningCell, Status
 from .info import session_info
 from .nvtx_ranges import NvtxRanges, range_name
+from .recording_control import RecordingControl
 from .region import Region
 from .status import live_status
 
@@ -43,8 +46,6 @@ if TYPE_CHECKING:
     from .._forensics.release import MemoryNow
     from .._forensics.tracing import AllocationTracer
     from .._foundation.windows import Chunk, Window
-    from .._recording.writer import RecordingWriter
-    from .._sources.prometheus import PrometheusSource
 
 # What only some sessions use (the recorder, the cluster source, holder scans, the OOM
 # post-mortem, tracing) is imported on first use: ``%load_ext`` waits for every import here.
@@ -56,11 +57,6 @@ _LIVE_SETTINGS = [
     "record_path", "cupy_peak_hook", "prometheus_url", "prometheus_match", "cluster_interval",
     "cluster_timeout", "cluster_host_label", "nvtx",
 ]  # fmt: skip
-_CLUSTER_SETTINGS = (
-    "prometheus_url", "prometheus_match", "cluster_interval", "cluster_timeout",
-    "cluster_host_label",
-)  # fmt: skip
-CLUSTER_WAIT = 3.0  # seconds read_cluster() waits for the server's first answer
 FIRST_SAMPLE_WAIT = 2.0  # seconds a snapshot or a new exporter waits for the first sample
 # Seconds %load_ext waits for NVML to start and list its GPUs (a healthy driver: ~10 ms); past
 # it the session goes on without GPUs and the start carries on in the background.
@@ -141,13 +137,10 @@ class Session:
         self._cell_range: int | None = None  # the NVTX range of the running cell
         self._syncing_nvtx = False  # set while nvtx() writes GPUMon.nvtx
         self._nvtx_error_shown = ""
-        self._recorder: RecordingWriter | None = None
-        self._untold: list[str] = []  # a replaced recorder's notices, not yet printed
-        self._syncing_record_path = False  # set while record() writes GPUMon.record_path
-        self._nodes: NodeTimeline | None = None  # other nodes' GPUs, once a cluster is read
-        self._cluster_url = ""
-        self._syncing_cluster = False  # set while read_cluster() writes the GPUMon settings
-        self._last_cluster_status = ""  # what the source said when it was stopped
+        self._cluster = ClusterControl(cfg, self.sampler)
+        self._recording = RecordingControl(
+            cfg, self.timeline, lambda: session_info(self.nvml), self._cluster.recorded_nodes
+        )
         _open_sessions.add(self)
 
     def nvml_started_late(self) -> str:
@@ -184,45 +177,28 @@ class Session:
             self.cupy.hook_wanted = value  # armed when the next cell begins
             if not value:
                 self.cupy.close()
-        elif name in _CLUSTER_SETTINGS:
-            self._cluster_setting_changed(name, change["old"])
+        elif name in CLUSTER_SETTINGS:
+            try:
+                line = self._cluster.setting_changed(name, change["old"])
+            except UsageError as exc:
+                raise TraitError(str(exc)) from None
+            if line:
+                print(f"nbgpumon: {line}")
         elif name == "nvtx" and not self._syncing_nvtx:
             ranges = self.nvtx_ranges
             line = ranges.start() if value else ranges.stop()
             if value and not ranges.enabled:
                 self._sync_nvtx(False)  # the setting keeps saying what is done
             print(f"nbgpumon: {line}")
-        elif name == "record_path" and not self._syncing_record_path:
+        elif name == "record_path" and not self._recording.syncing:
             try:
                 line = self.record(value or None)
             except RecordingError as exc:
-                self._sync_record_path(change["old"])  # the setting keeps saying what is recorded
+                self._recording.sync_path(
+                    change["old"]
+                )  # the setting keeps saying what is recorded
                 raise TraitError(str(exc)) from None
             print(f"nbgpumon: {line}")
-
-    def _cluster_setting_changed(self, name: str, old: object) -> None:
-        # %config GPUMon.prometheus_url = URL (or its match or interval while one is read)
-        if self._syncing_cluster or (name != "prometheus_url" and not self.config.prometheus_url):
-            return
-        try:
-            line = self.read_cluster(self.config.prometheus_url or None)
-        except UsageError as exc:
-            self._syncing_cluster = True  # the setting goes back to what is read
-            try:
-                setattr(self.config, name, old)
-            finally:
-                self._syncing_cluster = False
-            raise TraitError(str(exc)) from None
-        print(f"nbgpumon: {line}")
-
-    def _sync_record_path(self, path: str) -> None:
-        # GPUMon.record_path says where this monitor records, however it was started; the flag
-        # keeps the observer from acting on its own write.
-        self._syncing_record_path = True
-        try:
-            self.config.record_path = path
-        finally:
-            self._syncing_record_path = False
 
     # -- life cycle -----------------------------------------------------------------------
     def start(self) -> None:
@@ -249,11 +225,9 @@ class Session:
         self.closed = True
         stopped = self.sampler.stop(CLOSE_WAIT)
         self.nvml_ask.close()
-        if self._recorder is not None:
-            self._recorder.stop()  # after the sampler: its last rows are written too
-            self._recorder = None
+        self._recording.stop()  # after the sampler: its last rows are written too
         self.config.unobserve(self._config_changed, names=_LIVE_SETTINGS)
-        self._stop_cluster()
+        self._cluster.stop()
         self.nvtx_ranges.close()
         self.cupy.close()
         if stopped and not self.nvml.asking_since:
@@ -355,28 +329,7 @@ class Session:
 
     @property
     def cluster(self) -> Cluster | None:
-        if self._nodes is None:
-            return None
-        return Cluster(
-            self._nodes,
-            self._cluster_url,
-            status=self._cluster_status,
-            interval=self._cluster_every,
-        )
-
-    def _cluster_status(self) -> str:
-        remote = self.sampler.remote
-        line = remote.status if remote is not None else self._last_cluster_status
-        refused = self._nodes.refused_gpus if self._nodes is not None else 0
-        if refused:
-            line += (
-                f" · {refused} more GPUs not kept (nbgpumon keeps {self._nodes.max_gpus}; "
-                "narrow with --match)"
-            )
-        return line or "not reading a cluster"
-
-    def _cluster_every(self) -> float:
-        return float(getattr(self.sampler.remote, "interval", 0.0))
+        return self._cluster.cluster()
 
     def read_cluster(
         self,
@@ -389,78 +342,11 @@ class Session:
         stop); ``match``: label matchers that narrow it (None: GPUMon.prometheus_match);
         ``host_label``: the label naming a GPU's node (None: GPUMon.cluster_host_label).
         Waits up to ``wait`` seconds for the first answer; one line back."""
-        from .._sources.prometheus import PrometheusSource
-
-        if url is None:
-            had = self.sampler.remote
-            self._stop_cluster()
-            self._sync_cluster_settings(
-                "", self.config.prometheus_match, self.config.cluster_host_label
-            )
-            return (
-                f"stopped reading {had.url}"
-                if isinstance(had, PrometheusSource)
-                else ("not reading a cluster")
-            )
-        match = self.config.prometheus_match if match is None else match
-        host_label = self.config.cluster_host_label if host_label is None else host_label
-        try:
-            source = PrometheusSource(
-                url,
-                match,
-                interval=self.config.cluster_interval,
-                timeout=self.config.cluster_timeout,
-                host_label=host_label,
-            )
-        except ValueError as exc:
-            raise UsageError(str(exc)) from None
-        self._stop_cluster()
-        self.node_timeline()
-        self._cluster_url = source.url
-        self.sampler.remote = source
-        source.start()
-        self._sync_cluster_settings(url, source.match, source.host_label)
-        if wait > 0 and source.wait_first(wait):
-            self._take_now(source)  # so that what is shown next has the first answer
-            return f"cluster: {source.status}"
-        return f"cluster: reading {source.url}; no answer yet (%gpumon status says when)"
-
-    def _recorded_nodes(self) -> tuple[NodeTimeline, str] | None:
-        # what the recorder writes beside this kernel's samples (it asks on its own thread)
-        nodes = self._nodes
-        return (nodes, self._cluster_url) if nodes is not None else None
-
-    def _take_now(self, source: PrometheusSource) -> None:
-        if self._nodes is not None:
-            for reading in source.take():
-                self._nodes.add(reading)
-
-    def _stop_cluster(self) -> None:
-        remote, self.sampler.remote = self.sampler.remote, None
-        if remote is None:
-            return
-        from .._sources.prometheus import PrometheusSource
-
-        if isinstance(remote, PrometheusSource):
-            remote.stop()
-            self._last_cluster_status = remote.status
-            self._take_now(remote)  # what it fetched and no tick took yet
-
-    def _sync_cluster_settings(self, url: str, match: str, host_label: str) -> None:
-        self._syncing_cluster = True
-        try:
-            self.config.prometheus_url = url
-            self.config.prometheus_match = match
-            self.config.cluster_host_label = host_label
-        finally:
-            self._syncing_cluster = False
+        return self._cluster.read(url, match, host_label, wait)
 
     def node_timeline(self) -> NodeTimeline:
         """The store of other nodes' samples, made on first use; the sampler fills it."""
-        if self._nodes is None:
-            self._nodes = NodeTimeline()
-            self.sampler.nodes = self._nodes
-        return self._nodes
+        return self._cluster.node_timeline()
 
     def subscribe(self, callback: Callable[[int], None]) -> Callable[[], None]:
         return self.sampler.subscribe(callback)
@@ -555,18 +441,9 @@ class Session:
         out += trace_lines
         if post_mortem:
             out.append(post_mortem)
-        if self._recorder is not None:
-            self._recorder.add_cell(record)
-        out += self._recording_notices()
+        self._recording.add_cell(record)
+        out += self._recording.notices()
         return record, "\n".join(out)
-
-    def _recording_notices(self) -> list[str]:
-        # What the writer's thread met since the last cell's end (invariant 14: said once, at
-        # the end of the cell during which it happened, or of the next one if between cells).
-        told, self._untold = self._untold, []
-        if self._recorder is not None and (notice := self._recorder.take_notice()):
-            told += notice.splitlines()
-        return [f"nbgpumon: {line}" for line in told]
 
     def _oom_flight_record(self, shell: Any, record: CellRecord, traced: bool) -> dict[str, Any]:
         """The post-mortem's live blocks by line and saved snapshot (OomFacts fields)."""
@@ -580,7 +457,7 @@ class Session:
         if self._snapshots is None:
             self._snapshots = oom_snapshot.SnapshotStore()
         filename_map = getattr(getattr(shell, "compile", None), "_filename_map", None) or {}
-        recorder = self._recorder
+        recorder = self._recording.writer
         found = oom_snapshot.flight_record(
             tracer.full_snapshot,
             self._snapshots,
@@ -646,46 +523,17 @@ class Session:
         recording, which gets a new session. Anything else raises :class:`RecordingError`,
         and then the recording that was running goes on untouched.
         """
-        if path is None:
-            if self._recorder is None:
-                return "not recording"
-            old, self._recorder = self._recorder, None
-            old.stop()
-            line = old.stopped_line()
-            self._untold += [n for n in old.take_notice().splitlines() if n != line]
-            self._sync_record_path("")
-            return line
-        from .._recording.writer import RecordingWriter
-
-        # checks and opens the new file before the old one stops
-        new = RecordingWriter(
-            path,
-            self.timeline,
-            session_info(self.nvml),
-            nodes=self._recorded_nodes,
-            raw_seconds=self.config.record_raw_seconds,
-        )
-        if self._recorder is not None:
-            self._recorder.stop()
-            self._untold += self._recorder.take_notice().splitlines()
-        self._recorder = new
-        new.start(self.cells(), list(self.ledger.marks))
-        self._sync_record_path(str(new.path))
-        line = f"recording to {new.path} (session {new.session_id})"
-        return line + (f"; created the folder {new.created_folder}" if new.created_folder else "")
+        return self._recording.record(path, self.cells(), self.ledger.marks)
 
     @property
     def recording(self) -> str:
         """What the recorder is doing, as one line ("" when there is none)."""
-        return self._recorder.status if self._recorder is not None else ""
+        return self._recording.status
 
     def tell_recording(self) -> str:
         """:attr:`recording`, for a line printed now (main thread): a notice of the same
         words is then not said again at the cell's end."""
-        line = self.recording
-        if self._recorder is not None:
-            self._untold += [n for n in self._recorder.take_notice().splitlines() if n != line]
-        return line
+        return self._recording.tell()
 
     def mark(self, label: str) -> None:
         """Put a labelled marker on the timeline at this instant."""
@@ -693,8 +541,7 @@ class Session:
             raise UsageError('mark() takes a non-empty label: nbgpumon.mark("warm-up done")')
         check_label_length("mark", label)
         self.ledger.mark(label.strip())
-        if self._recorder is not None:
-            self._recorder.add_mark(*self.ledger.marks[-1])
+        self._recording.add_mark(*self.ledger.marks[-1])
         self.ledger_changed()
 
     def track(self, label: str) -> Region:
@@ -707,8 +554,7 @@ class Session:
         )
 
     def _region_ended(self, record: CellRecord) -> None:
-        if self._recorder is not None:
-            self._recorder.add_cell(record)
+        self._recording.add_cell(record)
 
     def gpu_framework_active(self) -> bool:
         """True once torch, JAX or CuPy has the GPU up in this kernel."""
