@@ -25,17 +25,25 @@ export function validCells(value) {
   return value.filter((c) => c && typeof c === "object" && Number.isFinite(c.start));
 }
 
-const ALLOCATED = /^gpu\d+\.[a-z0-9_]+\.allocated$/; // any allocator's (gpu0.torch.allocated)
-const GPU_USED = /^gpu\d+\.nvml\.mem_used$/; // the device's view
+// Which columns a running cell's amounts add up, by their registry metadata (the widget's
+// `columns`): every framework allocator's bytes in use, and the device's own view of its memory.
+const ALLOCATED = (c) => c.group === "framework" && c.metric === "allocated";
+const GPU_USED = (c) => c.group === "device" && c.metric === "mem_used";
+
+/** The names of the `columns` (their metadata) that `wanted` picks. */
+function namesOf(columns, wanted) {
+  const list = Array.isArray(columns) ? columns : [];
+  return new Set(list.filter((c) => c && typeof c === "object" && wanted(c)).map((c) => String(c.name)));
+}
 
 /**
- * Sum over the columns of `baseline` that match `pattern` of (newest value - value at the
- * cell's start), or null when none of them has a value now.
+ * Sum over the columns of `baseline` in `names` of (newest value - value at the cell's start),
+ * or null when none of them has a value now.
  */
-function sinceStart(baseline, pattern, latest) {
+function sinceStart(baseline, names, latest) {
   let sum = null;
   for (const [column, before] of Object.entries(baseline)) {
-    if (!pattern.test(column) || !Number.isFinite(before)) continue;
+    if (!names.has(column) || !Number.isFinite(before)) continue;
     const now = latest(column);
     if (Number.isFinite(now)) sum = (sum ?? 0) + (now - before);
   }
@@ -52,8 +60,9 @@ function sinceStart(baseline, pattern, latest) {
  *   whether the ledger holds a key (cell-store's CellStore: no walk over 10,000 entries)
  * @param {number} now unix seconds of the newest sample
  * @param {(column: string) => number|null} latest newest value of a timeline column
+ * @param {object[]} columns the timeline's columns with their metadata (the `columns` trait)
  */
-export function runningCell(value, cells, now, latest) {
+export function runningCell(value, cells, now, latest, columns) {
   if (!value || typeof value !== "object" || !Number.isFinite(value.start)) return null;
   const key = cellKey({ kind: "cell", start: value.start });
   const held = Array.isArray(cells) ? cells.some((c) => cellKey(c) === key) : cells.has(key);
@@ -71,8 +80,8 @@ export function runningCell(value, cells, now, latest) {
     running: true,
     // samples trail the kernel's clock by up to a message: a cell that just began has run 0 s
     duration: Number.isFinite(now) ? Math.max(0, now - value.start) : null,
-    allocated_so_far: sinceStart(baseline, ALLOCATED, latest),
-    gpu_used_so_far: sinceStart(baseline, GPU_USED, latest),
+    allocated_so_far: sinceStart(baseline, namesOf(columns, ALLOCATED), latest),
+    gpu_used_so_far: sinceStart(baseline, namesOf(columns, GPU_USED), latest),
     host_delta: Number.isFinite(rssNow) ? rssNow - rss : null,
   };
 }

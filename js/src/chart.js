@@ -23,25 +23,14 @@ const TEXT_WIDTHS_KEPT = 1000; // label widths remembered (cells' names, totals)
 const FEW_ROWS = 32;
 const SPARSE_POINTS = { show: (u) => u.data[0].length <= FEW_ROWS, size: 5 };
 
-// Colours by source and metric, then by metric (its registry name); a metric without one
-// takes the palette's next.
-const SOURCE_COLOR = {
-  "jax.reserved": "#a855f7",
-  "jax.allocated": "#0ea5e9",
-  "cupy.reserved": "#eab308",
-  "cupy.allocated": "#84cc16",
-};
-const COLOR = {
-  mem_used: "#3b82f6",
-  reserved: "#f59e0b",
-  allocated: "#10b981",
-  gpu_util: "#8b5cf6",
-  mem_util: "#06b6d4",
-  power: "#ef4444",
-  temperature: "#ec4899",
-  rss: "#64748b",
-};
-const PALETTE = ["#3b82f6", "#f59e0b", "#10b981", "#8b5cf6", "#06b6d4", "#ef4444", "#ec4899"];
+// A line's colour is its metric's (the registry's `color`, sent with each column), so a metric
+// is one colour in the chart, the report and the static picture; a metric without one takes
+// this palette's colour for its place in the panel (the same rule as _views/panels.py).
+export const PALETTE = ["#3b82f6", "#f59e0b", "#10b981", "#8b5cf6", "#06b6d4", "#ef4444", "#ec4899"];
+/** The colour of column `c` (its registry metadata), the `k`th line of its panel. */
+export function lineColor(c, k) {
+  return typeof c.color === "string" && c.color ? c.color : PALETTE[k % PALETTE.length];
+}
 
 const UNIT = {
   bytes: { value: (v) => formatBytes(v), axis: formatBytesAxis },
@@ -65,8 +54,8 @@ function panelTitle(device, name, panel, cudaLabel = "") {
   return cudaLabel ? `${title} (${cudaLabel})` : title;
 }
 
-// Sources whose lines wait for a first value (a framework the notebook may never use).
-const ALLOCATOR_SOURCES = new Set(["torch", "jax", "cupy"]);
+// The group whose lines wait for a first value (a framework the notebook may never use).
+const FRAMEWORK = "framework";
 
 // Panels shown only when their toggle is on (the host's, only when there is a GPU).
 export const OPTIONAL_PANELS = ["power", "temperature", "rss"];
@@ -84,11 +73,11 @@ const BYTE_INCRS = (() => {
  * The panels to show, built from the columns' registry metadata (the widget's `columns`): per
  * device, one panel per registry panel holding its charted series, both in registry order
  * (`order`); a `limit` metric (total memory) is the panel's ceiling. Then the host's.
- * A framework's allocator lines (torch, JAX, CuPy) join their panel once `seen` says their
- * column has a value, so a JAX user's legend does not list CuPy's; a panel whose lines are all
- * unseen keeps them.
+ * A framework's allocator lines (group "framework") join their panel once `seen` says their
+ * column has a value, so one framework's user does not see another's in the legend; a panel
+ * whose lines are all unseen keeps them.
  * @param {{devices: object[], columns: object[], gpu: "all"|number, toggles: {power, temperature, rss}, seen?: (column: string) => boolean}} s
- *   columns: [{name, device, source, metric, unit, panel, label, chart, order}]
+ *   columns: [{name, device, source, metric, group, unit, panel, label, chart, color, order}]
  * @returns {{id, title, unit, series: {label, column, color}[], totalColumn?, totalFallback?}[]}
  */
 export function panelSpecs({ devices, columns, gpu, toggles, seen = () => true }) {
@@ -110,7 +99,7 @@ export function panelSpecs({ devices, columns, gpu, toggles, seen = () => true }
     }
     const out = [];
     for (const [panel, g] of groups) {
-      const shown = g.series.filter((c) => !ALLOCATOR_SOURCES.has(c.source) || seen(c.name));
+      const shown = g.series.filter((c) => c.group !== FRAMEWORK || seen(c.name));
       if (shown.length) g.series = shown;
       if (!g.series.length) continue;
       out.push({
@@ -120,7 +109,7 @@ export function panelSpecs({ devices, columns, gpu, toggles, seen = () => true }
         series: g.series.map((c, k) => ({
           label: String(c.label ?? c.name),
           column: c.name,
-          color: SOURCE_COLOR[`${c.source}.${c.metric}`] ?? COLOR[c.metric] ?? PALETTE[k % PALETTE.length],
+          color: lineColor(c, k),
         })),
         ...(g.total ? { totalColumn: g.total, totalFallback: fallback } : {}),
       });

@@ -184,7 +184,7 @@ export function createView({ model, el }, deps) {
 
     const devices = validDevices(model.get("devices"));
     const cells = cellStore.cells;
-    const running = runningCell(model.get("running"), cellStore, store.lastTime, (name) => store.latest(name));
+    const running = runningCell(model.get("running"), cellStore, store.lastTime, (name) => store.latest(name), store.columnInfo);
     const marks = validMarks(model.get("marks"));
     const text = model.get("status");
     const line = typeof text === "string" ? text : "";

@@ -21,11 +21,11 @@ from .._ledger.ledger import MAX_LABEL
 from .._session.config import GPUMon
 from .._session.session import check_label_length
 from .._views.text import cells_table, cluster_view, holders_view, snapshot_view, status_view
+from .subcommands import BY_NAME, COMMAND_NAMES, HELP, LINE, help_text, parse_arguments
 
 if TYPE_CHECKING:
     from .._api.recorded import Recorded
 
-HELP = "%gpumon? lists the commands"
 # Colab shows no widget update sent from a background thread (googlecolab/colabtools#3373),
 # and the chart's samples come from the sampler's thread: there, %gpumon is the picture.
 COLAB_NOTE = (
@@ -33,6 +33,12 @@ COLAB_NOTE = (
     "Colab does not show widget updates sent from a background thread"
 )
 MAX_LINE = 8192  # characters: far more than any command needs, and quick to parse
+
+
+def _described(magic: Callable[..., object]) -> Callable[..., object]:
+    # before magic_arguments() reads it: the help that %gpumon? shows, from the table
+    magic.__doc__ = help_text()
+    return magic
 
 
 @magics_class
@@ -53,62 +59,9 @@ class GPUMonMagics(Magics):
     @argument("args", nargs="*", help="the command's arguments")
     @no_var_expand  # IPython's $-expansion of a 1 MB line takes minutes: bounded, then expanded
     @line_cell_magic
+    @_described
     def gpumon(self, line: str = "", cell: str | None = None):
-        """Show GPU state and the per-cell memory ledger (nbgpumon).
-
-        Commands:
-          %gpumon                 the live chart, cell table and status (a widget)
-          %gpumon --static        the same as a picture updated about once a second (chosen
-                                  by itself in Colab, where widget updates from a
-                                  background thread don't show)
-          %gpumon snapshot        text: devices now, processes, the latest cells
-          %gpumon status          devices, sources, interval; what is unavailable and why
-          %gpumon summary on|off  print a one-line summary after every cell
-          %gpumon cells [N]       the ledger of the last N cells (default 20), newest first
-          %gpumon holders [DEV]   what holds memory now, biggest first: variables, Out[N], _,
-                                  stored tracebacks; DEV cuda, cuda:N or host (default: cuda
-                                  once torch, JAX or CuPy has the GPU up, else host)
-          %gpumon free            drop what IPython's hidden references hold (outputs with
-                                  arrays, _, stored tracebacks), collect garbage, give back
-                                  torch's cache and CuPy's unused pool blocks; your
-                                  variables are never touched
-          %gpumon record PATH     record samples, cells and marks to an SQLite file
-                                  (crash-safe; nbgpumon.load(PATH) reads it back): a new
-                                  file or an earlier recording, never any other file
-          %gpumon record off      stop recording; %gpumon record says where it records
-          %gpumon report [PATH]   an interactive report (bqplot): the timeline with cell
-                                  bands, per-cell bars; brush a time range to list its cells
-          %%gpumon profile [N]    run the cell under torch's profiler: the top N (15)
-                                  operators by CUDA memory (CPU memory without CUDA)
-          %gpumon compare A [B]   run B (default: this session) against recording A, cell
-                                  by cell: the change in peak, kept, time and utilization,
-                                  cells of one run only, and the regressions flagged
-                                  (nbgpumon.compare(A, B) for the DataFrame and report)
-          %gpumon advise [PATH]   hints from what was measured (this session, or a
-                                  recording), each citing its numbers; none without evidence
-          %gpumon trace on|off    record CUDA allocation stacks (torch's memory history):
-                                  after each cell, what it left behind by cell and line
-          %gpumon nvtx on|off     an NVTX range around each cell, named [N] first line
-                                  (and each track() region), once torch has CUDA up:
-                                  an Nsight Systems capture is labelled by cell
-          %gpumon export [PORT]   serve this kernel's metrics for Prometheus at
-                                  http://127.0.0.1:PORT/metrics (default 9476; the address
-                                  is GPUMon.export_host); alone, it says where it serves,
-                                  or starts on the default port
-          %gpumon export off      stop the exporter and free its port
-          %gpumon start | stop    start or stop the sampler thread (the ledger keeps going)
-          %gpumon mark LABEL      put a labelled marker on the timeline
-          %gpumon cluster URL [--match MATCHERS] [--job NAME] [--host-label LABEL]
-                                  read other nodes' GPUs from a Prometheus server (the
-                                  DCGM exporter's metrics, and nbgpumon's exported ones);
-                                  MATCHERS narrow it as PromQL writes them, e.g.
-                                  --match 'Hostname=~"node-1.*"'; LABEL names a GPU's
-                                  node (default Hostname); the chart gets a host
-                                  selector, the snapshot and status list the nodes
-          %gpumon cluster         every node and GPU now; %gpumon cluster off stops
-
-        Settings: %config GPUMon (list), e.g. %config GPUMon.interval = 0.25
-        """
+        # its docstring, what %gpumon? shows, is written from subcommands.py (_described)
         try:
             return self._run(line, cell)
         except (Problem, RecordingError) as exc:  # the package's own errors: one line
@@ -120,11 +73,11 @@ class GPUMonMagics(Magics):
                 f"the %gpumon line is {len(line):,} characters long; it takes at most "
                 f"{MAX_LINE:,} (a mark label at most {MAX_LABEL:,})"
             )
-        command, _, label = line.strip().partition(" ")
-        if command == "mark" and cell is None:  # the label is the rest of the line, verbatim
-            return self._mark(self._loaded(), label)
-        if command == "cluster" and cell is None:  # its options hold quotes and spaces
-            return self._cluster(self._loaded(), label)
+        name, _, rest = line.strip().partition(" ")
+        verbatim = BY_NAME.get(name)
+        if verbatim is not None and verbatim.takes == LINE and cell is None:
+            # a mark's label is the rest of the line as typed; cluster's options hold quotes
+            return getattr(self, verbatim.method)(self._loaded(), rest)
         _refuse_unknown_options(line)
         try:
             args = parse_argstring(self.gpumon, line)
@@ -137,11 +90,10 @@ class GPUMonMagics(Magics):
             raise UsageError(_unknown_command(args.command))
         if args.static and args.command != "show":
             raise UsageError(f"--static goes with plain %gpumon only; {HELP}")
-        if args.static:
-            return self._static(mon, args.args)
-        if args.command == "mark":  # only after an option, which argparse has taken off
-            return self._mark(mon, " ".join(args.args))
-        return _COMMANDS[args.command](self, mon, args.args)
+        command = BY_NAME["--static" if args.static else args.command]
+        if command.takes == LINE:  # only after an option, which argparse has taken off
+            return getattr(self, command.method)(mon, " ".join(args.args))
+        return getattr(self, command.method)(mon, parse_arguments(command, args.args))
 
     def _loaded(self) -> Monitor:
         mon = self._current()
@@ -151,7 +103,6 @@ class GPUMonMagics(Magics):
 
     # -- commands -------------------------------------------------------------------------
     def _show(self, mon: Monitor, rest: list[str]) -> None:
-        _no_args("", rest)
         if "google.colab" in sys.modules:
             print(COLAB_NOTE)
             self._static(mon, rest)
@@ -159,39 +110,29 @@ class GPUMonMagics(Magics):
             display(mon.widget())
 
     def _static(self, mon: Monitor, rest: list[str]) -> None:
-        _no_args("--static", rest)
         mon.static_view(display)
 
     def _snapshot(self, mon: Monitor, rest: list[str]) -> None:
-        _no_args("snapshot", rest)
         mon.wait_for_samples()  # (run at once after %load_ext: the first is a moment away)
         display(snapshot_view(mon))
 
     def _status(self, mon: Monitor, rest: list[str]) -> None:
-        _no_args("status", rest)
         mon.wait_for_samples()
         display(status_view(mon))
 
     def _summary(self, mon: Monitor, rest: list[str]) -> None:
-        if len(rest) > 1 or (rest and rest[0] not in ("on", "off")):
-            raise UsageError("usage: %gpumon summary on|off")
         if rest:
             mon.config.summary = rest[0] == "on"
         print(f"nbgpumon: summary after each cell is {'on' if mon.config.summary else 'off'}")
 
     def _cells(self, mon: Monitor, rest: list[str]) -> None:
-        if len(rest) > 1 or (rest and not (rest[0].isdigit() and int(rest[0]) > 0)):
-            raise UsageError("usage: %gpumon cells [N], N a positive whole number")
         count = int(rest[0]) if rest else 20
         display(cells_table(mon.cells()[-count:]))
 
     def _holders(self, mon: Monitor, rest: list[str]) -> None:
-        if len(rest) > 1:
-            raise UsageError("usage: %gpumon holders [cuda | cuda:N | host]")
         display(holders_view(mon.holders(rest[0] if rest else None)))
 
     def _free(self, mon: Monitor, rest: list[str]) -> None:
-        _no_args("free", rest)
         print(mon.free())
 
     def _record(self, mon: Monitor, rest: list[str]) -> None:
@@ -206,8 +147,7 @@ class GPUMonMagics(Magics):
             raise UsageError(f"%%gpumon runs a cell only as %%gpumon profile [N]; {HELP}")
         if cell is None:
             raise UsageError("profile is a cell magic: put %%gpumon profile [N] atop the cell")
-        if len(rest) > 1 or (rest and not (rest[0].isdigit() and int(rest[0]) > 0)):
-            raise UsageError("usage: %%gpumon profile [N], N a positive whole number")
+        parse_arguments(BY_NAME["profile"], rest)
         if not cell.strip():
             raise UsageError("%%gpumon profile needs code in the cell below it")
         from .._views.profile import profile_cell
@@ -237,22 +177,16 @@ class GPUMonMagics(Magics):
         print(repr(compare(runs[0], runs[1] if len(runs) > 1 else mon, mon, Thresholds())))
 
     def _trace(self, mon: Monitor, rest: list[str]) -> None:
-        if len(rest) != 1 or rest[0] not in ("on", "off"):
-            raise UsageError("usage: %gpumon trace on|off")
         print(f"nbgpumon: {mon.trace(rest[0] == 'on')}")
 
     def _nvtx(self, mon: Monitor, rest: list[str]) -> None:
-        if len(rest) > 1 or (rest and rest[0] not in ("on", "off")):
-            raise UsageError("usage: %gpumon nvtx on|off (alone: whether it is on)")
         print(f"nbgpumon: {mon.nvtx(rest[0] == 'on' if rest else None)}")
 
     def _start(self, mon: Monitor, rest: list[str]) -> None:
-        _no_args("start", rest)
         mon.start()
         print(f"nbgpumon: sampling every {mon.config.interval:g} s")
 
     def _stop(self, mon: Monitor, rest: list[str]) -> None:
-        _no_args("stop", rest)
         mon.stop()
         print("nbgpumon: sampler stopped; the ledger still records cells (%gpumon start resumes)")
 
@@ -279,11 +213,6 @@ class GPUMonMagics(Magics):
         print(f"nbgpumon: {mon.read_cluster(url, ', '.join(matchers), host_label)}")
 
     def _export(self, mon: Monitor, rest: list[str]) -> None:
-        if len(rest) > 1 or (rest and rest[0] != "off" and not rest[0].isdigit()):
-            raise UsageError(
-                f"usage: %gpumon export [PORT|off], PORT a number from 1 to 65535 "
-                f"(default {DEFAULT_PORT})"
-            )
         if not rest and mon.exporter_line:
             print(f"nbgpumon: exporting on {mon.exporter_line}")
             return
@@ -358,11 +287,6 @@ def _unquoted(path: str) -> str:
     return path
 
 
-def _no_args(command: str, rest: list[str]) -> None:
-    if rest:
-        raise UsageError(f"%gpumon {command} takes no arguments (got {' '.join(rest)!r}); {HELP}")
-
-
 def _unknown_command(command: str) -> str:
     import difflib  # on a mistyped command only: not on the load's path
 
@@ -389,29 +313,6 @@ def _refuse_unknown_options(line: str) -> None:
 def _example(name: str) -> str:
     default = GPUMon.class_traits()[name].default_value
     return repr(default) if isinstance(default, str) else str(default)
-
-
-_COMMANDS: dict[str, Callable[..., None]] = {
-    "show": GPUMonMagics._show,
-    "snapshot": GPUMonMagics._snapshot,
-    "status": GPUMonMagics._status,
-    "summary": GPUMonMagics._summary,
-    "cells": GPUMonMagics._cells,
-    "holders": GPUMonMagics._holders,
-    "free": GPUMonMagics._free,
-    "trace": GPUMonMagics._trace,
-    "nvtx": GPUMonMagics._nvtx,
-    "record": GPUMonMagics._record,
-    "advise": GPUMonMagics._advise,
-    "compare": GPUMonMagics._compare,
-    "report": GPUMonMagics._report,
-    "start": GPUMonMagics._start,
-    "stop": GPUMonMagics._stop,
-    "export": GPUMonMagics._export,
-}
-# What a user types after %gpumon: the commands above, and mark (parsed before argparse, its
-# label verbatim); "show" is plain %gpumon.
-COMMAND_NAMES = [*(c for c in _COMMANDS if c != "show"), "mark", "cluster"]
 
 
 def _plain_help(magic: Callable[..., object]) -> None:

@@ -9,6 +9,16 @@ from dataclasses import dataclass
 
 from .._foundation.metrics import LIMIT, SERIES, Metric, device_of, display_order, metric_of
 
+# A line's colour is its metric's (the registry's ``color``), so one metric is one colour in the
+# live chart, the report and the static SVG; a metric without one takes this palette's colour
+# for its place in its panel. js/src/chart.js (``PALETTE``, ``lineColor``) follows the same rule.
+PALETTE = ("#3b82f6", "#f59e0b", "#10b981", "#8b5cf6", "#06b6d4", "#ef4444", "#ec4899")
+
+
+def line_color(metric: Metric, k: int) -> str:
+    """The colour of ``metric``'s line, the ``k``-th of its panel."""
+    return metric.color or PALETTE[k % len(PALETTE)]
+
 
 @dataclass(frozen=True)
 class Series:
@@ -18,6 +28,10 @@ class Series:
     @property
     def label(self) -> str:
         return self.metric.label
+
+    def color(self, k: int) -> str:
+        """Its line's colour as the ``k``-th line of its panel."""
+        return line_color(self.metric, k)
 
 
 @dataclass(frozen=True)

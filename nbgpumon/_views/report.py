@@ -31,7 +31,7 @@ from .._foundation.units import byte_unit, format_bytes, format_local, format_se
 from .._ledger.records import CellRecord
 from .._session.data import SessionData
 from .axis import bytes_axis, percent_axis, time_ticks, value_ticks
-from .panels import Series, chart_panels
+from .panels import PALETTE, Series, chart_panels
 from .report_nodes import MAX_NODE_LINES, NodeSeries, node_series
 
 MAX_POINTS = 2000  # per line: enough for a full-width figure, cheap for the browser
@@ -39,9 +39,6 @@ MAX_BARS = 400  # newest cells shown as bars; thousands of <rect>s make the page
 MAX_LISTED = 200  # rows in the brushed listing
 MAX_BAND_LABELS = 40  # [N] labels drawn on the timeline at once
 
-_COLORS = {"mem_used": "#4c78a8", "reserved": "#f58518", "allocated": "#54a24b",
-           "gpu_util": "#e45756", "mem_util": "#72b7b2"}  # fmt: skip
-_PALETTE = ("#4c78a8", "#f58518", "#54a24b", "#e45756", "#72b7b2", "#b279a2")
 _PANELS = ("memory", "util", "rss")  # what the report draws
 _LINE_STYLES = ("solid", "dashed", "dotted", "dash_dotted")  # one per GPU
 _BAND_COLORS = ("#c6dbef", "#dadaeb")  # alternate, so back-to-back cells stay distinct
@@ -154,10 +151,6 @@ def _legend(series: Series) -> str:
     if m.panel == "util":
         return f"{m.label} util"
     return m.label if m.source == "nvml" else f"{m.label} ({m.source})"
-
-
-def _color(series: Series, k: int) -> str:
-    return _COLORS.get(series.metric.name, _PALETTE[k % len(_PALETTE)])
 
 
 # -- the widget -------------------------------------------------------------------------------
@@ -385,13 +378,13 @@ class Report(widgets.VBox):
                         text = _legend(line)
                         name = f"gpu{index} {text}" if len(data.gpus) > 1 else text
                         style = _LINE_STYLES[k % len(_LINE_STYLES)]
-                        series.append((y, name, _color(line, n), style))
+                        series.append((y, name, line.color(n), style))
         if not data.gpus:
             for panel in chart_panels(data.columns, ("rss",)):
-                for line in panel.series:
+                for n, line in enumerate(panel.series):
                     y = data.series(line.column, peak=True)
                     if y is not None:
-                        series.append((y, _legend(line), _PEAK_COLOR, "solid"))
+                        series.append((y, _legend(line), line.color(n), "solid"))
         top = max((float(np.nanmax(y)) for y, *_ in series), default=0.0)
         axis = bytes_axis(top)  # in the unit the cell listing says the peak in, with headroom
         self.memory_scale.max = axis.top
@@ -413,7 +406,7 @@ class Report(widgets.VBox):
                         text = _legend(line)
                         name = f"gpu{index} {text}" if len(data.gpus) > 1 else text
                         style = _LINE_STYLES[k % len(_LINE_STYLES)]
-                        color = _color(line, n)
+                        color = line.color(n)
                         lines.append(self._line(times, y, name, color, style, self.util_scale))
         return [line for line in lines if line is not None]
 
@@ -428,8 +421,8 @@ class Report(widgets.VBox):
         self.node_memory_axis.label = axis.unit
         memory, util = [], []
         for k, n in enumerate(shown):
-            color = _PALETTE[k % len(_PALETTE)]
-            style = _LINE_STYLES[(k // len(_PALETTE)) % len(_LINE_STYLES)]
+            color = PALETTE[k % len(PALETTE)]  # a colour per node, not per metric
+            style = _LINE_STYLES[(k // len(PALETTE)) % len(_LINE_STYLES)]
             name = f"{n.host} ({n.gpus} GPU{'' if n.gpus == 1 else 's'})"
             x = _dates(n.times)
             used = n.used / axis.size

@@ -24,15 +24,6 @@ _TITLES = {
     "util": "utilization",
     "rss": "this kernel's resident memory",
 }
-_PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b")
-_COLORS = {
-    "mem_used": "#1f77b4",
-    "reserved": "#ff7f0e",
-    "allocated": "#2ca02c",
-    "gpu_util": "#d62728",
-    "mem_util": "#9467bd",
-    "rss": "#8c564b",
-}
 _SHADES = (0.12, 0.22)  # cell bands' opacities, alternating: back-to-back cells stay apart
 _LEFT, _RIGHT, _TITLE, _GAP = 48, 8, 16, 8  # px: margins, a panel's title line, between panels
 
@@ -98,7 +89,7 @@ def timeline_svg(
         )
         parts.append(area.mark_lines([t for t, _ in marks]))
         for n, (series, i) in enumerate(drawn):
-            parts.append(area.polyline(times, values[:, i], _color(series.metric.name, n)))
+            parts.append(area.polyline(times, values[:, i], series.color(n)))
         last = k == len(panels) - 1
         parts.append(area.x_ticks(ticks, labels, "time (UTC)" if last else ""))
         parts.append("</g>")
@@ -116,7 +107,3 @@ def _axis(panel: Panel, values: np.ndarray) -> ValueAxis:
     if panel.unit == "bytes":
         return bytes_axis(peak)
     return value_axis(peak, panel.unit)
-
-
-def _color(metric: str, k: int) -> str:
-    return _COLORS.get(metric, _PALETTE[k % len(_PALETTE)])

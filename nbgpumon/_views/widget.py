@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import anywidget
-from traitlets import Bytes, Dict, Float, Int, List, Unicode
+from traitlets import Bytes, Float, Int, Unicode
 
 from .._foundation.metrics import describe_columns, metric
 from .._foundation.units import format_bytes
@@ -27,6 +27,7 @@ from .._foundation.windows import Chunk, Window
 from .._ledger.records import CellRecord
 from .svg import timeline_svg
 from .text import framework_figures, retention_text, shown_peak_and_kept, summary_line
+from .widget_traits import CELL, COLUMN, DEVICE, MARK, NODE, RUNNING, Row, Rows
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -55,18 +56,20 @@ class GPUMonWidget(anywidget.AnyWidget):
     # The bundle's text, not its path: for a path anywidget connects a file-watch callback
     # that holds every instance for good, and each %reload_ext would leak a widget.
     _esm = BUNDLE.read_text(encoding="utf-8") if BUNDLE.exists() else _MISSING_BUNDLE
-    columns = List(Dict()).tag(sync=True)  # each: name, unit, panel, label, ... (registry)
-    devices = List(Dict()).tag(sync=True)
+    # typed (widget_traits.py): a malformed value is refused here with a TraitError saying
+    # where, not sent to fail in the browser
+    columns = Rows(COLUMN).tag(sync=True)  # each: name, unit, panel, label, ... (registry)
+    devices = Rows(DEVICE).tag(sync=True)
     history = Bytes(b"").tag(sync=True)
     history_cursor = Int(0).tag(sync=True)  # the timeline's cursor when `history` was packed
-    cells = List(Dict()).tag(sync=True)
-    running = Dict().tag(sync=True)  # the cell being measured now; {} between cells
-    marks = List(Dict()).tag(sync=True)
+    cells = Rows(CELL).tag(sync=True)
+    running = Row(RUNNING).tag(sync=True)  # the cell being measured now; {} between cells
+    marks = Rows(MARK).tag(sync=True)
     status = Unicode("").tag(sync=True)
     interval = Float(0.1).tag(sync=True)
     # other nodes' GPUs (a cluster read from Prometheus); empty until there is one
-    node_columns = List(Dict()).tag(sync=True)  # each: name, node, gpu, unit, panel, ...
-    nodes = List(Dict()).tag(sync=True)  # each: host, gpus [{gpu, model, pod, ...}], last_seen
+    node_columns = Rows(COLUMN).tag(sync=True)  # each: name, node, gpu, unit, panel, ...
+    nodes = Rows(NODE).tag(sync=True)  # each: host, gpus [{gpu, model, pod, ...}], last_seen
     node_history = Bytes(b"").tag(sync=True)
     cluster_status = Unicode("").tag(sync=True)
     # anywidget gives initialize() and each render() its own proxy of the model; the front
@@ -297,6 +300,8 @@ class Publisher:
         """
         first, new = self._data.records_after(self._newest_row)
         rows = [cell_row(r) for r in new]
+        # they join the trait's list in place (no assignment for traitlets to validate)
+        GPUMonWidget.cells.check_rows(self.widget, rows)
         marks = [{"time": t, "label": label} for t, label in self._data.marks]
         running = running_row(self._data)
         with self._lock:
