@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..base import AllocatorSource
+from .holder_walk import HolderKinds
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,6 +26,10 @@ class Framework:
     module: str  # the top-level module whose presence in sys.modules says the user imported it
     # its allocator source for a session; the argument: how many devices NVML lists
     new_allocator: Callable[[int], AllocatorSource]
+
+    # forensics
+    # its arrays and containers for one holder walk, given the walk's device; None: not imported
+    holder_kinds: Callable[[str], HolderKinds | None] | None = None
 
 
 _plugins: dict[str, Framework] = {}

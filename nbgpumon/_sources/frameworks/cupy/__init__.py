@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ..plugin import Framework, register_framework
+from . import holders
 from .allocator import CupyAllocatorSource
 from .metrics import LABEL
 
@@ -12,5 +13,6 @@ PLUGIN = register_framework(
         label=LABEL,
         module="cupy",
         new_allocator=lambda devices: CupyAllocatorSource(max_devices=devices),
+        holder_kinds=holders.holder_kinds,
     )
 )

@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 from ..plugin import Framework, register_framework
+from . import holders
 from .allocator import JaxAllocatorSource
 from .metrics import LABEL
 
 PLUGIN = register_framework(
     Framework(
-        name="jax", label=LABEL, module="jax", new_allocator=lambda devices: JaxAllocatorSource()
+        name="jax",
+        label=LABEL,
+        module="jax",
+        new_allocator=lambda devices: JaxAllocatorSource(),
+        holder_kinds=holders.holder_kinds,
     )
 )
