@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from ..base import AllocatorSource
 from .holder_walk import HolderKinds
+from .memory_history import MemoryHistory
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,6 +31,7 @@ class Framework:
     # forensics
     # its arrays and containers for one holder walk, given the walk's device; None: not imported
     holder_kinds: Callable[[str], HolderKinds | None] | None = None
+    memory_history: MemoryHistory | None = None  # its allocation-history recorder, if any
 
 
 _plugins: dict[str, Framework] = {}

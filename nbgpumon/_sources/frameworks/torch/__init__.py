@@ -5,6 +5,7 @@ from __future__ import annotations
 from ..plugin import Framework, register_framework
 from . import holders
 from .allocator import TorchAllocatorSource
+from .history import TorchMemoryHistory
 from .metrics import LABEL
 
 PLUGIN = register_framework(
@@ -14,5 +15,6 @@ PLUGIN = register_framework(
         module="torch",
         new_allocator=lambda devices: TorchAllocatorSource(),
         holder_kinds=holders.holder_kinds,
+        memory_history=TorchMemoryHistory(),
     )
 )
