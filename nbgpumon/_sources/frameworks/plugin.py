@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from ..base import AllocatorSource
 from .holder_walk import HolderKinds
 from .memory_history import MemoryHistory
+from .nvtx_marks import NvtxMarks
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,6 +33,7 @@ class Framework:
     # its arrays and containers for one holder walk, given the walk's device; None: not imported
     holder_kinds: Callable[[str], HolderKinds | None] | None = None
     memory_history: MemoryHistory | None = None  # its allocation-history recorder, if any
+    nvtx: NvtxMarks | None = None  # its NVTX push and pop, if any
 
 
 _plugins: dict[str, Framework] = {}

@@ -7,6 +7,7 @@ from . import holders
 from .allocator import TorchAllocatorSource
 from .history import TorchMemoryHistory
 from .metrics import LABEL
+from .nvtx import TorchNvtx
 
 PLUGIN = register_framework(
     Framework(
@@ -16,5 +17,6 @@ PLUGIN = register_framework(
         new_allocator=lambda devices: TorchAllocatorSource(),
         holder_kinds=holders.holder_kinds,
         memory_history=TorchMemoryHistory(),
+        nvtx=TorchNvtx(),
     )
 )
