@@ -17,6 +17,7 @@ from ..base import AllocatorSource
 from .holder_walk import HolderKinds
 from .memory_history import MemoryHistory
 from .nvtx_marks import NvtxMarks
+from .out_of_memory import OutOfMemory
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,6 +35,7 @@ class Framework:
     holder_kinds: Callable[[str], HolderKinds | None] | None = None
     memory_history: MemoryHistory | None = None  # its allocation-history recorder, if any
     nvtx: NvtxMarks | None = None  # its NVTX push and pop, if any
+    oom: OutOfMemory | None = None  # what its out-of-memory errors say, and their fixes
 
 
 _plugins: dict[str, Framework] = {}

@@ -6,6 +6,7 @@ from ..plugin import Framework, register_framework
 from . import holders
 from .allocator import CupyAllocatorSource
 from .metrics import LABEL
+from .oom import OOM
 
 PLUGIN = register_framework(
     Framework(
@@ -14,5 +15,6 @@ PLUGIN = register_framework(
         module="cupy",
         new_allocator=lambda devices: CupyAllocatorSource(max_devices=devices),
         holder_kinds=holders.holder_kinds,
+        oom=OOM,
     )
 )

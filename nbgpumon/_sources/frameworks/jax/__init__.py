@@ -6,6 +6,7 @@ from ..plugin import Framework, register_framework
 from . import holders
 from .allocator import JaxAllocatorSource
 from .metrics import LABEL
+from .oom import OOM
 
 PLUGIN = register_framework(
     Framework(
@@ -14,5 +15,6 @@ PLUGIN = register_framework(
         module="jax",
         new_allocator=lambda devices: JaxAllocatorSource(),
         holder_kinds=holders.holder_kinds,
+        oom=OOM,
     )
 )

@@ -8,6 +8,7 @@ from .allocator import TorchAllocatorSource
 from .history import TorchMemoryHistory
 from .metrics import LABEL
 from .nvtx import TorchNvtx
+from .oom import OOM
 
 PLUGIN = register_framework(
     Framework(
@@ -16,6 +17,7 @@ PLUGIN = register_framework(
         module="torch",
         new_allocator=lambda devices: TorchAllocatorSource(),
         holder_kinds=holders.holder_kinds,
+        oom=OOM,
         memory_history=TorchMemoryHistory(),
         nvtx=TorchNvtx(),
     )
