@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..base import AllocatorSource
+from .cell_profiler import CellProfiler
 from .holder_walk import HolderKinds
 from .memory_history import MemoryHistory
 from .nvtx_marks import NvtxMarks
@@ -36,6 +37,7 @@ class Framework:
     memory_history: MemoryHistory | None = None  # its allocation-history recorder, if any
     nvtx: NvtxMarks | None = None  # its NVTX push and pop, if any
     oom: OutOfMemory | None = None  # what its out-of-memory errors say, and their fixes
+    profiler: CellProfiler | None = None  # runs a cell under its operator profiler, if any
 
 
 _plugins: dict[str, Framework] = {}

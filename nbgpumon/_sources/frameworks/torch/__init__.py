@@ -9,6 +9,7 @@ from .history import TorchMemoryHistory
 from .metrics import LABEL
 from .nvtx import TorchNvtx
 from .oom import OOM
+from .profiler import TorchCellProfiler
 
 PLUGIN = register_framework(
     Framework(
@@ -20,5 +21,6 @@ PLUGIN = register_framework(
         oom=OOM,
         memory_history=TorchMemoryHistory(),
         nvtx=TorchNvtx(),
+        profiler=TorchCellProfiler(),
     )
 )
