@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..base import AllocatorSource
+from .advice import PoolAdvice, PrecisionAdvice
 from .cell_profiler import CellProfiler
 from .holder_walk import HolderKinds
 from .memory_history import MemoryHistory
@@ -38,6 +39,8 @@ class Framework:
     nvtx: NvtxMarks | None = None  # its NVTX push and pop, if any
     oom: OutOfMemory | None = None  # what its out-of-memory errors say, and their fixes
     profiler: CellProfiler | None = None  # runs a cell under its operator profiler, if any
+    pool_advice: tuple[PoolAdvice, ...] = ()  # the advisor's hints about its pool
+    precision_advice: PrecisionAdvice | None = None  # and about models in full precision
 
 
 _plugins: dict[str, Framework] = {}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ..plugin import Framework, register_framework
 from . import holders
+from .advice import PREALLOCATION
 from .allocator import JaxAllocatorSource
 from .metrics import LABEL
 from .oom import OOM
@@ -16,5 +17,6 @@ PLUGIN = register_framework(
         new_allocator=lambda devices: JaxAllocatorSource(),
         holder_kinds=holders.holder_kinds,
         oom=OOM,
+        pool_advice=(PREALLOCATION,),
     )
 )

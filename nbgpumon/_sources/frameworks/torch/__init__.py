@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ..plugin import Framework, register_framework
 from . import holders
+from .advice import FRAGMENTATION, PRECISION
 from .allocator import TorchAllocatorSource
 from .history import TorchMemoryHistory
 from .metrics import LABEL
@@ -22,5 +23,7 @@ PLUGIN = register_framework(
         memory_history=TorchMemoryHistory(),
         nvtx=TorchNvtx(),
         profiler=TorchCellProfiler(),
+        pool_advice=(FRAGMENTATION,),
+        precision_advice=PRECISION,
     )
 )
