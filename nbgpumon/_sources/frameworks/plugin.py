@@ -32,7 +32,8 @@ class Framework:
     # its allocator source for a session; the argument: how many devices NVML lists
     new_allocator: Callable[[int], AllocatorSource]
 
-    # forensics
+    # forensics (and analysis): what the holder scan, tracing, NVTX, the post-mortem, the
+    # profiler and the advisor ask it; each optional
     # its arrays and containers for one holder walk, given the walk's device; None: not imported
     holder_kinds: Callable[[str], HolderKinds | None] | None = None
     memory_history: MemoryHistory | None = None  # its allocation-history recorder, if any
