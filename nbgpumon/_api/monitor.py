@@ -211,18 +211,10 @@ class Monitor(Session):
 
     def advise(self) -> str:
         """Hints from what this session measured, each with the numbers behind it."""
-        from .._forensics.modules import fp32_cuda_modules
-        from .._views.advisor import advise, evidence, hints_text
+        from .._session.advice import live_evidence
+        from .._views.advisor import advise, hints_text
 
-        stats = self.ledger.read_allocator()
-        retries = {
-            d.nvml_index: stats[d.cuda_index].alloc_retries
-            for d in self.nvml.devices
-            if d.cuda_index in stats
-        }
-        shell = self._shell()
-        fp32 = fp32_cuda_modules(shell) if shell is not None else None
-        return hints_text(advise(evidence(self, retries, fp32)))
+        return hints_text(advise(live_evidence(self, self._shell())))
 
 
 _EXPORT_SETTINGS = ["export_port", "export_host"]

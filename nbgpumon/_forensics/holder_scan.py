@@ -25,6 +25,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .._foundation.units import format_bytes
+from .._sources.frameworks import frameworks
+from .._sources.frameworks.holder_walk import HolderKinds, Storage, StorageKey
 
 if TYPE_CHECKING:
     from .._sources.nvml import GpuProcess
@@ -84,22 +86,18 @@ class _Walk:
         self.device = device
         self.deadline = time.perf_counter() + budget
         self.budget = budget
-        self.seen_storages: set[tuple[str, int]] = set()
+        self.seen_storages: set[StorageKey] = set()
         self.entered: set[int] = set()
         self.objects = 0
         self.stopped = False
-        self.torch = sys.modules.get("torch")
         numpy = sys.modules.get("numpy")
         self.ndarray = getattr(numpy, "ndarray", None) if device in ("host", "any") else None
-        self.tensor = getattr(self.torch, "Tensor", None)
-        nn = getattr(self.torch, "nn", None)
-        self.module = getattr(nn, "Module", None)
-        optim = getattr(self.torch, "optim", None)
-        self.optimizer = getattr(optim, "Optimizer", None)
-        self.jax_array = _class(sys.modules.get("jax"), "Array")
-        # a CuPy array is always on a GPU
-        cupy = None if device == "host" else sys.modules.get("cupy")
-        self.cupy_array = _class(cupy, "ndarray")
+        kinds = framework_kinds(device)
+        # each plug-in's arrays and containers, in registration order
+        self.arrays = [(k.arrays, k.count) for k in kinds if k.arrays and k.count]
+        self.containers = [(k.containers, k.open) for k in kinds if k.containers and k.open]
+        self.array_types = tuple(t for types_, _ in self.arrays for t in types_)
+        self.container_types = tuple(t for types_, _ in self.containers for t in types_)
         self.found: dict[str, list[int]] = {}  # holder name -> [bytes, storages]
         self.hidden: set[str] = set()  # holder names that are hidden references
         self.visiting_hidden = False
@@ -112,18 +110,8 @@ class _Walk:
             self.stopped = True
         return not self.stopped
 
-    # -- what counts ----------------------------------------------------------------------
-    def _tensor_storage(self, t: Any) -> tuple[tuple[str, int], int] | None:
-        try:
-            device = t.device
-            if not self._wants("host" if device.type == "cpu" else device.type, device.index):
-                return None
-            storage = t.untyped_storage()
-            return (str(device), storage.data_ptr()), int(storage.nbytes())
-        except Exception:
-            return None  # sparse, meta, or otherwise storage-less tensors
-
-    def _array_storage(self, a: Any) -> tuple[tuple[str, int], int] | None:
+    # -- what counts (the plug-ins' readers call wants, credit, enter and visit) ------------
+    def _array_storage(self, a: Any) -> Storage | None:
         base = a
         while isinstance(getattr(base, "base", None), self.ndarray):
             base = base.base  # views share their owner's buffer: count the owner once
@@ -133,7 +121,7 @@ class _Walk:
             return None
         return ("host", pointer), int(base.nbytes)
 
-    def _wants(self, kind: str, index: int | None) -> bool:
+    def wants(self, kind: str, index: int | None) -> bool:
         """Whether memory of ``kind`` ("host", "cuda" or other) on ``index`` is walked for."""
         if self.device == "any":
             return True
@@ -141,45 +129,10 @@ class _Walk:
             return kind == self.device
         return kind == "cuda" and index == int(self.device.split(":")[1])
 
-    def _jax_storages(self, a: Any) -> list[tuple[tuple[str, int], int]]:
-        found: list[tuple[tuple[str, int], int]] = []
-        try:
-            if a.is_deleted():
-                return []
-            for shard in a.addressable_shards:
-                device = shard.device
-                index = device.local_hardware_id
-                if device.platform == "cpu":
-                    kind = where = "host"
-                elif device.platform in ("gpu", "cuda", "rocm"):
-                    kind, where = "cuda", f"cuda:{index}"
-                else:
-                    kind = where = str(device)  # tpu and others: only a walk for "any" counts it
-                if self._wants(kind, index):
-                    data = shard.data
-                    found.append(((where, data.unsafe_buffer_pointer()), int(data.nbytes)))
-        except Exception:
-            return []  # deleted meanwhile, a tracer, or a backend without buffer pointers
-        return found
+    def enter(self, obj: Any) -> None:
+        self.entered.add(id(obj))
 
-    def _cupy_storage(self, a: Any) -> tuple[tuple[str, int], int] | None:
-        # Attribute reads only: anything that calls into CUDA could create a context.
-        try:
-            index = a.device.id
-            if not self._wants("cuda", index):
-                return None
-            # Views share their base's Memory; its size is the pool chunk, what the pool counts.
-            mem = getattr(getattr(a, "data", None), "mem", None)
-            if mem is not None:
-                return (f"cuda:{index}", int(mem.ptr)), int(mem.size)
-            base = a
-            while isinstance(getattr(base, "base", None), self.cupy_array):
-                base = base.base
-            return (f"cuda:{index}", int(base.data.ptr)), int(base.nbytes)
-        except Exception:
-            return None
-
-    def credit(self, holder: str, key_size: tuple[tuple[str, int], int] | None) -> None:
+    def credit(self, holder: str, key_size: Storage | None) -> None:
         if key_size is None:
             return
         key, size = key_size
@@ -202,13 +155,10 @@ class _Walk:
             obj, depth = stack.pop()
             if isinstance(obj, _SCALARS):
                 continue
-            if self.tensor is not None and isinstance(obj, self.tensor):
-                self.credit(holder, self._tensor_storage(obj))
-                # only a leaf has a .grad: asking a non-leaf makes torch warn, in the cell
-                leaf = obj.requires_grad and getattr(obj, "is_leaf", True)
-                grad = getattr(obj, "grad", None) if leaf else None
-                if grad is not None:
-                    self.credit(f"{holder} (grads)", self._tensor_storage(grad))
+            if isinstance(obj, self.array_types):  # one check for every plug-in's arrays
+                next(count for types_, count in self.arrays if isinstance(obj, types_))(
+                    self, holder, obj
+                )
                 continue
             if self.ndarray is not None and isinstance(obj, self.ndarray):
                 if obj.dtype.hasobject:
@@ -216,22 +166,14 @@ class _Walk:
                 else:
                     self.credit(holder, self._array_storage(obj))
                 continue
-            if self.jax_array is not None and isinstance(obj, self.jax_array):
-                for key_size in self._jax_storages(obj):
-                    self.credit(holder, key_size)
-                continue
-            if self.cupy_array is not None and isinstance(obj, self.cupy_array):
-                self.credit(holder, self._cupy_storage(obj))
-                continue
             if isinstance(obj, _NOT_FOLLOWED) or depth >= MAX_DEPTH or id(obj) in self.entered:
                 continue
             if _is_ours(obj):
                 continue  # nbgpumon's own state (``mon = nbgpumon.monitor()``) is no holder
             self.entered.add(id(obj))
-            if self.module is not None and isinstance(obj, self.module):
-                self._visit_module(holder, obj, stack, depth)
-            elif self.optimizer is not None and isinstance(obj, self.optimizer):
-                self._visit_optimizer(holder, obj, stack, depth)
+            if isinstance(obj, self.container_types):
+                opened = next(o for types_, o in self.containers if isinstance(obj, types_))
+                opened(self, holder, obj, lambda value, d=depth: stack.append((value, d + 1)))
             elif isinstance(obj, dict):
                 self._push_items(stack, obj.values(), depth)
             elif isinstance(obj, list | tuple | set | frozenset | deque):
@@ -255,35 +197,6 @@ class _Walk:
                     return
                 continue
             stack.append((item, depth + 1))
-
-    def _visit_module(self, holder: str, module: Any, stack: list, depth: int) -> None:
-        try:
-            for t in module.parameters():
-                self.credit(holder, self._tensor_storage(t))
-                if t.grad is not None:
-                    self.credit(f"{holder} (grads)", self._tensor_storage(t.grad))
-            for t in module.buffers():
-                self.credit(holder, self._tensor_storage(t))
-            for sub in module.modules():
-                self.entered.add(id(sub))
-                attrs = _instance_dict(sub) or {}
-                for key, value in attrs.items():
-                    if key not in ("_parameters", "_buffers", "_modules") and not key.endswith(
-                        "hooks"
-                    ):
-                        stack.append((value, depth + 1))
-        except Exception:
-            return
-
-    def _visit_optimizer(self, holder: str, opt: Any, stack: list, depth: int) -> None:
-        try:
-            for state in list(opt.state.values()):
-                self.visit(f"{holder} (state)", state)
-            for group in opt.param_groups:
-                for t in group.get("params", ()):
-                    self.credit(f"{holder} (params)", self._tensor_storage(t))
-        except Exception:
-            return
 
     def result(self, seconds: float) -> HolderScan:
         holders = tuple(
@@ -317,10 +230,17 @@ def _is_ours(obj: Any) -> bool:
     return (getattr(type(obj), "__module__", "") or "").startswith("nbgpumon.")
 
 
-def _class(module: Any, name: str) -> type | None:
-    # a half-imported or stand-in module may lack the class: isinstance must never raise
-    cls = getattr(module, name, None)
-    return cls if isinstance(cls, type) else None
+def framework_kinds(device: str) -> list[HolderKinds]:
+    """What each registered plug-in's arrays and containers are, for a walk of ``device``."""
+    found = []
+    for plugin in frameworks():
+        try:
+            kinds = plugin.holder_kinds(device) if plugin.holder_kinds else None
+        except Exception:
+            kinds = None  # a plug-in that cannot say is walked past, never a failed scan
+        if kinds is not None:
+            found.append(kinds)
+    return found
 
 
 def _instance_dict(obj: Any) -> dict | None:
@@ -333,7 +253,8 @@ def _instance_dict(obj: Any) -> dict | None:
 
 # -- roots --------------------------------------------------------------------------------
 def user_variables(shell: Any) -> list[tuple[str, Any]]:
-    """The user's own variables, modules (nn.Module) first."""
+    """The user's own variables, those a plug-in names first (torch's modules) before the
+    others."""
     ns = getattr(shell, "user_ns", {}) or {}
     hidden = getattr(shell, "user_ns_hidden", {}) or {}
     names = [
@@ -343,11 +264,10 @@ def user_variables(shell: Any) -> list[tuple[str, Any]]:
         and name not in hidden
         and not isinstance(value, types.ModuleType | type)
     ]
-    torch = sys.modules.get("torch")
-    module = getattr(getattr(torch, "nn", None), "Module", None)
-    if module is None:
+    first = tuple(t for kinds in framework_kinds("any") for t in kinds.first)
+    if not first:
         return names
-    return sorted(names, key=lambda nv: not isinstance(nv[1], module))
+    return sorted(names, key=lambda nv: not isinstance(nv[1], first))
 
 
 def hidden_references(shell: Any) -> Iterator[tuple[str, Any]]:

@@ -1,6 +1,7 @@
-"""The out-of-memory flight recorder: when a cell runs out of GPU memory (torch) while allocation
-tracing records, torch's full memory snapshot is saved for https://pytorch.org/memory_viz, and
-the post-mortem lists the largest live blocks by the cell and line that allocated them.
+"""The out-of-memory flight recorder: when a cell runs out of GPU memory in the framework whose
+recorder allocation tracing uses (torch's), its full memory snapshot is saved for the viewer the
+plug-in names (https://pytorch.org/memory_viz), and the post-mortem lists the largest live
+blocks by the cell and line that allocated them.
 
 The snapshot is taken in the cell's post_run_cell, while the stored traceback still holds the
 failing frames, so their blocks are in it. It goes to a new file, created exclusively (never
@@ -28,7 +29,6 @@ from .tracing import TracedAllocation, attribute_blocks, format_traced
 
 KEEP = 5  # snapshot files kept per kernel: an OOM loop must not fill the disk
 LARGEST = 5  # groups of live blocks the post-mortem lists
-VIEWER = "https://pytorch.org/memory_viz"
 _NAMES_TRIED = 100  # oom-12.pickle, oom-12-2.pickle, ...: then give up with one line
 
 
@@ -142,8 +142,10 @@ def flight_record(
     filename_map: Mapping[str, int],
     execution_count: int | None,
     recording: str | None,
+    viewer: str = "",
 ) -> FlightRecord:
-    """Take torch's full snapshot, save it, and attribute its live blocks; never raises."""
+    """Take the recorder's full snapshot, save it, and attribute its live blocks; never raises.
+    ``viewer``: where the file can be opened (the plug-in's, e.g. torch's memory_viz)."""
     try:
         snapshot = full_snapshot()
     except Exception as exc:
@@ -157,11 +159,8 @@ def flight_record(
         size = os.path.getsize(path)
     except Exception as exc:
         return FlightRecord(largest, failure_line("memory snapshot not saved", exc))
-    return FlightRecord(
-        largest,
-        f"memory snapshot: {path} ({format_bytes(size)}; open it at {VIEWER})",
-        path,
-    )
+    open_at = f"; open it at {viewer}" if viewer else ""
+    return FlightRecord(largest, f"memory snapshot: {path} ({format_bytes(size)}{open_at})", path)
 
 
 NOT_TRACING = (

@@ -5,18 +5,19 @@ It works from evidence only: what the message says was requested, the device's f
 memory (NVML), each framework's allocated and reserved bytes on the device, the holders
 (variables, outputs, stored tracebacks) and other processes on the device. The fixes are ranked
 by the bytes each would give back: a framework's idle cache (torch's reserved-but-unused blocks,
-JAX's preallocated pool, CuPy's pool), then the generic ones. Nothing here keeps a reference to
-the exception or its frames once it returns.
+JAX's preallocated pool, CuPy's pool), then the generic ones. What a framework's messages say
+and its fixes are its plug-in's (``Framework.oom``). Nothing here keeps a reference to the
+exception or its frames once it returns.
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .._foundation.metrics import source_label
 from .._foundation.units import format_bytes
+from .._sources.frameworks import Framework, framework, frameworks
+from .._sources.frameworks.out_of_memory import OutOfMemory
 from . import holder_scan
 
 if TYPE_CHECKING:
@@ -27,21 +28,7 @@ if TYPE_CHECKING:
 
 _UNIT = {"B": 1, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2**40}
 _UNIT.update({"KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12})
-_REQUESTED = re.compile(r"Tried to allocate ([\d.]+) ?([KMGT]i?B|B)")  # torch
-# JAX: "…while trying to allocate 4294967296 bytes"; CuPy: "…allocating 4,294,967,296 bytes"
-_REQUESTED_BYTES = re.compile(r"(?:trying to allocate|allocating) ([\d,]+) bytes")
-# JAX 0.11: "…while trying to allocate 4.00TiB with allocator GPU_0_bfc on device 0."
-_REQUESTED_JAX = re.compile(r"trying to allocate ([\d.]+) ?([KMGT]i?B|B)\b")
-_DEVICE_JAX = re.compile(r"on device (\d+)")
-_DEVICE = re.compile(r"GPU (\d+)")
 FRAGMENTED = 2**30  # reserved-but-unused bytes worth a fix of their own
-_GENERIC = {
-    "torch": "a smaller batch, mixed precision (torch.autocast) or gradient accumulation",
-    "jax": "a smaller batch, bfloat16 (jnp.bfloat16), jax.checkpoint on large blocks, or "
-    "gradient accumulation",
-    "cupy": "smaller arrays or chunks, float32 instead of float64, or in-place operations "
-    "(out=...)",
-}
 
 
 @dataclass(frozen=True)
@@ -50,7 +37,7 @@ class OomFacts:
 
     cell: str  # "[12]"
     message: str  # the error's first line
-    requested: int | None  # bytes asked for, from torch's message
+    requested: int | None  # bytes asked for, from the framework's message
     cuda_index: int | None
     device_name: str
     device_free: int | None  # NVML
@@ -58,25 +45,41 @@ class OomFacts:
     allocators: dict[str, AllocatorStats]  # framework -> its counters on the device
     holders: HolderScan | None
     processes: tuple[GpuProcess, ...]
-    framework: str = "torch"  # the one that ran out: "torch", "jax", "cupy"
+    framework: str = ""  # the plug-in that ran out ("torch"); "": the first registered
     # the flight recorder (allocation tracing on): live blocks by cell line, biggest first
     largest: tuple[str, ...] = ()
     snapshot_line: str = ""  # where torch's memory snapshot was saved, or why none was
 
 
 def parse_message(message: str) -> tuple[int | None, int | None]:
-    """(requested bytes, CUDA device index) from torch's, JAX's or CuPy's out-of-memory message;
-    None where absent."""
-    requested = None
-    if m := _REQUESTED.search(message):
-        requested = int(float(m.group(1)) * _UNIT[m.group(2)])
-    elif m := _REQUESTED_BYTES.search(message):
-        requested = int(m.group(1).replace(",", ""))
-    elif m := _REQUESTED_JAX.search(message):
-        requested = int(float(m.group(1)) * _UNIT[m.group(2)])
-    m = _DEVICE.search(message) or _DEVICE_JAX.search(message)
-    index = int(m.group(1)) if m else None
+    """(requested bytes, CUDA device index) from a framework's out-of-memory message (each
+    plug-in's patterns in turn); None where absent."""
+    requested = index = None
+    for plugin in _oom_plugins():
+        for pattern in plugin.oom.requested:  # type: ignore[union-attr]
+            if requested is None and (m := pattern.search(message)):
+                number, *unit = m.groups()
+                if unit:
+                    requested = int(float(number) * _UNIT[unit[0]])
+                else:
+                    requested = int(number.replace(",", ""))
+        for pattern in plugin.oom.device:  # type: ignore[union-attr]
+            if index is None and (m := pattern.search(message)):
+                index = int(m.group(1))
     return requested, index
+
+
+def _oom_plugins() -> list[Framework]:
+    return [f for f in frameworks() if f.oom is not None]
+
+
+def _oom_of(name: str) -> OutOfMemory:
+    """The out-of-memory facts of plug-in ``name``, else of the first that has them."""
+    plugin = framework(name)
+    if plugin is not None and plugin.oom is not None:
+        return plugin.oom
+    known = _oom_plugins()
+    return known[0].oom if known else OutOfMemory()  # type: ignore[return-value]
 
 
 def fixes(facts: OomFacts) -> list[str]:
@@ -106,37 +109,42 @@ def fixes(facts: OomFacts) -> list[str]:
         who = ", ".join(_process_name(p) for p in others[:3])
         ranked.append((size, f"other processes hold {format_bytes(size)} on this GPU: {who}"))
     ranked.sort(key=lambda r: -r[0])
-    return [text for _, text in ranked] + [_GENERIC.get(facts.framework, _GENERIC["torch"])]
+    return [text for _, text in ranked] + [_oom_of(facts.framework).general_fix]
 
 
-def _idle_cache_fix(framework: str, idle: int, other: bool) -> str:
-    """What gives back ``idle`` bytes that ``framework`` holds but does not use."""
-    size = format_bytes(idle)
-    if framework == "jax":
-        return (
-            f"JAX's pool holds {size} it does not use (it preallocates 75% of the GPU): "
-            "restart with XLA_PYTHON_CLIENT_PREALLOCATE=false, or cap it with "
-            "XLA_PYTHON_CLIENT_MEM_FRACTION=.3"
-        )
-    if framework == "cupy":
-        return (
-            f"CuPy's pool caches {size} of freed blocks: "
-            "cupy.get_default_memory_pool().free_all_blocks() (or %gpumon free)"
-        )
-    whose = "torch (another framework's cache)" if other else "torch"
-    return (
-        f"{size} is reserved by {whose} but unused: torch.cuda.empty_cache() (or %gpumon "
-        "free), or restart with PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True"
+def _idle_cache_fix(name: str, idle: int, other: bool) -> str:
+    """What gives back ``idle`` bytes that framework ``name`` holds but does not use."""
+    text = _oom_of(name).idle_fix
+    return text.format(
+        size=format_bytes(idle), other=" (another framework's cache)" if other else ""
     )
 
 
 def failing_framework(error: BaseException) -> str:
-    """Which framework raised ``error``: from its type's module, else from JAX's wording."""
+    """Which framework raised ``error``: from its type's module, else from a plug-in's wording
+    (JAX's ``RESOURCE_EXHAUSTED``), else the first registered plug-in."""
     module = type(error).__module__ or ""
-    for name in ("cupy", "jax", "torch"):
+    plugins = _oom_plugins()
+    for plugin in plugins:
+        name = plugin.module
         if module == name or module.startswith((f"{name}.", f"{name}lib", f"{name}_")):
-            return name
-    return "jax" if "RESOURCE_EXHAUSTED" in str(error) else "torch"
+            return plugin.name
+    text = str(error)
+    for plugin in plugins:
+        if plugin.oom.wording and plugin.oom.wording in text:  # type: ignore[union-attr]
+            return plugin.name
+    return _first()
+
+
+def _first() -> str:
+    """The plug-in an error no plug-in claims is put on: the first registered."""
+    plugins = _oom_plugins()
+    return plugins[0].name if plugins else ""
+
+
+def _label(name: str) -> str:
+    plugin = framework(name)
+    return plugin.label if plugin is not None else name
 
 
 def _hidden_kind(name: str) -> str:
@@ -160,7 +168,7 @@ def report(facts: OomFacts) -> str:
     if facts.device_name:
         where += f" ({facts.device_name})"
     asked = "" if facts.requested is None else f": asked for {format_bytes(facts.requested)}"
-    who = source_label(facts.framework)
+    who = _label(facts.framework or _first())
     lines = [f"nbgpumon: out of GPU memory ({who}) in {facts.cell}{asked}{where}"]
     if facts.device_total:
         lines.append(
@@ -169,7 +177,7 @@ def report(facts: OomFacts) -> str:
         )
     for name, stats in facts.allocators.items():
         lines.append(
-            f"  this kernel, {source_label(name)}: {format_bytes(stats.allocated)} in use, "
+            f"  this kernel, {_label(name)}: {format_bytes(stats.allocated)} in use, "
             f"{format_bytes(stats.reserved)} reserved "
             f"({format_bytes(stats.reserved - stats.allocated)} reserved but unused)"
         )

@@ -1,35 +1,22 @@
 """Allocation tracing: which notebook cell and line allocated the CUDA memory a cell left behind.
 
-``%gpumon trace on`` turns on PyTorch's memory-history recorder
-(``torch.cuda.memory._record_memory_history``), which stores the Python stack of every live
-caching-allocator block. After each cell, the blocks that are alive now but were not alive when
-the cell started are grouped by the innermost notebook-cell frame of their stack.
+``%gpumon trace on`` turns on the memory-history recorder of a framework plug-in that has one
+(:class:`~nbgpumon._sources.frameworks.memory_history.MemoryHistory`; torch's
+``torch.cuda.memory._record_memory_history``, see ``frameworks/torch/history.py``), which
+stores the Python stack of every live allocator block. After each cell, the blocks that are
+alive now but were not alive when the cell started are grouped by the innermost notebook-cell
+frame of their stack. A snapshot is taken only when the allocation count has moved (each costs
+microseconds per live block); the cell's tag on allocations is set only so that a snapshot the
+user dumps for the framework's viewer shows which cell each allocation came from.
 
-Facts this module relies on (torch 2.11 on the GPU machine, 2.13 here; IPython 9, ipykernel 7):
-
-- ``_record_memory_history(enabled, context, stacks, max_entries, ...)`` takes strings since
-  torch 2.1; a bool ``enabled`` goes to the legacy API, which has no ``max_entries``. Enabling
-  it calls ``lazyInitCUDA()``, so it is only ever called once torch has initialised CUDA.
-- ``memory_snapshot(include_traces=False)`` returns the segments without the trace ring
-  buffer; ``_snapshot()`` with 100 000 trace entries takes 110-170 ms on an H200 host. Each
-  segment has ``device`` and ``blocks``; each block ``address``, ``size``, ``state``
-  (``"active_allocated"`` for live tensors) and ``frames``, innermost first, each
-  ``{"filename", "line", "name"}``. Blocks allocated before recording began have no frames.
-  Even without traces a snapshot costs 2-3 µs per live block (a kernel's stack is ~28
-  frames deep), so one is taken only when torch's allocation count has moved.
-- ``_set_memory_metadata(str)`` is thread-local and lands only on ``device_traces`` entries
-  (``user_metadata``), never on blocks. Reading it back needs the slow full snapshot, so the
-  attribution here does not use it; the tag is set only so that a snapshot the user dumps for
-  pytorch.org/memory_viz shows which cell each allocation came from.
-- IPython's ``compile.cache()`` sets ``_filename_map[cell filename] = execution count`` and puts
-  the cell's lines in ``linecache`` just before the cell runs. ipykernel names a cell file by a
-  hash of its text (``/tmp/ipykernel_PID/HASH.py``), so identical cells share one name and the
-  map holds the count of the latest run of that text.
+IPython's ``compile.cache()`` sets ``_filename_map[cell filename] = execution count`` and puts
+the cell's lines in ``linecache`` just before the cell runs. ipykernel names a cell file by a
+hash of its text (``/tmp/ipykernel_PID/HASH.py``), so identical cells share one name and the map
+holds the count of the latest run of that text (IPython 9, ipykernel 7).
 """
 
 from __future__ import annotations
 
-import inspect
 import linecache
 import os
 import sys
@@ -39,7 +26,8 @@ from typing import Any
 
 from .._foundation.errors import failure_line
 from .._foundation.units import format_bytes
-from .._sources.frameworks.torch.allocator import initialised_cuda
+from .._sources.frameworks import frameworks
+from .._sources.frameworks.memory_history import MemoryHistory
 
 SOURCE_CHARS = 80
 _ACTIVE = "active_allocated"
@@ -173,34 +161,48 @@ def _source_line(filename: str, line: int, getline: Callable[[str, int], str]) -
 
 
 def _describe_frame(frames: Iterable[Mapping[str, Any]]) -> str:
-    """``fn (file.py:12)`` for the innermost frame outside torch, or ""."""
+    """``fn (file.py:12)`` for the innermost frame outside the frameworks' own packages (a
+    data loader's frames inside torch), or ""."""
     frames = list(frames)
-    outside = [f for f in frames if f"{os.sep}torch{os.sep}" not in str(f.get("filename", ""))]
+    inside = tuple(f"{os.sep}{f.module}{os.sep}" for f in frameworks())
+    outside = [f for f in frames if not any(p in str(f.get("filename", "")) for p in inside)]
     for frame in outside or frames:
         name = os.path.basename(str(frame.get("filename", "")))
         return f"{frame.get('name', '?')} ({name}:{frame.get('line', 0)})"
     return ""
 
 
-# -- the tracer: owns torch's recorder while tracing is on ---------------------------------
-class AllocationTracer:
-    """Records CUDA allocation stacks and attributes each cell's surviving blocks to lines.
+# -- the tracer: owns a plug-in's recorder while tracing is on ------------------------------
+def recorder() -> MemoryHistory | None:
+    """The memory history of the first registered plug-in that records one, preferring one
+    whose framework the user imported; None when no plug-in can."""
+    able = [f for f in frameworks() if f.memory_history is not None]
+    imported = [f for f in able if f.module in sys.modules]
+    chosen = (imported or able)[:1]
+    return chosen[0].memory_history if chosen else None
 
-    Never imports torch and never initialises CUDA: it acts only once the user's code has
-    imported torch and initialised CUDA. No method raises; problems end up in ``error``.
+
+class AllocationTracer:
+    """Records allocation stacks and attributes each cell's surviving blocks to lines.
+
+    Never imports a framework and never initialises a device: it acts only once the user's code
+    has imported the framework and initialised its device. No method raises; problems end up
+    in ``error``.
     """
 
-    def __init__(self, shell: Any, max_entries: int = 100_000) -> None:
+    def __init__(
+        self, shell: Any, max_entries: int = 100_000, history: MemoryHistory | None = None
+    ) -> None:
         self.shell = shell
-        # alloc/free events kept in torch's ring buffer (for memory_viz dumps; 0: none)
+        # alloc/free events kept in the recorder's ring buffer (for viewer dumps; 0: none)
         self.max_entries = max_entries
+        self.history = history if history is not None else recorder()
         self.error = ""
         self._armed = False
         self._recording = False
         self._ours = False  # we turned the recorder on, so we turn it off
-        self._snapshot: Callable[[], Any] | None = None
         self._alive_at_start: set[int] | None = None
-        # what was alive when the last cell ended, and torch's allocation counts just before:
+        # what was alive when the last cell ended, and the allocation counts just before:
         # when the counts have not moved by the next cell start, that set is still right
         self._alive_after: set[int] | None = None
         self._counts_after: tuple[int, ...] | None = None
@@ -214,59 +216,72 @@ class AllocationTracer:
 
     @property
     def armed(self) -> bool:
-        """``trace on`` was asked; recording may wait for CUDA to be initialised."""
+        """``trace on`` was asked; recording may wait for the device to be initialised."""
         return self._armed
 
+    @property
+    def viewer(self) -> str:
+        """Where a full snapshot can be opened ("" when nowhere)."""
+        return self.history.viewer if self.history is not None else ""
+
+    @property
+    def _whose(self) -> str:
+        return f"{self.history.label}'s" if self.history is not None else "the"
+
     def start(self) -> str:
-        """Turn tracing on, or arm it until CUDA is up; one line for the user."""
+        """Turn tracing on, or arm it until the device is up; one line for the user."""
+        history = self.history
+        if history is None:
+            self.error = "no framework plug-in records allocation history"
+            return f"allocation tracing not possible: {self.error}"
         self._armed = True
         if self._recording:
             return "allocation tracing is already on"
-        cuda = initialised_cuda()
-        if cuda is None:
+        if not history.ready():
             return (
-                "allocation tracing armed: it starts at the first cell after torch "
-                "initialises CUDA (allocations before that are not traced)"
+                "allocation tracing armed: it starts at the first cell after "
+                f"{history.label} initialises CUDA (allocations before that are not traced)"
             )
-        return self._begin(cuda)
+        return self._begin(history)
 
     def stop(self) -> str:
-        """Turn tracing off (torch's recorder too, when nbgpumon turned it on)."""
+        """Turn tracing off (the framework's recorder too, when nbgpumon turned it on)."""
         was_armed, was_recording, ours = self._armed, self._recording, self._ours
         self._armed = self._recording = self._ours = False
         self._alive_at_start = self._alive_after = None
-        cuda = initialised_cuda()
-        if cuda is not None:
-            self._clear_tag(cuda)
-        if not was_recording:
+        history = self.history
+        if history is not None and history.ready():
+            self._clear_tag(history)
+        if not was_recording or history is None:
             return "allocation tracing off" if was_armed else "allocation tracing was not on"
         if not ours:
-            return "allocation tracing off (torch's recorder was on before; left on)"
+            return f"allocation tracing off ({self._whose} recorder was on before; left on)"
         try:
-            cuda.memory._record_memory_history(enabled=None)
+            history.disable()
         except Exception as exc:
-            self.error = failure_line("stopping torch's memory recorder failed", exc)
+            self.error = failure_line(f"stopping {self._whose} memory recorder failed", exc)
             return f"allocation tracing off, but {self.error}"
         return "allocation tracing off"
 
     def cell_started(self, execution_count: int | None) -> None:
-        """pre_run_cell: start recording if armed and CUDA is now up; note what is alive."""
+        """pre_run_cell: start recording if armed and the device is now up; note what is
+        alive."""
         self._alive_at_start = None
         after, self._alive_after = self._alive_after, None
+        history = self.history
         try:
-            cuda = initialised_cuda()
-            if cuda is None:
+            if history is None or not history.ready():
                 return
             if self._armed and not self._recording:
-                self._begin(cuda)
-            if not self._recording or not self._still_recording(cuda):
+                self._begin(history)
+            if not self._recording or not self._still_recording(history):
                 return
             # a snapshot costs microseconds per live block: skip it when nothing was allocated
-            counts = _allocation_counts(cuda)
+            counts = history.allocation_counts()
             if after is None or counts is None or counts != self._counts_after:
-                after = live_block_keys(self._snapshot())  # type: ignore[misc]
+                after = live_block_keys(history.snapshot())
             self._alive_at_start, self._counts_at_start = after, counts
-            self._set_tag(cuda, execution_count)
+            self._set_tag(history, execution_count)
         except Exception as exc:
             self._alive_at_start = None
             self.error = failure_line("allocation tracing failed at cell start", exc)
@@ -274,29 +289,25 @@ class AllocationTracer:
     def cell_finished(self, execution_count: int | None) -> list[TracedAllocation]:
         """post_run_cell: this cell's surviving blocks by cell line, biggest first."""
         alive, self._alive_at_start = self._alive_at_start, None
+        history = self.history
         try:
-            cuda = initialised_cuda()
-            if cuda is None:
+            if history is None or not history.ready():
                 return []
-            self._clear_tag(cuda)
+            self._clear_tag(history)
             if self._armed and not self._recording:
-                self._begin(cuda)  # this cell initialised CUDA: trace from the next one
+                self._begin(history)  # this cell initialised the device: trace from the next
                 return []
             if alive is None or not self._recording:
                 return []
             compile_ = getattr(self.shell, "compile", None)
             filename_map = getattr(compile_, "_filename_map", None) or {}
-            counts = _allocation_counts(cuda)  # before the snapshot: a later alloc must show
+            counts = history.allocation_counts()  # before the snapshot: a later alloc shows
             if counts is not None and counts == self._counts_at_start:
                 self._alive_after, self._counts_after = alive, counts
                 return []  # the cell allocated nothing
             live: set[int] = set()
             found = attribute_blocks(
-                self._snapshot(),  # type: ignore[misc]
-                alive,
-                filename_map,
-                execution_count,
-                live_keys=live,
+                history.snapshot(), alive, filename_map, execution_count, live_keys=live
             )
             if counts is not None:
                 self._alive_after, self._counts_after = live, counts
@@ -306,112 +317,62 @@ class AllocationTracer:
             return []
 
     def full_snapshot(self) -> Any:
-        """torch's whole snapshot, with the trace ring buffer that memory_viz's timeline draws
-        (100-200 ms), for the out-of-memory flight recorder; only while recording. Raises what
-        torch raises."""
-        cuda = initialised_cuda()
-        if cuda is None or not self._recording:
+        """The recorder's whole snapshot, with the event ring buffer that the viewer's
+        timeline draws (100-200 ms for torch's), for the out-of-memory flight recorder; only
+        while recording. Raises what the framework raises."""
+        history = self.history
+        if history is None or not history.ready() or not self._recording:
             raise RuntimeError("allocation tracing is not recording")
-        return cuda.memory._snapshot()
+        return history.full_snapshot()
 
-    # -- torch ----------------------------------------------------------------------------
-    def _begin(self, cuda: Any) -> str:
-        """Turn torch's recorder on (CUDA is initialised); one line for the user."""
-        memory = getattr(cuda, "memory", None)
-        record = getattr(memory, "_record_memory_history", None)
-        snapshot = getattr(memory, "memory_snapshot", None)
-        if (
-            record is None
-            or snapshot is None
-            or not {"max_entries", "stacks", "context"} <= _parameters(record)
-        ):
+    # -- the recorder ----------------------------------------------------------------------
+    def _begin(self, history: MemoryHistory) -> str:
+        """Turn the recorder on (the device is initialised); one line for the user."""
+        reason = history.unsupported()
+        if reason:
             self._armed = False
-            version = getattr(sys.modules.get("torch"), "__version__", "?")
-            self.error = f"torch {version} is too old for allocation tracing (needs 2.1 or later)"
+            self.error = reason
             return f"allocation tracing not possible: {self.error}"
-        include = "include_traces" in _parameters(snapshot)
-        # without the trace ring buffer a snapshot costs ~0.1 ms instead of ~150 ms
-        self._snapshot = (lambda: snapshot(include_traces=False)) if include else snapshot
         try:
-            if _history_enabled(cuda):
+            if history.enabled():
                 self._ours = False  # someone else's recorder: read it, leave its settings
             else:
-                # Python frames only: C++ unwinding costs far more per allocation. "alloc"
-                # keeps stacks for live blocks and alloc events, none for frees; with no
-                # history wanted, "state" keeps only the live blocks' stacks.
-                history = self.max_entries > 0
-                record(
-                    enabled="all" if history else "state",
-                    context="alloc" if history else "state",
-                    stacks="python",
-                    max_entries=max(self.max_entries, 1),
-                )
+                history.enable(self.max_entries)
                 self._ours = True
         except Exception as exc:
             self._armed = False
-            self.error = failure_line("starting torch's memory recorder failed", exc)
+            self.error = failure_line(f"starting {self._whose} memory recorder failed", exc)
             return f"allocation tracing not possible: {self.error}"
         self._recording = True
         self.error = ""
-        note = "" if self._ours else " (torch's recorder was already on; using it)"
+        note = "" if self._ours else f" ({self._whose} recorder was already on; using it)"
         return (
             "allocation tracing on: after each cell, the memory it left behind is shown "
             f"by cell and line{note}"
         )
 
-    def _still_recording(self, cuda: Any) -> bool:
-        if _history_enabled(cuda) is False:  # turned off behind our back: respect that
+    def _still_recording(self, history: MemoryHistory) -> bool:
+        if history.enabled() is False:  # turned off behind our back: respect that
             self._armed = self._recording = self._ours = False
-            self.error = "torch's memory recorder was turned off outside nbgpumon"
+            self.error = f"{self._whose} memory recorder was turned off outside nbgpumon"
             return False
         return True
 
-    def _set_tag(self, cuda: Any, execution_count: int | None) -> None:
-        """Label this cell's allocations in torch's trace, unless the user set their own label."""
-        memory = cuda.memory
-        if (
-            execution_count is None
-            or self.max_entries <= 0  # no trace entries to carry the label
-            or not hasattr(memory, "_set_memory_metadata")
-        ):
+    def _set_tag(self, history: MemoryHistory, execution_count: int | None) -> None:
+        """Label this cell's allocations in the recorder's trace, unless the user set their
+        own label."""
+        if execution_count is None or self.max_entries <= 0:  # no trace entries to label
             return
-        if memory._get_memory_metadata() in ("", self._tag):
+        if history.tag() in ("", self._tag):
             self._tag = f"nbgpumon In[{execution_count}]"
-            memory._set_memory_metadata(self._tag)
+            history.set_tag(self._tag)
 
-    def _clear_tag(self, cuda: Any) -> None:
-        memory = getattr(cuda, "memory", None)
-        if not self._tag or not hasattr(memory, "_set_memory_metadata"):
+    def _clear_tag(self, history: MemoryHistory) -> None:
+        if not self._tag:
             return
         try:
-            if memory._get_memory_metadata() == self._tag:
-                memory._set_memory_metadata("")
+            if history.tag() == self._tag:
+                history.set_tag("")
         except Exception:
             pass  # a label left behind is harmless
         self._tag = ""
-
-
-def _parameters(fn: Callable[..., Any]) -> set[str]:
-    try:
-        return set(inspect.signature(fn).parameters)
-    except (TypeError, ValueError):
-        return set()
-
-
-def _allocation_counts(cuda: Any) -> tuple[int, ...] | None:
-    """How many allocations torch's allocator has made so far, per device (None: unknown)."""
-    try:
-        nested = cuda.memory.memory_stats_as_nested_dict
-        return tuple(
-            int(nested(i)["allocation"]["all"]["allocated"]) for i in range(cuda.device_count())
-        )
-    except Exception:
-        return None
-
-
-def _history_enabled(cuda: Any) -> bool | None:
-    """Whether torch's recorder is on (anyone's), or None when torch cannot say."""
-    probe = getattr(getattr(sys.modules.get("torch"), "_C", None), "_cuda_isHistoryEnabled", None)
-    if probe is None:
-        return None
-    return bool(probe())

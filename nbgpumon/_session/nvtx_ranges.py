@@ -2,9 +2,9 @@
 ``track()`` region (``[12] label``), so that an Nsight Systems capture of the kernel is
 labelled by cell.
 
-Ranges go through ``torch.cuda.nvtx`` (NVTX v3, header-only in torch's CUDA builds, so a tool
-attached through ``NVTX_INJECTION64_PATH``, as ``nsys`` does, sees them), and only once the
-user's code has imported torch and initialised CUDA: nbgpumon never imports torch itself.
+Ranges go through a framework plug-in's NVTX calls (torch's ``torch.cuda.nvtx``: see
+``frameworks/torch/nvtx.py``), and only once the user's code has imported the framework and
+initialised CUDA: nbgpumon never imports a framework itself.
 NVTX's push/pop ranges are a stack per thread, so each thread's depth is counted here and only
 ranges nbgpumon pushed are ever popped: a cell during which NVTX was turned on, or which
 initialised CUDA, pushed nothing and pops nothing; one during which it was turned off still
@@ -15,11 +15,11 @@ from __future__ import annotations
 
 import sys
 import threading
-from typing import Any
 
 from .._foundation.errors import failure_line
 from .._ledger.outcome import first_line
-from .._sources.frameworks.torch.allocator import initialised_cuda
+from .._sources.frameworks import frameworks
+from .._sources.frameworks.nvtx_marks import NvtxMarks
 
 NAME_CHARS = 60  # a range's name: "[N] " and the cell's first line cut to this
 ON = (
@@ -35,6 +35,15 @@ def range_name(execution_count: int | None, text: str) -> str:
     return f"[{count}] {first_line(head, NAME_CHARS)}".rstrip()
 
 
+def nvtx_marks() -> NvtxMarks | None:
+    """The NVTX calls of the first registered plug-in that has them, preferring one whose
+    framework the user imported; None when no plug-in has them."""
+    able = [f for f in frameworks() if f.nvtx is not None]
+    imported = [f for f in able if f.module in sys.modules]
+    chosen = (imported or able)[:1]
+    return chosen[0].nvtx if chosen else None
+
+
 class NvtxRanges:
     """Pushes and pops nbgpumon's NVTX ranges. No method raises; a failure turns it off and
     leaves one line in ``error``."""
@@ -46,15 +55,14 @@ class NvtxRanges:
 
     def start(self) -> str:
         """Turn ranges on; one line for the user."""
-        torch = sys.modules.get("torch")
-        if torch is not None and not _has_nvtx(torch):
+        marks = nvtx_marks()
+        if marks is None or marks.unsupported():
             self.enabled = False
-            version = getattr(torch, "__version__", "?")
-            self.error = f"torch {version} has no NVTX (a CPU build?)"
+            self.error = marks.unsupported() if marks else "no framework plug-in marks NVTX ranges"
             return f"NVTX ranges not possible: {self.error}"
         self.enabled, self.error = True, ""
-        if initialised_cuda() is None:
-            return f"{ON}; they begin at the first cell after torch initialises CUDA"
+        if not marks.ready():
+            return f"{ON}; they begin at the first cell after {marks.label} initialises CUDA"
         return ON
 
     def stop(self) -> str:
@@ -65,10 +73,12 @@ class NvtxRanges:
     @property
     def state(self) -> str:
         """ "on", "on (waiting for torch to initialise CUDA)" or "off", and the last problem."""
+        marks = nvtx_marks()
         if not self.enabled:
             state = "off"
-        elif initialised_cuda() is None:
-            state = "on (waiting for torch to initialise CUDA)"
+        elif marks is None or not marks.ready():
+            label = marks.label if marks is not None else "a framework"
+            state = f"on (waiting for {label} to initialise CUDA)"
         else:
             state = "on"
         return f"{state} ({self.error})" if self.error else state
@@ -78,11 +88,11 @@ class NvtxRanges:
         :meth:`pop_to` takes (None: nothing was pushed)."""
         if not self.enabled:
             return None
-        cuda = initialised_cuda()
-        if cuda is None:
+        marks = nvtx_marks()
+        if marks is None or not marks.ready():
             return None
         try:
-            cuda.nvtx.range_push(name)
+            marks.push(name)
         except Exception as exc:
             self.enabled = False
             self.error = failure_line("NVTX range_push failed; NVTX ranges off", exc)
@@ -99,11 +109,11 @@ class NvtxRanges:
         depth = self._now()
         if depth < token:
             return
-        cuda = initialised_cuda()
+        marks = nvtx_marks()
         try:
             while depth >= token:
                 depth -= 1
-                cuda.nvtx.range_pop()  # type: ignore[union-attr]
+                marks.pop()  # type: ignore[union-attr]
         except Exception as exc:
             self.error = failure_line("NVTX range_pop failed", exc)
         finally:
@@ -116,8 +126,3 @@ class NvtxRanges:
 
     def _now(self) -> int:
         return getattr(self._depth, "n", 0)
-
-
-def _has_nvtx(torch: Any) -> bool:
-    # a CPU build has no torch._C._nvtx; torch.cuda.nvtx then raises on every call
-    return getattr(getattr(torch, "_C", None), "_nvtx", None) is not None

@@ -432,7 +432,7 @@ class Session:
             from .._forensics.postmortem import report as post_mortem_report
 
             facts = gather_oom_facts(self, shell, record, error)
-            if facts.framework == "torch":
+            if self._flight_records(facts.framework):
                 flight = self._oom_flight_record(shell, record, traced_during_cell)
                 facts = dataclasses.replace(facts, **flight)
             if facts.largest:
@@ -464,8 +464,18 @@ class Session:
             filename_map,
             record.execution_count,
             str(recorder.path) if recorder is not None else None,
+            tracer.viewer,
         )
         return {"largest": found.largest, "snapshot_line": found.line}
+
+    @staticmethod
+    def _flight_records(name: str) -> bool:
+        """Whether an out-of-memory error of framework ``name`` gets the flight recorder: its
+        plug-in records allocation history."""
+        from .._sources.frameworks import framework
+
+        plugin = framework(name)
+        return plugin is not None and plugin.memory_history is not None
 
     def cell_started(self, execution_count: int | None = None, source: str = "") -> None:
         """Note the namespace before a cell (ids only), for the leak verdict after it, and

@@ -1,19 +1,6 @@
-"""``%%gpumon profile``: run one cell under torch's profiler, show the operators that took memory.
-
-Facts this module relies on (read from torch 2.13's sources; the 2.11 ``_build_table`` is the
-same):
-
-- ``profile_memory=True`` records every allocation the framework allocators report on the
-  profiling thread, whatever the activities: the CUDA caching allocator reports each block to
-  the profiler's thread-local state, which checks only ``profile_memory``. So a cell that first
-  initialises CUDA under a CPU-only profile still gets its CUDA memory attributed to operators;
-  only CUDA kernel times are missing.
-- A profiler with the CUDA activity calls ``torch.cuda.synchronize()`` when it stops, and that
-  initialises CUDA. So the CUDA activity is only turned on when CUDA was already up.
-- ``EventList.table(sort_by=...)`` maps ``cuda`` to ``device`` in the key, so
-  ``self_cuda_memory_usage`` sorts by ``FunctionEventAvg.self_device_memory_usage``.
-- The table draws CUDA memory columns only for a profiler whose ``use_device`` is ``"cuda"``.
-"""
+"""``%%gpumon profile``'s picture: the operators of one profiled cell that took memory, as HTML
+and text. The cell runs in ``_session/profile_run.py`` (under a framework plug-in's profiler);
+this module only draws what it returns."""
 
 from __future__ import annotations
 
@@ -21,18 +8,8 @@ import html
 from dataclasses import dataclass
 from typing import Any
 
-from .._foundation.errors import UsageError
 from .._foundation.units import format_bytes
-
-# Attribute names on torch's FunctionEventAvg, newest first: torch renamed cuda_* to device_*.
-_SELF_DEVICE_MEM = ("self_device_memory_usage", "self_cuda_memory_usage")
-_DEVICE_MEM = ("device_memory_usage", "cuda_memory_usage")
-_SELF_DEVICE_TIME = ("self_device_time_total", "self_cuda_time_total")
-_DEVICE_TIME = ("device_time_total", "cuda_time_total")
-
-# sort_by keys for EventList.table, tried in order: the documented name, then the new one.
-_CUDA_SORT = ("self_cuda_memory_usage", "self_device_memory_usage")
-_CPU_SORT = ("self_cpu_memory_usage",)
+from .._session import profile_run
 
 _COLUMNS = (
     ("self_cuda_memory", "self CUDA mem"),
@@ -94,104 +71,10 @@ class ProfileResult:
 
 
 def profile_cell(shell: Any, source: str, top: int = 15) -> ProfileResult:
-    """Run ``source`` in ``shell`` under torch's profiler; return the top ``top`` operators.
-
-    The cell runs through ``shell.run_cell``, so it sees the user's namespace and IPython's
-    transforms, and its output and errors show as usual; after an error the result covers
-    what ran before it. Operators are sorted by the CUDA memory they allocated themselves
-    (bytes), or by CPU memory when the cell allocated no CUDA memory. CUDA kernel activity is
-    profiled only when CUDA was initialised before the cell: profiling never initialises it.
-    Nothing of the profiler is kept once this returns.
-    """
-    if top < 1:
-        raise UsageError(f"top must be a positive whole number, not {top!r}")
-    try:
-        import torch
-        from torch.profiler import ProfilerActivity, profile
-    except ImportError:
-        raise UsageError("profiling a cell needs torch: pip install torch") from None
-
-    cuda_before = torch.cuda.is_initialized()
-    activities = [ProfilerActivity.CPU]
-    if cuda_before:
-        activities.append(ProfilerActivity.CUDA)
-    prof = profile(activities=activities, profile_memory=True, record_shapes=True)
-    try:
-        prof.start()
-    except RuntimeError as exc:  # another profiler already runs on this thread
-        raise UsageError(f"torch's profiler could not start: {exc}") from None
-    try:
-        failed = not getattr(shell.run_cell(source), "success", True)
-    finally:
-        prof.stop()
-    try:
-        table, rows, sort_by = _summarise(prof.key_averages(), top, cuda_profiled=cuda_before)
-    finally:
-        # if summarising raises, the traceback IPython keeps holds this frame: drop the
-        # profiler (and all its events) first
-        del prof
-    note = _note(torch, cuda_before, failed)
-    return ProfileResult(table=table, rows=rows, sort_by=sort_by, note=note)
-
-
-def _summarise(averages: Any, top: int, cuda_profiled: bool) -> tuple[str, list[dict], str]:
-    """Torch's table and the same rows as data, sorted by CUDA memory when there is any."""
-    cuda_memory = any(_field(e, _SELF_DEVICE_MEM) > 0 for e in averages)
-    if cuda_memory and not cuda_profiled:
-        # CUDA came up inside a CPU-only profile: the memory was recorded, but torch's table
-        # shows CUDA memory columns only for a CUDA profiler.
-        for evt in averages:
-            evt.use_device = "cuda"
-    keys = _CUDA_SORT if cuda_memory else _CPU_SORT
-    table, sort_by = "", keys[0]
-    for key in keys:
-        try:
-            table, sort_by = averages.table(sort_by=key, row_limit=top), key
-            break
-        except AttributeError:  # a torch without this attribute name: try the next
-            continue
-    order = _SELF_DEVICE_MEM if cuda_memory else ("self_cpu_memory_usage",)
-    # sorted() is stable, as in torch's table, so ties come out in the same order there
-    ranked = sorted(averages, key=lambda e: _field(e, order), reverse=True)[:top]
-    return table, [_row(e, cuda_profiled) for e in ranked], sort_by
-
-
-def _row(evt: Any, cuda_profiled: bool) -> dict:
-    return {
-        "name": str(evt.key),
-        "calls": int(evt.count),
-        "self_cuda_memory": int(_field(evt, _SELF_DEVICE_MEM)),
-        "cuda_memory": int(_field(evt, _DEVICE_MEM)),
-        "self_cpu_memory": int(evt.self_cpu_memory_usage),
-        "cpu_memory": int(evt.cpu_memory_usage),
-        "self_cuda_time_us": float(_field(evt, _SELF_DEVICE_TIME)) if cuda_profiled else None,
-        "cuda_time_us": float(_field(evt, _DEVICE_TIME)) if cuda_profiled else None,
-    }
-
-
-def _field(evt: Any, names: tuple[str, ...]) -> float:
-    for name in names:
-        value = getattr(evt, name, None)
-        if value is not None:
-            return value
-    return 0
-
-
-def _note(torch: Any, cuda_before: bool, failed: bool) -> str:
-    if cuda_before:
-        note = ""
-    elif torch.cuda.is_initialized():
-        note = (
-            "CUDA was first initialised by this cell: profiled CPU activity only (no CUDA "
-            "kernel times); CUDA memory is what the allocator reported"
-        )
-    elif getattr(torch.version, "cuda", None) is None:
-        note = "this torch has no CUDA (a CPU build): profiled CPU only"
-    else:
-        note = "CUDA was not initialised by this kernel before the cell: profiled CPU only"
-    if failed:
-        note = "; ".join(p for p in (note, "the cell raised: profiled up to the error") if p)
-    return note
+    """Run ``source`` in ``shell`` under a framework's profiler (see
+    :func:`nbgpumon._session.profile_run.profile_cell`) and draw its top ``top`` operators."""
+    found = profile_run.profile_cell(shell, source, top)
+    return ProfileResult(found.table, found.rows, found.sort_by, found.note)
 
 
 def _format_us(us: float | None) -> str:

@@ -14,6 +14,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..base import AllocatorSource
+from .advice import PoolAdvice, PrecisionAdvice
+from .cell_profiler import CellProfiler
+from .holder_walk import HolderKinds
+from .memory_history import MemoryHistory
+from .nvtx_marks import NvtxMarks
+from .out_of_memory import OutOfMemory
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,6 +31,17 @@ class Framework:
     module: str  # the top-level module whose presence in sys.modules says the user imported it
     # its allocator source for a session; the argument: how many devices NVML lists
     new_allocator: Callable[[int], AllocatorSource]
+
+    # forensics (and analysis): what the holder scan, tracing, NVTX, the post-mortem, the
+    # profiler and the advisor ask it; each optional
+    # its arrays and containers for one holder walk, given the walk's device; None: not imported
+    holder_kinds: Callable[[str], HolderKinds | None] | None = None
+    memory_history: MemoryHistory | None = None  # its allocation-history recorder, if any
+    nvtx: NvtxMarks | None = None  # its NVTX push and pop, if any
+    oom: OutOfMemory | None = None  # what its out-of-memory errors say, and their fixes
+    profiler: CellProfiler | None = None  # runs a cell under its operator profiler, if any
+    pool_advice: tuple[PoolAdvice, ...] = ()  # the advisor's hints about its pool
+    precision_advice: PrecisionAdvice | None = None  # and about models in full precision
 
 
 _plugins: dict[str, Framework] = {}

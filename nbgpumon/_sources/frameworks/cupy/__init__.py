@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 from ..plugin import Framework, register_framework
+from . import holders
+from .advice import POOL_CACHE
 from .allocator import CupyAllocatorSource
 from .metrics import LABEL
+from .oom import OOM
 
 PLUGIN = register_framework(
     Framework(
@@ -12,5 +15,8 @@ PLUGIN = register_framework(
         label=LABEL,
         module="cupy",
         new_allocator=lambda devices: CupyAllocatorSource(max_devices=devices),
+        holder_kinds=holders.holder_kinds,
+        oom=OOM,
+        pool_advice=(POOL_CACHE,),
     )
 )

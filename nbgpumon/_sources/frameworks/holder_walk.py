@@ -1,0 +1,66 @@
+"""What a framework plug-in tells the holder scan: how to recognise its arrays and containers
+and what they hold (device, bytes, storage identity).
+
+The scan (``_forensics/holder_scan.py``) owns the walk: the roots, the budget, the depth, each
+storage counted once. A plug-in's part is :class:`HolderKinds`, built per walk from the
+framework's module in ``sys.modules`` (None when the user has not imported it), so the walk's
+``isinstance`` checks cost nothing for a framework that is not there.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+# One storage: (where it lives: "cuda:N", "host" or another device's name, its address).
+StorageKey = tuple[str, int]
+Storage = tuple[StorageKey, int]  # with its size in bytes
+
+
+class Reach(Protocol):
+    """The walk's side, as a plug-in's readers use it."""
+
+    def wants(self, kind: str, index: int | None) -> bool:
+        """Whether memory of ``kind`` ("host", "cuda" or another device) on device ``index``
+        is what this walk counts."""
+        ...
+
+    def credit(self, holder: str, storage: Storage | None) -> None:
+        """Count ``storage`` for ``holder`` unless it was counted already (None: nothing)."""
+        ...
+
+    def enter(self, obj: Any) -> None:
+        """Mark ``obj`` as walked, so that reaching it again costs nothing."""
+        ...
+
+    def visit(self, holder: str, root: Any) -> None:
+        """Walk everything reachable from ``root`` for ``holder``."""
+        ...
+
+
+# credits what one array holds: (the walk, its holder's name, the array)
+CountArray = Callable[[Reach, str, Any], None]
+# credits and follows what one container holds: (the walk, the holder, the container, and
+# follow(value), which walks ``value`` one level deeper for the same holder)
+OpenContainer = Callable[[Reach, str, Any, Callable[[Any], None]], None]
+
+
+@dataclass(frozen=True, slots=True)
+class HolderKinds:
+    """One framework's types as one walk sees them."""
+
+    arrays: tuple[type, ...] = ()  # what holds memory itself (tensors, arrays)
+    count: CountArray | None = None
+    containers: tuple[type, ...] = ()  # what holds arrays in its own way (models, optimizers)
+    open: OpenContainer | None = None
+    first: tuple[type, ...] = ()  # variables of these types are walked before the others
+
+
+def class_of(module: Any, *path: str) -> type | None:
+    """``module.a.b`` when it is a class, else None: a half-imported or stand-in module may
+    lack it, and ``isinstance`` must never raise."""
+    found = module
+    for name in path:
+        found = getattr(found, name, None)
+    return found if isinstance(found, type) else None
