@@ -3,11 +3,20 @@
 from __future__ import annotations
 
 from ..plugin import Framework, register_framework
+from . import peaks
 from .allocator import JaxAllocatorSource
 from .metrics import LABEL
 
 PLUGIN = register_framework(
     Framework(
-        name="jax", label=LABEL, module="jax", new_allocator=lambda devices: JaxAllocatorSource()
+        name="jax",
+        label=LABEL,
+        module="jax",
+        new_allocator=lambda devices: JaxAllocatorSource(),
+        # the ledger's, status's and headroom's
+        peak_note=peaks.peak_note,
+        why_sampled=peaks.why_sampled,
+        cap_name="JAX's pool limit",
+        is_out_of_memory=peaks.is_out_of_memory,
     )
 )
