@@ -21,9 +21,7 @@ from typing import Any
 import result_file
 import stats
 
-from nbgpumon._sources.frameworks.cupy.allocator import CupyAllocatorSource
-from nbgpumon._sources.frameworks.jax.allocator import JaxAllocatorSource
-from nbgpumon._sources.frameworks.torch.allocator import TorchAllocatorSource
+from nbgpumon._sources.frameworks import framework
 
 GIB = 2**30
 READ_TARGET_US = 50.0  # one framework's read on one device, at the allocator cadence
@@ -59,10 +57,15 @@ def _start_cupy() -> Any:
     return x
 
 
+def _source(name: str) -> Callable[[], Any]:
+    """A maker of the plug-in's allocator source for a machine of one GPU."""
+    return lambda: framework(name).new_allocator(1)  # type: ignore[union-attr]
+
+
 FRAMEWORKS: dict[str, tuple[Callable[[], Any], Callable[[], Any]]] = {
-    "torch": (_start_torch, TorchAllocatorSource),
-    "jax": (_start_jax, JaxAllocatorSource),
-    "cupy": (_start_cupy, lambda: CupyAllocatorSource(max_devices=1)),
+    "torch": (_start_torch, _source("torch")),
+    "jax": (_start_jax, _source("jax")),
+    "cupy": (_start_cupy, _source("cupy")),
 }
 
 
@@ -89,7 +92,7 @@ def time_allocations(cp: Any, n: int) -> float:
 
 def bench_hook(result: result_file.Result, args: argparse.Namespace) -> None:
     cp = importlib.import_module("cupy")
-    source = CupyAllocatorSource(max_devices=1)
+    source: Any = _source("cupy")()
     source.hook_wanted = True  # what %config GPUMon.cupy_peak_hook = True does
     time_allocations(cp, 1000)  # warm the pool's free list
     off: list[float] = []

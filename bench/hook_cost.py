@@ -193,7 +193,10 @@ def main() -> None:
     if not n_gpu:
         result.skip("NVML reads in the hooks", mon.nvml.status)
     result.details.update(
-        gpus=n_gpu, allocator_status=mon.torch.status, tensors_held=len(held), pairs=n_pairs
+        gpus=n_gpu,
+        allocator_status=mon.allocator("torch").status,
+        tensors_held=len(held),
+        pairs=n_pairs,
     )
     time_hooks(shell, hooks, 20)
 

@@ -34,7 +34,7 @@ def main() -> None:
     seconds = 3.0 if args.quick else args.seconds
     held = cuda_setup.hold_gpu_tensors(result, "allocator reads")
     mon = nbgpumon.Monitor()
-    result.details.update(gpus=len(mon.nvml.devices), torch=mon.torch.status)
+    result.details.update(gpus=len(mon.nvml.devices), torch=mon.allocator("torch").status)
     try:
         for interval, target in TARGETS.items():
             mon.stop()

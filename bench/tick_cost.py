@@ -145,7 +145,7 @@ def main() -> None:
     result.details.update(
         gpus=n_gpu,
         nvml_status=mon.nvml.status,
-        torch_allocator_status=mon.torch.status,
+        torch_allocator_status=mon.allocator("torch").status,
         columns=len(mon.timeline.columns),
         tensors_held=len(held),
     )
@@ -162,8 +162,8 @@ def main() -> None:
         "slow": min(n_ticks, 500),
     }
     for mode, n in modes.items():
-        if mode == "allocator" and not mon.torch.active():
-            result.skip("ticks with allocator reads", mon.torch.status)
+        if mode == "allocator" and not mon.allocator("torch").active():
+            result.skip("ticks with allocator reads", mon.allocator("torch").status)
             continue
         gc.collect()
         wall, cpu = time_ticks(sampler, n, mode)
@@ -196,9 +196,11 @@ def main() -> None:
     row = [1.0] * len(mon.timeline.columns)
     components["timeline.append()"] = time_call(lambda: scratch.append(time.time(), row), 500)
     for device in mon.nvml.devices:
-        if device.cuda_index is not None and mon.torch.active():
+        if device.cuda_index is not None and mon.allocator("torch").active():
             index = device.cuda_index
-            components[f"torch.read({index})"] = time_call(partial(mon.torch.read, index), 500)
+            components[f"torch.read({index})"] = time_call(
+                partial(mon.allocator("torch").read, index), 500
+            )
     result.details["components_us"] = components
     for name, d in components.items():
         result.log(f"  {name}: median {d['median']:.1f} µs")

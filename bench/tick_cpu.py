@@ -225,7 +225,7 @@ def main() -> None:
     gpus = len(mon.nvml.devices)
     per = max(gpus, 1)
     result.details.update(
-        gpus=gpus, nvml=args.nvml, nvml_status=mon.nvml.status, torch=mon.torch.status,
+        gpus=gpus, nvml=args.nvml, nvml_status=mon.nvml.status, torch=mon.allocator("torch").status,
         meanwhile=where, wrapper_cost_us=wrapper_cost_us(),
     )  # fmt: skip
     result.log(f"{gpus} GPU(s) ({args.nvml} NVML: {mon.nvml.status}), {where}")

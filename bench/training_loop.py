@@ -497,7 +497,7 @@ def main() -> None:
         stopped_early=stopped_early,
         seed=SEED,
         gpus_seen_by_monitor=len(samplers["defaults"].mon.nvml.devices),
-        monitor_allocator_status=samplers["defaults"].mon.torch.status,
+        monitor_allocator_status=samplers["defaults"].mon.allocator("torch").status,
         arms=summary,
         round_seconds=times,
         round_orders=orders,

@@ -24,6 +24,13 @@ class _Parser(argparse.ArgumentParser):
         self.exit(USAGE_ERROR, f"{self.prog}: {message} ({self.prog} -h for help)\n")
 
 
+def _framework_labels() -> str:
+    """ "torch, JAX, CuPy": the framework plug-ins' labels, for the help."""
+    from ._sources.frameworks import frameworks
+
+    return ", ".join(f.label for f in frameworks())
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = _Parser(
         prog="python -m nbgpumon",
@@ -52,7 +59,7 @@ def main(argv: list[str] | None = None) -> int:
         help="serve GPU metrics for Prometheus, around a script or until Ctrl-C",
         description="Serve this process's GPU metrics for Prometheus at "
         "http://HOST:PORT/metrics. With SCRIPT, run it here as `python SCRIPT ARGS...` would, "
-        "so its own allocator (torch, JAX, CuPy) is exported too, and exit with its exit "
+        f"so its own allocator ({_framework_labels()}) is exported too, and exit with its exit "
         "code: torchrun --nproc-per-node 8 -m nbgpumon serve train.py --lr 3e-4. Each rank "
         "serves on PORT + LOCAL_RANK when LOCAL_RANK is set. Without SCRIPT, serve NVML's "
         "and the host's figures until Ctrl-C.",

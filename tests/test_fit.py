@@ -124,7 +124,7 @@ def cupy_gpu(monkeypatch):
     mon = Monitor(nvml_module=nvml)
     cupy = FakeCupy()
     monkeypatch.setitem(sys.modules, "cupy", cupy)
-    mon.cupy._contexts = FakeContexts({0})
+    mon.allocator("cupy")._contexts = FakeContexts({0})
     mon.config.cupy_peak_hook = True
     try:
         yield mon, cupy
@@ -187,7 +187,9 @@ def test_fit_arms_cupys_peak_hook_for_its_run_and_disarms_it_after(cupy_gpu):
         (n * MIB, True) for n in (16, 32, 48)
     ]
     assert result.fits["cupy"].ok
-    assert not mon.cupy.peak_resettable and not mon.cupy.hook_wanted  # as it was
+    assert (
+        not mon.allocator("cupy").peak_resettable and not mon.allocator("cupy").hook_wanted
+    )  # as it was
 
 
 def test_sampled_peaks_are_left_out_of_the_line_and_too_few_exact_ones_say_why():

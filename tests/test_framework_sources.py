@@ -149,7 +149,7 @@ def test_a_jax_cell_keeps_its_bytes_and_its_peak_is_exact_only_when_it_sets_a_hi
 def test_a_cupy_cell_gets_an_exact_peak_from_the_hook_on_its_thread(monkeypatch, monitor):
     cupy = FakeCupy()
     install(monkeypatch, {"cupy": cupy})
-    monitor.cupy._contexts = FakeContexts({0})
+    monitor.allocator("cupy")._contexts = FakeContexts({0})
     monitor.config.cupy_peak_hook = True
     cupy.malloc(0, GIB)  # before the cell: kept from earlier
     opened = monitor.ledger.begin("cell", "y = cp.ones(...)", 3)
@@ -172,7 +172,7 @@ def test_a_cupy_cell_gets_an_exact_peak_from_the_hook_on_its_thread(monkeypatch,
 def test_by_default_a_cupy_peak_is_sampled_and_no_hook_slows_its_allocations(monkeypatch, monitor):
     cupy = FakeCupy()
     install(monkeypatch, {"cupy": cupy})
-    monitor.cupy._contexts = FakeContexts({0})
+    monitor.allocator("cupy")._contexts = FakeContexts({0})
     opened = monitor.ledger.begin("cell", "t = cp.ones(...); del t", 5)
     cupy.malloc(0, 2 * GIB)
     cupy.free(0, 2 * GIB)
@@ -194,7 +194,7 @@ def test_torch_jax_and_cupy_in_one_cell_each_get_their_own_figures(monkeypatch, 
     gpu = FakeJaxDevice(0)
     cupy = FakeCupy()
     install(monkeypatch, {**fake_jax({"cuda": FakeJaxClient([gpu])}), "cupy": cupy})
-    monitor.cupy._contexts = FakeContexts({0})
+    monitor.allocator("cupy")._contexts = FakeContexts({0})
     opened = monitor.ledger.begin("cell", "both()", 4)
     gpu.use(GIB)
     cupy.malloc(0, 2 * GIB)
@@ -252,7 +252,7 @@ def test_with_several_frameworks_up_a_cell_shows_the_ones_it_changed_by_name(mon
     gpu = FakeJaxDevice(0)
     cupy = FakeCupy()
     install(monkeypatch, {**fake_jax({"cuda": FakeJaxClient([gpu])}), "cupy": cupy})
-    monitor.cupy._contexts = FakeContexts({0})
+    monitor.allocator("cupy")._contexts = FakeContexts({0})
     gpu.use(GIB)
     opened = monitor.ledger.begin("cell", "c = cp.random.rand(...)", 6)
     cupy.malloc(0, 4 * GIB)

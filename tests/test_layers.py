@@ -47,6 +47,21 @@ def test_the_package_keeps_its_layers():
         ("_session/session.py", "import IPython", "Only _ipython imports IPython"),
         ("_views/svg.py", "from .._sources import nvml", "Views read a session"),
         ("_views/widget.py", "from .._sampling import timeline", "Views read a session"),
+        (
+            "_sources/frameworks/jax/allocator.py",
+            "from ..cupy import allocator",
+            "Framework plug-ins are independent",
+        ),
+        (
+            "_ledger/outcome.py",
+            "from .._sources.frameworks.cupy import peaks",
+            "Only the frameworks registry imports a plug-in",
+        ),
+        (
+            "_sources/allocator_columns.py",
+            "from .frameworks.torch import allocator",
+            "Only the frameworks registry imports a plug-in",
+        ),
     ],
 )
 def test_a_wrong_import_breaks_a_contract(tmp_path, module, line, broken):

@@ -28,7 +28,7 @@ _OUTPUT_ALIAS = re.compile(r"^_\d+$")
 class MemoryNow:
     """This kernel's memory at one instant, for the before/after of a release."""
 
-    allocated: int | None  # torch allocator, all GPUs
+    allocated: int | None  # every framework's allocator, all GPUs
     reserved: int | None
     rss: int | None  # host
 

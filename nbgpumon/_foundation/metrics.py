@@ -9,7 +9,7 @@ in its source (docs/architecture.md, "Add a metric").
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, replace
 
 GAUGE = "gauge"  # a level: memory in use, utilization
@@ -89,12 +89,18 @@ _HOST: dict[str, Metric] = {}  # host.{name} columns don't name their source: un
 _NODE: dict[str, Metric] = {}
 _ORDER: dict[Metric, int] = {}
 _LABELS: dict[str, str] = {}  # source -> how its users write it ("JAX"); default: its name
+# export family -> source -> what that source's figure in it is (the exporter's HELP)
+_EXPORT_HELP: dict[str, dict[str, str]] = {}
 _entries: tuple[Metric, ...] = ()
 
 
-def register(group: str, *metrics: Metric, label: str = "") -> tuple[Metric, ...]:
+def register(
+    group: str, *metrics: Metric, label: str = "", export_help: Mapping[str, str] | None = None
+) -> tuple[Metric, ...]:
     """Declare ``metrics`` (one source's, in their display order) as read by a source of
-    ``group``, and ``label``, how users write that source ("JAX"); returns them as registered
+    ``group``, and ``label``, how users write that source ("JAX"), and ``export_help``, by
+    export family, what this source's figure in it is (the exporter's HELP names each source's
+    in a family several fill); returns them as registered
     (with ``group`` set). Registering the same metric
     again is a no-op, so a module imported twice (a reload) declares nothing twice; a different
     one under a name already taken is a ValueError."""
@@ -121,6 +127,10 @@ def register(group: str, *metrics: Metric, label: str = "") -> tuple[Metric, ...
         elif m.scope == "node":
             _NODE[m.name] = m
         out.append(m)
+    for export, text in (export_help or {}).items():
+        for m in metrics:
+            if m.export == export:
+                _EXPORT_HELP.setdefault(export, {})[m.source] = text
     _entries = tuple(m for g in GROUPS for m in _groups[g])
     _ORDER.clear()
     _ORDER.update((m, i) for i, m in enumerate(_entries))
@@ -246,6 +256,12 @@ EXPORT_PREFIX = "nbgpumon_"  # every exported family's name starts so
 def source_label(source: str) -> str:
     """``"JAX"`` for ``"jax"``: a source's name as its users spell it."""
     return _LABELS.get(source, source)
+
+
+def export_help(export: str) -> tuple[str, ...]:
+    """What each source that fills the export family ``export`` said of its figure there
+    (``register``'s ``export_help``), in registration order; () when none did."""
+    return tuple(_EXPORT_HELP.get(export, {}).values())
 
 
 def sources_in(group: str) -> tuple[str, ...]:

@@ -130,10 +130,7 @@ def _after_cell(mon: Monitor, record: CellRecord, error: BaseException | None) -
         return  # `exit` or `quit`: nothing to say about that cell
     if mon.ledger.reset_notice_due:
         mon.ledger.reset_notice_due = False
-        print(
-            "nbgpumon: torch's peak memory counters now restart at each cell, for exact "
-            "per-cell peaks (%config GPUMon.peak_mode = 'preserve' leaves them alone)"
-        )
+        print(f"nbgpumon: {mon.ledger.reset_notice}")  # in its plug-in's words
     if mon.config.summary:
         print(summary_line(record))
     if text:

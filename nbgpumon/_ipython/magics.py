@@ -150,9 +150,10 @@ class GPUMonMagics(Magics):
         parse_arguments(BY_NAME["profile"], rest)
         if not cell.strip():
             raise UsageError("%%gpumon profile needs code in the cell below it")
-        from .._views.profile import profile_cell
+        from .._session.profile_run import profile_cell
+        from .._views.profile import profile_result
 
-        display(profile_cell(self.shell, cell, int(rest[0]) if rest else 15))
+        display(profile_result(profile_cell(self.shell, cell, int(rest[0]) if rest else 15)))
 
     def _report(self, mon: Monitor, rest: list[str]) -> None:
         from .._views.report import report_widget

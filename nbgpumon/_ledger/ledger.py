@@ -33,6 +33,7 @@ from .._sampling.device_ask import NOT_ANSWERING, DeviceAsk
 from .._sampling.timeline import RunningStats, Timeline
 from .._sources.allocator_columns import read_by_cuda_index
 from .._sources.base import AllocatorSource, AllocatorStats
+from .._sources.frameworks import facts_of
 from .._sources.host import HostSource
 from .._sources.nvml import NvmlSource
 from .cell_source import SOURCE_BUDGET, BoundedSource, SourceTable, bound_source
@@ -102,6 +103,7 @@ class Ledger:
         self._stack: list[Measurement] = []
         self.marks: collections.deque[tuple[float, str]] = collections.deque(maxlen=capacity)
         self.reset_notice_due = False  # set once, the first time a framework's peak is reset
+        self.reset_notice = ""  # what its plug-in says of that first reset (Framework.reset_notice)
         self._reset_notice_given = False
 
     # -- reading --------------------------------------------------------------------------
@@ -273,8 +275,10 @@ class Ledger:
                 outer.carried_peak[key] = max(outer.carried_peak.get(key, 0), stats.peak_allocated)
         if source.reset_peak(cuda):
             opened.peak_reset.add(key)
-            if source.name == "torch" and not self._reset_notice_given:
-                self.reset_notice_due = self._reset_notice_given = True  # torch's API changes
+            notice = facts_of(source.name).reset_notice  # its users' own figures change
+            if notice and not self._reset_notice_given:
+                self.reset_notice, self.reset_notice_due = notice, True
+                self._reset_notice_given = True
 
     def _stop_tracking(self, opened: Measurement) -> dict[str, tuple[float, float] | None]:
         """What the running stats of ``opened`` saw, by column (None: no value); they stop."""

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from .._sources.frameworks import frameworks
+
 
 def first_line(source: str, width: int = 80) -> str:
     """The first non-blank line, stripped and cut to ``width`` characters."""
@@ -26,18 +28,19 @@ def classify_exception(exc: BaseException | None) -> tuple[str, str]:
 
 
 def is_out_of_memory(exc: BaseException) -> bool:
-    """torch's or CuPy's OutOfMemoryError, the older RuntimeError form, JAX's
-    RESOURCE_EXHAUSTED out-of-memory error, or a host MemoryError."""
+    """A host MemoryError, any exception class named ``OutOfMemoryError`` (torch's and
+    CuPy's), or what a framework plug-in says is its out-of-memory error (torch's older
+    RuntimeError form, JAX's RESOURCE_EXHAUSTED)."""
     if isinstance(exc, MemoryError) or type(exc).__name__ == "OutOfMemoryError":
         return True
-    text = str(exc)
-    if "RESOURCE_EXHAUSTED" in text and "memory" in text.lower():
-        return True  # JAX's XlaRuntimeError / JaxRuntimeError
-    return isinstance(exc, RuntimeError) and "out of memory" in text.lower()
+    return _a_framework_s(exc)
 
 
 def is_host_out_of_memory(exc: BaseException) -> bool:
-    """A host ``MemoryError`` (numpy's too): CuPy's OutOfMemoryError is a MemoryError too,
-    but of the GPU."""
-    module = type(exc).__module__ or ""
-    return isinstance(exc, MemoryError) and not module.startswith("cupy")
+    """A host ``MemoryError`` (numpy's too), not one a framework plug-in says is the GPU's
+    (CuPy's OutOfMemoryError is a MemoryError too)."""
+    return isinstance(exc, MemoryError) and not _a_framework_s(exc)
+
+
+def _a_framework_s(exc: BaseException) -> bool:
+    return any(plugin.is_out_of_memory(exc) for plugin in frameworks())

@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from .._sources.frameworks import frameworks
+
 
 def _delta(before: int | None, after: int | None) -> int | None:
     return None if before is None or after is None else after - before
@@ -203,13 +205,18 @@ def _device_from_dict(d: dict) -> DeviceUsage:
     fields = dict(d)
     given = fields.pop("frameworks", None)
     if given is None and fields.get("allocated_after") is not None:
-        # a recording from before per-framework figures: they were torch's
+        # a recording from before per-framework figures: they were one built-in's (torch's)
         given = [{
-            "framework": "torch", **{k: fields.get(k) for k in _FRAMEWORK_FIELDS},
+            "framework": unnamed_figures_owner(), **{k: fields.get(k) for k in _FRAMEWORK_FIELDS},
             "peak_exact": bool(fields.get("peak_exact")),
         }]  # fmt: skip
     frameworks = tuple(AllocatorUsage(**f) for f in given or ())
     return DeviceUsage(**fields, frameworks=frameworks)
+
+
+def unnamed_figures_owner() -> str:
+    """The framework whose figures a recording from before per-framework figures holds."""
+    return next((f.name for f in frameworks() if f.owns_unnamed_figures), "")
 
 
 _FRAMEWORK_FIELDS = (

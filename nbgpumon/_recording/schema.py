@@ -23,6 +23,7 @@ import sqlite3
 from collections.abc import Sequence
 
 from .._foundation.metrics import metric_of
+from .._ledger.records import unnamed_figures_owner
 
 SCHEMA_VERSION = 4
 BUCKETS_SINCE = 3  # the first schema version whose sessions may have sample_buckets rows
@@ -57,7 +58,8 @@ V1_SOURCES = {
          "power_limit", "sm_clock", "pcie_tx", "pcie_rx"),
         "nvml",
     ),
-    **dict.fromkeys(("allocated", "reserved", "active", "inactive_split"), "torch"),
+    # the one framework measured then (its plug-in says it owns such figures)
+    **dict.fromkeys(("allocated", "reserved", "active", "inactive_split"), unnamed_figures_owner()),
 }  # fmt: skip
 
 

@@ -11,6 +11,7 @@ from traitlets.config import Config, Configurable
 
 from .._ledger.ledger import PEAK_MODES
 from .._sampling.sampler import MAX_INTERVAL, MIN_INTERVAL
+from .._sources.frameworks import frameworks, plugin_settings
 
 _INTERVAL_SAYS = f"must be between {MIN_INTERVAL} and {MAX_INTERVAL:g} seconds"
 _INTERVAL_EXAMPLE = "; e.g. %config GPUMon.{name} = 0.25"
@@ -51,9 +52,9 @@ class GPUMon(Configurable):
     )
     allocator_interval = Float(
         0.5,
-        help="Seconds between reads of the frameworks' allocator stats (torch, JAX, CuPy) "
-        "for the timeline (6-26 µs a framework and GPU on an H200; cell boundaries always read "
-        "them).",
+        help="Seconds between reads of the frameworks' allocator stats "
+        f"({', '.join(f.label for f in frameworks())}) for the timeline (6-26 µs a framework "
+        "and GPU on an H200; cell boundaries always read them).",
     ).tag(config=True)
     detail_interval = Float(
         1.0,
@@ -66,17 +67,18 @@ class GPUMon(Configurable):
     peak_mode = Enum(
         PEAK_MODES,
         "reset",
-        help="'reset': restart torch's peak counters (and the peak-RSS mark) at each cell "
-        "so every cell's peak is exact; torch.cuda.max_memory_allocated() then counts from "
-        "the current cell's start. 'preserve': never touch them; a cell's peak is exact only "
-        "when it set a new process-wide high, otherwise a sampled lower bound.",
+        help="'reset': restart the frameworks' peak counters that can be restarted (and the "
+        "peak-RSS mark) at each cell so every cell's peak is exact; a framework's own peak "
+        "figure then counts from the current cell's start. 'preserve': never touch them; a "
+        "cell's peak is exact only when it set a new process-wide high, otherwise a sampled "
+        "lower bound.",
     ).tag(config=True)
     summary = Bool(False, help="Print a one-line summary after every cell.").tag(config=True)
     history = Int(10_000, help="Ledger records kept (oldest dropped first).").tag(config=True)
     leak_threshold = Int(
         64 * 2**20,
-        help="Bytes a cell must keep (torch allocator, else host memory) before its ledger "
-        "entry names who holds them, e.g. %config GPUMon.leak_threshold = 256 * 2**20; "
+        help="Bytes a cell must keep (the frameworks' allocators, else host memory) before "
+        "its ledger entry names who holds them, e.g. %config GPUMon.leak_threshold = 256 * 2**20; "
         "0 turns it off.",
     ).tag(config=True)
     record_path = Unicode(
@@ -93,18 +95,17 @@ class GPUMon(Configurable):
     nvtx = Bool(
         False,
         help="An NVTX range around each cell ([N] first line) and each track() region "
-        "([N] label) once torch has initialised CUDA, so that an Nsight Systems capture is "
-        "labelled by cell. Same as %gpumon nvtx on|off.",
+        "([N] label) once the framework that pushes them has initialised CUDA, so that an "
+        "Nsight Systems capture is labelled by cell. Same as %gpumon nvtx on|off.",
     ).tag(config=True)
     oom_report = Bool(
         True, help="Print a post-mortem under a cell that runs out of GPU memory."
     ).tag(config=True)
-    cupy_peak_hook = Bool(
-        False,
-        help="Exact per-cell CuPy peaks from a CuPy memory hook on the kernel's thread; it "
-        "costs about 2.3-2.6 µs per CuPy allocation (measured on an H200), which doubles the cost "
-        "of a pooled allocation. Off: CuPy peaks are sampled lower bounds (≥).",
-    ).tag(config=True)
+    # each framework plug-in's own settings (GPUMon.cupy_peak_hook is CuPy's), declared where
+    # it declared them; a plug-in registered after this import has none
+    vars().update(
+        {s.name: Bool(s.default, help=s.help).tag(config=True) for _, s in plugin_settings()}
+    )
 
     prometheus_url = Unicode(
         "",

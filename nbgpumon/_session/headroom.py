@@ -13,15 +13,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from .._foundation.units import format_bytes
+from .._sources.frameworks import facts_of
 
 if TYPE_CHECKING:
     from .session import Session
-
-_CAP_NAMES = {
-    "torch": "torch.cuda.set_per_process_memory_fraction",
-    "jax": "JAX's pool limit",
-    "cupy": "CuPy's pool limit",
-}
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,11 +46,9 @@ def headroom(session: Session, framework: str | None, cuda: int | None) -> Headr
     idle = max(0, stats.reserved - stats.allocated)
     room = free + idle
     note = f"free {format_bytes(free)} + cache {format_bytes(idle)}"
-    cap = session.torch.memory_cap(cuda) if framework == "torch" else stats.limit
+    plugin = facts_of(framework)  # its cap, and what the cap is called
+    cap = plugin.memory_cap(source, stats, cuda)  # type: ignore[arg-type]
     if cap is not None and cap - stats.allocated < room:
         room = max(0, cap - stats.allocated)
-        note = (
-            f"{_CAP_NAMES.get(framework, 'its cap')} {format_bytes(cap)} "
-            f"- allocated {format_bytes(stats.allocated)}"
-        )
+        note = f"{plugin.cap_name} {format_bytes(cap)} - allocated {format_bytes(stats.allocated)}"
     return Headroom(room, note)

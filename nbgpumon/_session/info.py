@@ -8,6 +8,7 @@ import sys
 from typing import Any
 
 from .._foundation.version import __version__
+from .._sources.frameworks import frameworks
 from .._sources.nvml import NvmlSource
 
 
@@ -16,7 +17,7 @@ def session_info(nvml: NvmlSource) -> dict[str, Any]:
     import platform  # when a recording starts, not on the load's path
 
     versions = {"nbgpumon": __version__, "python": platform.python_version()}
-    for name in ("IPython", "torch"):
+    for name in ("IPython", *(f.module for f in frameworks())):
         module = sys.modules.get(name)
         if module is not None:
             versions[name.lower()] = str(getattr(module, "__version__", "?"))

@@ -25,8 +25,8 @@ from .._sampling.node_timeline import NodeTimeline
 from .._sampling.sampler import PREPARE_WAIT, Sampler, timeline_columns
 from .._sampling.timeline import Timeline
 from .._sources.allocator_columns import AllocatorColumns
-from .._sources.base import ALLOCATOR, DETAIL, SLOW
-from .._sources.frameworks import frameworks
+from .._sources.base import ALLOCATOR, DETAIL, SLOW, AllocatorSource
+from .._sources.frameworks import frameworks, plugin_settings
 from .._sources.host import HostSource
 from .._sources.nvml import GpuProcess, NvmlSource
 from .cluster_control import CLUSTER_WAIT, ClusterControl
@@ -54,9 +54,12 @@ TRACE_MIN_BYTES = 2**20  # traced lines smaller than this are not shown
 TRACE_LINES = 5  # traced lines printed under a cell (the record keeps them all)
 _LIVE_SETTINGS = [
     "interval", "allocator_interval", "detail_interval", "slow_interval", "peak_mode",
-    "record_path", "cupy_peak_hook", "prometheus_url", "prometheus_match", "cluster_interval",
+    "record_path", "prometheus_url", "prometheus_match", "cluster_interval",
     "cluster_timeout", "cluster_host_label", "nvtx",
+    *(setting.name for _, setting in plugin_settings()),  # the plug-ins' own (cupy_peak_hook)
 ]  # fmt: skip
+# a plug-in's own setting -> (its plug-in's name, the setting): passed on to its source
+_PLUGIN_SETTINGS = {setting.name: (plugin.name, setting) for plugin, setting in plugin_settings()}
 FIRST_SAMPLE_WAIT = 2.0  # seconds a snapshot or a new exporter waits for the first sample
 # Seconds %load_ext waits for NVML to start and list its GPUs (a healthy driver: ~10 ms); past
 # it the session goes on without GPUs and the start carries on in the background.
@@ -90,10 +93,8 @@ class Session:
         self.nvml, self.nvml_ask, self._late_nvml = open_nvml(nvml_module)
         # each framework's own view, one allocator source per registered plug-in
         self.allocators = tuple(f.new_allocator(len(self.nvml.devices)) for f in frameworks())
-        by_name = {allocator.name: allocator for allocator in self.allocators}
-        # (until the layers above ask the plug-ins: the built-ins by name)
-        self.torch, self.jax, self.cupy = by_name["torch"], by_name["jax"], by_name["cupy"]
-        self.cupy.hook_wanted = self.config.cupy_peak_hook
+        for name, (plugin, setting) in _PLUGIN_SETTINGS.items():
+            setting.apply(self.allocator(plugin), getattr(self.config, name))  # type: ignore[arg-type]
         self.host = HostSource()
         # The timeline's sources, in column order; a new source is one more entry here.
         sources = [
@@ -173,10 +174,9 @@ class Session:
             self.sampler.intervals[SLOW] = value
         elif name == "peak_mode":
             self.ledger.peak_mode = value
-        elif name == "cupy_peak_hook":
-            self.cupy.hook_wanted = value  # armed when the next cell begins
-            if not value:
-                self.cupy.close()
+        elif name in _PLUGIN_SETTINGS:
+            plugin, setting = _PLUGIN_SETTINGS[name]
+            setting.apply(self.allocator(plugin), value)  # type: ignore[arg-type]
         elif name in CLUSTER_SETTINGS:
             try:
                 line = self._cluster.setting_changed(name, change["old"])
@@ -229,7 +229,10 @@ class Session:
         self.config.unobserve(self._config_changed, names=_LIVE_SETTINGS)
         self._cluster.stop()
         self.nvtx_ranges.close()
-        self.cupy.close()
+        for allocator in self.allocators:
+            close = getattr(allocator, "close", None)  # optional: a source with hooks to undo
+            if close is not None:
+                close()
         if stopped and not self.nvml.asking_since:
             self.nvml.close()
         else:  # a thread is still in NVML: shutting it down under that call is no fix; once
@@ -566,8 +569,12 @@ class Session:
     def _region_ended(self, record: CellRecord) -> None:
         self._recording.add_cell(record)
 
+    def allocator(self, name: str) -> AllocatorSource | None:
+        """The allocator source of the framework plug-in ``name`` ("torch"); None for none."""
+        return next((a for a in self.allocators if a.name == name), None)
+
     def gpu_framework_active(self) -> bool:
-        """True once torch, JAX or CuPy has the GPU up in this kernel."""
+        """True once a framework plug-in's allocator has the GPU up in this kernel."""
         return any(source.active() for source in self.allocators)
 
     # -- helpers for the holder views --------------------------------------------------------

@@ -27,7 +27,7 @@ from .._ledger.peak_fit import (
     fit_line,
     predict,
 )
-from .exact_peaks import cupy_peak_hook, why_sampled
+from .exact_peaks import exact_peaks, why_sampled
 from .headroom import Headroom, headroom
 
 if TYPE_CHECKING:
@@ -112,7 +112,7 @@ def run_fit(
     warmed = None
     rows: list[tuple[int, CellRecord]] = []
     ran_out: tuple[int, str] | None = None
-    with cupy_peak_hook(session):
+    with exact_peaks(session):
         if warmup:
             warmed = order[0]
             error = _call(step, warmed)  # compiles, builds workspaces and gradients: unmeasured

@@ -9,6 +9,7 @@ from typing import Any
 from .._foundation.gpu_names import cuda_label, gpu_key, hidden_gpus
 from .._foundation.units import format_bytes
 from .._sources.base import STEADY_PERIOD, AllocatorSource, AllocatorStats
+from .._sources.frameworks import facts_of, frameworks
 from .data import Status
 
 Session = Any  # the live Session (session.py imports this module: no import back)
@@ -63,7 +64,7 @@ def _line(mon: Session, state: str, reads: Reads) -> str:
         )
     for source in mon.allocators:
         state = _framework_state(mon, source, reads)
-        if source.name == "torch" or state != "not imported":
+        if facts_of(source.name).listed_before_import or state != "not imported":
             parts.append(f"{source.label}: {state}")
     if mon.sampler.error:
         parts.append(f"error: {mon.sampler.error}")
@@ -172,22 +173,25 @@ def status_lines(mon: Session, reads: Reads | None = None) -> list[str]:
     lines.append("allocators (each framework's own view of this kernel's GPU memory):")
     for source in mon.allocators:
         lines.append(f"  {source.label}: {_framework_state(mon, source, reads, detail=True)}")
-    lines.append(f"allocation tracing {mon.tracing} (torch's memory history)")
+    traced = [f.traced_as for f in frameworks() if f.traced_as]
+    lines.append(
+        f"allocation tracing {mon.tracing}" + (f" ({', '.join(traced)})" if traced else "")
+    )
     lines.append(f"NVTX cell ranges {mon.nvtx_ranges.state}")
     lines.append(
         f"host: {mon.host.status}; per-cell host peak "
         f"{'exact (VmHWM)' if mon.host.can_reset_peak else 'sampled'}"
     )
-    if cfg.peak_mode == "reset":
+    if cfg.peak_mode == "reset":  # what it does to the counters a framework's users read
+        means = "".join(f"; {f.reset_means}" for f in frameworks() if f.reset_means)
         lines.append(
-            "peaks: reset per cell (exact); torch.cuda.max_memory_allocated() counts "
-            "from the current cell's start; %config GPUMon.peak_mode = 'preserve' "
+            f"peaks: reset per cell (exact){means}; %config GPUMon.peak_mode = 'preserve' "
             "keeps it global"
         )
     else:
+        means = "".join(f"{f.preserve_means}; " for f in frameworks() if f.preserve_means)
         lines.append(
-            "peaks: preserve (torch's counters untouched; a cell's peak is exact "
-            "only when it sets a new high)"
+            f"peaks: preserve ({means}a cell's peak is exact only when it sets a new high)"
         )
     lines.append(f"recording: {mon.recording or 'off (%gpumon record PATH starts one)'}")
     if mon.exporter_line:
@@ -197,14 +201,6 @@ def status_lines(mon: Session, reads: Reads | None = None) -> list[str]:
         f"{len(mon.ledger.records())} records in the ledger"
     )
     return lines
-
-
-_PEAKS = {
-    "torch": "per-cell peaks exact (torch's counter, reset at each cell)",
-    "jax": "per-cell peaks exact when a cell sets a new high, else sampled (≥): JAX's peak "
-    "can't be reset",
-    "cupy": "per-cell peaks exact for the kernel's thread (CuPy memory hook), else sampled (≥)",
-}
 
 
 def _framework_state(
@@ -222,12 +218,5 @@ def _framework_state(
         + (f" (limit {format_bytes(s.limit)})" if s.limit else "")
         for i, s in sorted(stats.items())
     ]
-    peaks = _PEAKS.get(source.name, "")
-    if source.name == "cupy" and not source.peak_resettable:
-        peaks = (
-            "per-cell peaks sampled (≥); %config GPUMon.cupy_peak_hook = True makes them "
-            "exact (about 2.3-2.6 µs per CuPy allocation)"
-        )
-    if source.name == "torch" and mon.config.peak_mode != "reset":
-        peaks = "per-cell peaks exact when a cell sets a new high (peak_mode 'preserve')"
+    peaks = facts_of(source.name).peak_note(source, mon.config.peak_mode)
     return f"active: {'; '.join(devices) or 'no device read'}; {peaks}"

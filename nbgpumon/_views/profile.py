@@ -6,10 +6,9 @@ from __future__ import annotations
 
 import html
 from dataclasses import dataclass
-from typing import Any
 
 from .._foundation.units import format_bytes
-from .._session import profile_run
+from .._session.profile_run import ProfiledCell
 
 _COLUMNS = (
     ("self_cuda_memory", "self CUDA mem"),
@@ -70,10 +69,9 @@ class ProfileResult:
         return text + (f"{self.note}\n" if self.note else "")
 
 
-def profile_cell(shell: Any, source: str, top: int = 15) -> ProfileResult:
-    """Run ``source`` in ``shell`` under a framework's profiler (see
-    :func:`nbgpumon._session.profile_run.profile_cell`) and draw its top ``top`` operators."""
-    found = profile_run.profile_cell(shell, source, top)
+def profile_result(found: ProfiledCell) -> ProfileResult:
+    """A profiled cell (:func:`nbgpumon._session.profile_run.profile_cell`) drawn: its top
+    operators as a table and HTML."""
     return ProfileResult(found.table, found.rows, found.sort_by, found.note)
 
 

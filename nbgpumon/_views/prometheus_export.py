@@ -24,7 +24,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.exposition import generate_latest
 from prometheus_client.registry import CollectorRegistry
 
-from .._foundation.metrics import EXPORT_PREFIX, FRAMEWORK, registry, source_label
+from .._foundation.metrics import EXPORT_PREFIX, FRAMEWORK, export_help, registry, source_label
 from .._foundation.metrics import Metric as RegistryMetric
 from .._foundation.version import __version__
 from .._ledger.records import CellRecord
@@ -59,21 +59,27 @@ _HELP = {
     "framework allocator",
     "allocator_reserved_bytes": "Bytes this process's framework allocator holds from the "
     "driver (its cache or pool)",
-    "allocator_active_bytes": "torch allocator: bytes in active blocks",
-    "allocator_inactive_split_bytes": "torch allocator: reserved bytes unusable for large "
-    "requests (fragmentation)",
-    "allocator_peak_bytes": "The allocator's peak counter: torch's since the running cell "
-    "began (peak_mode reset), JAX's since the process started, CuPy's with its peak hook",
     "host_rss_bytes": "This process's resident memory, bytes",
     "host_memory_used_bytes": "The machine's used memory, bytes",
     "host_memory_available_bytes": "The machine's available memory, bytes",
 }
 
 
+# A family that several frameworks fill: its HELP is this, then what each one's plug-in says of
+# its own figure (register's export_help), in their order.
+_LEADS = {"allocator_peak_bytes": "The allocator's peak counter: "}
+
+
 def _help(m: RegistryMetric) -> str:
-    """A family's HELP: written out above, or made from the registry's label and unit."""
+    """A family's HELP: written out above, what the plug-ins that fill it said of it, or made
+    from the registry's label and unit."""
+    if m.export in _HELP:
+        return _HELP[m.export]
+    said = export_help(m.export)
+    if said:
+        return _LEADS.get(m.export, "") + ", ".join(said)
     unit = _BASE_UNIT.get(m.unit, m.unit)
-    return _HELP.get(m.export) or f"{m.label} ({source_label(m.source)}), {unit}"
+    return f"{m.label} ({source_label(m.source)}), {unit}"
 
 
 class SessionCollector:

@@ -3,7 +3,15 @@ its metrics and itself when imported. See :mod:`.plugin`."""
 
 from __future__ import annotations
 
-from .plugin import Framework, framework, frameworks, register_framework
+from .plugin import (
+    Framework,
+    Setting,
+    facts_of,
+    framework,
+    frameworks,
+    plugin_settings,
+    register_framework,
+)
 
 # isort: off
 # The built-ins, imported for their registrations: this order is their display order.
@@ -13,5 +21,13 @@ from . import cupy as _cupy
 
 # isort: on
 
-__all__ = ["Framework", "framework", "frameworks", "register_framework"]
+__all__ = [
+    "Framework",
+    "Setting",
+    "facts_of",
+    "framework",
+    "frameworks",
+    "plugin_settings",
+    "register_framework",
+]  # fmt: skip
 del _torch, _jax, _cupy

@@ -11,15 +11,43 @@ A plug-in never imports its framework: it reads ``sys.modules`` once the user ha
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 
-from ..base import AllocatorSource
+from ..base import AllocatorSource, AllocatorStats
 from .advice import PoolAdvice, PrecisionAdvice
 from .cell_profiler import CellProfiler
 from .holder_walk import HolderKinds
 from .memory_history import MemoryHistory
 from .nvtx_marks import NvtxMarks
 from .out_of_memory import OutOfMemory
+
+
+@dataclass(frozen=True, slots=True)
+class Setting:
+    """A ``GPUMon`` setting a plug-in declares for itself (``GPUMon.cupy_peak_hook``): a boolean
+    trait of that name, whose value the session passes on to the plug-in's allocator source."""
+
+    name: str  # the trait's name, as users write it: %config GPUMon.<name> = True
+    default: bool
+    help: str  # what %config GPUMon says of it
+    apply: Callable[[AllocatorSource, bool], None]  # the source told of a new value (main thread)
+
+
+def _no_peak_note(source: AllocatorSource, peak_mode: str) -> str:
+    return ""
+
+
+def _no_reason(peak_mode: str) -> str:
+    return ""
+
+
+def _pool_limit(source: AllocatorSource, stats: AllocatorStats, cuda_index: int) -> int | None:
+    return stats.limit  # the cap its allocator reports with its figures
+
+
+def _claims_none(exc: BaseException) -> bool:
+    return False
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,6 +59,34 @@ class Framework:
     module: str  # the top-level module whose presence in sys.modules says the user imported it
     # its allocator source for a session; the argument: how many devices NVML lists
     new_allocator: Callable[[int], AllocatorSource]
+
+    # the ledger's, status's and headroom's
+    # status's line names it even while it is not imported ("torch: not imported")
+    listed_before_import: bool = False
+    # status: how exact its per-cell peaks are now, given its source and GPUMon.peak_mode
+    peak_note: Callable[[AllocatorSource, str], str] = _no_peak_note
+    # status's peaks line: what peak_mode "reset" and "preserve" do to its own counter ("": no
+    # counter of its that peak_mode touches)
+    reset_means: str = ""
+    preserve_means: str = ""
+    # status's tracing line: what allocation tracing records of it ("": it records nothing)
+    traced_as: str = ""
+    # the ledger's notice, once, the first time it resets this framework's peak counter: what
+    # changes for its users' own calls ("": reset silently)
+    reset_notice: str = ""
+    # fit: why its peaks were sampled lower bounds, given peak_mode ("": the generic reason)
+    why_sampled: Callable[[str], str] = _no_reason
+    # fit: a block in which its peaks are exact (CuPy's hook armed for it); None: nothing to do
+    exact_peaks: Callable[[AllocatorSource], AbstractContextManager[None]] | None = None
+    # headroom: the most it may hold on a CUDA device now (None: no cap), and the cap's name
+    memory_cap: Callable[[AllocatorSource, AllocatorStats, int], int | None] = _pool_limit
+    cap_name: str = "its cap"
+    # the ledger's outcome: whether an exception is its out-of-memory error on the GPU
+    is_out_of_memory: Callable[[BaseException], bool] = _claims_none
+    # records: a recording from before per-framework figures holds its figures (one built-in)
+    owns_unnamed_figures: bool = False
+    # its own GPUMon settings (config declares them, the session passes them on)
+    settings: tuple[Setting, ...] = ()
 
     # forensics (and analysis): what the holder scan, tracing, NVTX, the post-mortem, the
     # profiler and the advisor ask it; each optional
@@ -65,3 +121,19 @@ def frameworks() -> tuple[Framework, ...]:
 def framework(name: str) -> Framework | None:
     """The plug-in registered as ``name``; None for none."""
     return _plugins.get(name)
+
+
+def facts_of(name: str) -> Framework:
+    """The plug-in of the allocator source named ``name``; for a name no plug-in has, one that
+    says nothing (every optional field at its default), so a caller need not check."""
+    found = _plugins.get(name)
+    return found if found is not None else Framework(name, name, name, _no_allocator)
+
+
+def _no_allocator(devices: int) -> AllocatorSource:
+    raise LookupError("no framework plug-in of this name is registered")
+
+
+def plugin_settings() -> tuple[tuple[Framework, Setting], ...]:
+    """Every registered plug-in's own settings, with their plug-in."""
+    return tuple((f, s) for f in _plugins.values() for s in f.settings)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..plugin import Framework, register_framework
-from . import holders
+from . import holders, peaks
 from .advice import POOL_CACHE
 from .allocator import CupyAllocatorSource
 from .metrics import LABEL
@@ -15,6 +15,14 @@ PLUGIN = register_framework(
         label=LABEL,
         module="cupy",
         new_allocator=lambda devices: CupyAllocatorSource(max_devices=devices),
+        # the ledger's, status's and headroom's
+        peak_note=peaks.peak_note,
+        why_sampled=peaks.why_sampled,
+        exact_peaks=peaks.hook_armed,
+        cap_name="CuPy's pool limit",
+        is_out_of_memory=peaks.is_out_of_memory,
+        settings=(peaks.PEAK_HOOK,),
+        # forensics
         holder_kinds=holders.holder_kinds,
         oom=OOM,
         pool_advice=(POOL_CACHE,),

@@ -17,5 +17,6 @@ METRICS = register(
     # a peak only with GPUMon.cupy_peak_hook (a memory hook on the kernel's thread)
     Metric("cupy", "peak", "bytes", "memory", "peak (CuPy)", export="allocator_peak_bytes"),
     label=LABEL,
+    export_help={"allocator_peak_bytes": "CuPy's with its peak hook"},
 )
 # fmt: on

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..plugin import Framework, register_framework
-from . import holders
+from . import holders, peaks
 from .advice import PREALLOCATION
 from .allocator import JaxAllocatorSource
 from .metrics import LABEL
@@ -15,6 +15,12 @@ PLUGIN = register_framework(
         label=LABEL,
         module="jax",
         new_allocator=lambda devices: JaxAllocatorSource(),
+        # the ledger's, status's and headroom's
+        peak_note=peaks.peak_note,
+        why_sampled=peaks.why_sampled,
+        cap_name="JAX's pool limit",
+        is_out_of_memory=peaks.is_out_of_memory,
+        # forensics
         holder_kinds=holders.holder_kinds,
         oom=OOM,
         pool_advice=(PREALLOCATION,),

@@ -17,5 +17,6 @@ METRICS = register(
     # its peak counts from the process's start: it cannot be reset
     Metric("jax", "peak", "bytes", "memory", "peak (JAX)", export="allocator_peak_bytes"),
     label=LABEL,
+    export_help={"allocator_peak_bytes": "JAX's since the process started"},
 )
 # fmt: on

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..plugin import Framework, register_framework
-from . import holders
+from . import holders, peaks
 from .advice import FRAGMENTATION, PRECISION
 from .allocator import TorchAllocatorSource
 from .history import TorchMemoryHistory
@@ -18,6 +18,19 @@ PLUGIN = register_framework(
         label=LABEL,
         module="torch",
         new_allocator=lambda devices: TorchAllocatorSource(),
+        # the ledger's, status's and headroom's
+        listed_before_import=True,
+        peak_note=peaks.peak_note,
+        reset_means=peaks.RESET_MEANS,
+        preserve_means=peaks.PRESERVE_MEANS,
+        traced_as=peaks.TRACED_AS,
+        reset_notice=peaks.RESET_NOTICE,
+        why_sampled=peaks.why_sampled,
+        memory_cap=peaks.memory_cap,
+        cap_name=peaks.CAP_NAME,
+        is_out_of_memory=peaks.is_out_of_memory,
+        owns_unnamed_figures=True,  # nbgpumon measured torch alone before JAX and CuPy came
+        # forensics
         holder_kinds=holders.holder_kinds,
         oom=OOM,
         memory_history=TorchMemoryHistory(),

@@ -21,5 +21,11 @@ METRICS = register(
     # restarts at each cell in peak_mode "reset"
     Metric("torch", "peak", "bytes", "memory", "peak (torch)", export="allocator_peak_bytes"),
     label=LABEL,
+    export_help={
+        "allocator_active_bytes": "torch allocator: bytes in active blocks",
+        "allocator_inactive_split_bytes": "torch allocator: reserved bytes unusable for large "
+        "requests (fragmentation)",
+        "allocator_peak_bytes": "torch's since the running cell began (peak_mode reset)",
+    },
 )
 # fmt: on
