@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from .._foundation.units import format_bytes
 
 if TYPE_CHECKING:
-    from .._sources.nvml import GpuProcess
+    from .._sources.devices.protocol import GpuProcess
 
 MAX_DEPTH = 8  # containers nested deeper than this are not followed
 CHECK_EVERY = 256  # objects between looks at the clock
@@ -463,5 +463,5 @@ def holders_lines(scan: HolderScan, limit: int = 20) -> list[str]:
     for p in scan.processes:
         who = "this kernel" if p.is_this_kernel else p.name
         pid = "PID ?" if p.pid is None else f"PID {p.pid}"
-        lines.append(f"  process on gpu{p.nvml_index}: {pid} {who} {format_bytes(p.used_memory)}")
+        lines.append(f"  process on gpu{p.index}: {pid} {who} {format_bytes(p.used_memory)}")
     return lines

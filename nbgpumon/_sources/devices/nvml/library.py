@@ -18,7 +18,7 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
-from .nvml_held_calls import (
+from .held_calls import (
     SLOW_CALL_NS,
     DeviceReads,
     fast_tick_functions,
