@@ -135,7 +135,8 @@ def main() -> None:
         mon.sampler.remote = source
         off, on = stats.describe(samples["off"]), stats.describe(samples["on"])
         result.add(
-            f"tick, cluster source off ({len(mon.device_source.devices)} local GPUs)", off["median"], "µs",
+            f"tick, cluster source off ({len(mon.device_source.devices)} local GPUs)",
+            off["median"], "µs",
             note=f"p99 {off['p99']:.1f} µs",
         )  # fmt: skip
         result.add(

@@ -180,7 +180,7 @@ def test_in_a_kernel_status_names_the_unsupported_metric():
         [
             "%load_ext nbgpumon",
             "import nbgpumon, time\nmon, deadline = nbgpumon.monitor(), time.monotonic() + 60\n"
-            "while not mon.device_source.library.disabled_metrics() and time.monotonic() < deadline:\n"
+            "while not mon.device_source.disabled_reads() and time.monotonic() < deadline:\n"
             "    time.sleep(0.05)",  # the first detail read finds it out
             "%gpumon status",
         ],
