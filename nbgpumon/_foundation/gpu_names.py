@@ -42,7 +42,7 @@ def gpu_short_label(index: int, cuda_index: int | None) -> str:
     return f"gpu{index} ({cuda_label(cuda_index)})"
 
 
-def hidden_gpus(nvml_indices: Iterable[int]) -> str:
+def hidden_gpus(indices: Iterable[int]) -> str:
     """``gpu0, gpu2 not visible to this kernel`` for the GPUs hidden from it; "" for none."""
-    names = [f"gpu{i}" for i in nvml_indices]
+    names = [f"gpu{i}" for i in indices]
     return f"{', '.join(names)} {NOT_VISIBLE}" if names else ""

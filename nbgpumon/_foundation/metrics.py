@@ -171,6 +171,13 @@ def source_label(source: str) -> str:
     return _LABELS.get(source, source)
 
 
+def device_label() -> str:
+    """How users write the default device source ("NVML": the first registered in the DEVICE
+    group), for words about the device's own figures; "" when none is registered."""
+    devices = sources_in(DEVICE)
+    return source_label(devices[0]) if devices else ""
+
+
 def sources_in(group: str) -> tuple[str, ...]:
     """The sources whose metrics ``group`` holds, in registration order (FRAMEWORK: the
     framework plug-ins registered so far)."""

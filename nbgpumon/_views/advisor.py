@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .._foundation.metrics import metric
+from .._foundation.metrics import device_of, device_role, metric
 from .._foundation.units import format_bytes, format_percent, format_seconds
 from .._ledger.records import CellRecord
 from .._session.data import SessionData
@@ -49,6 +49,13 @@ class Evidence:
     gpus: list[tuple[int, str]]  # (nvml index, name)
     alloc_retries: dict[int, int] = field(default_factory=dict)  # live only: by NVML index
     fp32_modules: list[str] | None = None  # live only: modules with float32 parameters
+
+    def device_column(self, role: str, device: int) -> np.ndarray | None:
+        """The device source's ``role`` column ("mem_used") of GPU ``device``, if sampled."""
+        for name in self.columns:
+            if device_of(name) == device and device_role(name) == role:
+                return self.column(name)
+        return None
 
     def column(self, name: str) -> np.ndarray | None:
         try:
@@ -135,10 +142,7 @@ def input_pipeline(ev: Evidence) -> list[Hint]:
 def memory_limit(ev: Evidence) -> list[Hint]:
     hints = []
     for index, name in ev.gpus:
-        used, total = (
-            ev.column(metric("nvml", "mem_used").column(index)),
-            ev.column(metric("nvml", "mem_total").column(index)),
-        )
+        used, total = ev.device_column("mem_used", index), ev.device_column("mem_total", index)
         if used is None or total is None:
             continue
         share = used / total
