@@ -131,12 +131,15 @@ class SessionCollector:
         gpu_names = MIG_LABELS if any(d.mig for d in devices) else GPU_LABELS
         gpu_labels = [_gpu_labels(d, host, gpu_names) for d in devices]
         whole_gpu = [_gpu_labels(d, host, gpu_names, instance=False) for d in devices]
+        columns = set(self.data.columns)
         for m in registry():
             if not m.export or m.scope not in ("gpu", "host"):
                 continue
             if m.scope == "host":
                 self._add(families, m, [host], latest.get(m.column()), ("Hostname",))
                 continue
+            if devices and m.column(devices[0].index) not in columns:
+                continue  # another source's (a device source this session does not read)
             allocator = m.group == FRAMEWORK
             names = (*gpu_names, "framework") if allocator else gpu_names
             if allocator and self.rank is not None:
