@@ -12,7 +12,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+from nbgpumon._api.monitor import Monitor
 from nbgpumon._foundation.metrics import sources_in
+from nbgpumon._sources.devices.protocol import DeviceSource
+
+from notebook_runner import fake_pynvml
 
 TESTS = Path(__file__).resolve().parent
 GIB = 2**30
@@ -24,10 +28,12 @@ import nbgpumon
 from nbgpumon._api.monitor import Monitor
 from nbgpumon._foundation.metrics import describe_columns
 from nbgpumon._views.panels import chart_panels
+from nbgpumon._sources.devices.protocol import DeviceSource
 from nbgpumon._views.prometheus_export import SessionCollector
 
 mon = Monitor(devices=toy_device.ToyDevices)
 toy = mon.device_source
+assert isinstance(toy, DeviceSource), "the toy does not implement the protocol"
 mon.start()
 assert mon.wait_for_samples(), "no sample"
 recorded = mon.record(sys.argv[1])
@@ -93,3 +99,12 @@ def test_a_toy_device_source_is_found_everywhere_the_device_is(tmp_path):
 
 def test_this_process_registers_no_toy_metric():
     assert "toy" not in sources_in("device")
+
+
+def test_nvmls_source_implements_the_protocol_the_session_asks():
+    mon = Monitor(nvml_module=fake_pynvml())
+    try:
+        assert isinstance(mon.device_source, DeviceSource)
+        assert (mon.device_source.name, mon.device_source.label) == ("nvml", "NVML")
+    finally:
+        mon.close()
