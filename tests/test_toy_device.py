@@ -31,7 +31,7 @@ from nbgpumon._views.panels import chart_panels
 from nbgpumon._sources.devices.protocol import DeviceSource
 from nbgpumon._views.prometheus_export import SessionCollector
 
-mon = Monitor(devices=toy_device.ToyDevices)
+mon = Monitor(new_device_source=toy_device.ToyDevices)
 toy = mon.device_source
 assert isinstance(toy, DeviceSource), "the toy does not implement the protocol"
 mon.start()

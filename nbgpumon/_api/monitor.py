@@ -36,9 +36,9 @@ class Monitor(Session):
         config: GPUMon | None = None,
         nvml_module: ModuleType | None = None,
         shell: Callable[[], Any] = no_shell,
-        devices: Callable[[], DeviceSource] | None = None,
+        new_device_source: Callable[[], DeviceSource] | None = None,
     ) -> None:
-        super().__init__(config, nvml_module, shell, devices)
+        super().__init__(config, nvml_module, shell, new_device_source)
         self._publisher: Publisher | None = None
         self._static_views: list[StaticView] = []
         self._exporter: Exporter | None = None

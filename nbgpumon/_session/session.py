@@ -87,14 +87,14 @@ class Session:
         config: GPUMon | None = None,
         nvml_module: ModuleType | None = None,
         shell: Callable[[], Any] = no_shell,
-        devices: Callable[[], DeviceSource] | None = None,
+        new_device_source: Callable[[], DeviceSource] | None = None,
     ) -> None:
         self.config = config if config is not None else GPUMon()
         self._shell = shell  # the running shell (namespace, Out, tracebacks), or None
-        # ``devices`` makes the device source; ``nvml_module`` (the fault tests' fake library)
-        # the default one's. The main thread asks it with a deadline; _late_source: one still
-        # starting.
-        new_source = devices if devices is not None else lambda: NvmlSource(nvml_module)
+        # ``new_device_source`` makes the device source; ``nvml_module`` (the fault tests' fake
+        # library) goes to the default one. The main thread asks it with a deadline;
+        # _late_source: one still starting.
+        new_source = new_device_source or (lambda: NvmlSource(nvml_module))
         self.device_source, self.device_ask, self._late_source = open_devices(new_source)
         self._mem_used = metric(self.device_source.name, "mem_used")
         # each framework's own view, one allocator source per registered plug-in
