@@ -117,7 +117,7 @@ def main() -> None:
     remote = args.nodes * args.gpus
     server = FakePrometheus(args.nodes, args.gpus)
     mon = nbgpumon.Monitor(GPUMon(cluster_timeout=2.0))  # not started: ticked from here
-    result.details.update(local_gpus=len(mon.nvml.devices), remote_gpus=remote)
+    result.details.update(local_gpus=len(mon.device_source.devices), remote_gpus=remote)
     try:
         mon.read_cluster(server.url)
         deadline = time.monotonic() + 10
@@ -135,7 +135,8 @@ def main() -> None:
         mon.sampler.remote = source
         off, on = stats.describe(samples["off"]), stats.describe(samples["on"])
         result.add(
-            f"tick, cluster source off ({len(mon.nvml.devices)} local GPUs)", off["median"], "µs",
+            f"tick, cluster source off ({len(mon.device_source.devices)} local GPUs)",
+            off["median"], "µs",
             note=f"p99 {off['p99']:.1f} µs",
         )  # fmt: skip
         result.add(

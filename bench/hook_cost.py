@@ -189,9 +189,9 @@ def main() -> None:
     held = cuda_setup.hold_gpu_tensors(result, "allocator reads and peak resets in the hooks")
 
     shell, hooks, mon = loaded_shell()
-    n_gpu = len(mon.nvml.devices)
+    n_gpu = len(mon.device_source.devices)
     if not n_gpu:
-        result.skip("NVML reads in the hooks", mon.nvml.status)
+        result.skip("NVML reads in the hooks", mon.device_source.status)
     result.details.update(
         gpus=n_gpu,
         allocator_status=mon.allocator("torch").status,

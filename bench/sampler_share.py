@@ -34,7 +34,7 @@ def main() -> None:
     seconds = 3.0 if args.quick else args.seconds
     held = cuda_setup.hold_gpu_tensors(result, "allocator reads")
     mon = nbgpumon.Monitor()
-    result.details.update(gpus=len(mon.nvml.devices), torch=mon.allocator("torch").status)
+    result.details.update(gpus=len(mon.device_source.devices), torch=mon.allocator("torch").status)
     try:
         for interval, target in TARGETS.items():
             mon.stop()
@@ -52,12 +52,12 @@ def main() -> None:
             sources = {name: g.wall_per_tick * 1e6 for name, g in report.sources.items()}
             fast = report.groups["fast"]
             result.add(
-                f"sampler thread, {label}, {len(mon.nvml.devices)} GPU(s)",
+                f"sampler thread, {label}, {len(mon.device_source.devices)} GPU(s)",
                 report.core_share * 100,
                 "% of a core",
                 target,
                 note=f"{report.ticks} ticks in {report.seconds:.1f} s; fast tick "
-                f"{fast.cpu_per_tick * 1e6:.1f} µs CPU; {report.nvml_calls_per_second:.0f} "
+                f"{fast.cpu_per_tick * 1e6:.1f} µs CPU; {report.device_calls_per_second:.0f} "
                 "NVML calls/s",
             )
             result.details[label] = {
@@ -66,7 +66,7 @@ def main() -> None:
                 "ticks": report.ticks,
                 "groups": per,
                 "source_wall_us_per_read": sources,
-                "nvml_calls_per_second": report.nvml_calls_per_second,
+                "nvml_calls_per_second": report.device_calls_per_second,
                 "line": report.line(),
             }
     finally:

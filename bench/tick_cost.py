@@ -137,14 +137,14 @@ def main() -> None:
     held = cuda_setup.hold_gpu_tensors(result, "allocator reads (CUDA)")
 
     mon = nbgpumon.Monitor()  # not started: part 1 ticks it from here
-    n_gpu = len(mon.nvml.devices)
+    n_gpu = len(mon.device_source.devices)
     per = max(n_gpu, 1)
     scope = "per GPU" if n_gpu else "whole tick, 0 GPUs (host only)"
     if not n_gpu:
-        result.skip("NVML reads", mon.nvml.status)
+        result.skip("NVML reads", mon.device_source.status)
     result.details.update(
         gpus=n_gpu,
-        nvml_status=mon.nvml.status,
+        nvml_status=mon.device_source.status,
         torch_allocator_status=mon.allocator("torch").status,
         columns=len(mon.timeline.columns),
         tensors_held=len(held),
@@ -186,16 +186,16 @@ def main() -> None:
 
     # what a fast tick is made of
     components: dict[str, dict[str, float]] = {
-        "nvml.read(fast)": time_call(partial(mon.nvml.read, frozenset({FAST})), 500),
+        "nvml.read(fast)": time_call(partial(mon.device_source.read, frozenset({FAST})), 500),
         "nvml.read(fast + detail)": time_call(
-            partial(mon.nvml.read, frozenset({FAST, DETAIL})), 500
+            partial(mon.device_source.read, frozenset({FAST, DETAIL})), 500
         ),
         "host.rss()": time_call(mon.host.rss, 500),
     }
     scratch = Timeline(mon.timeline.columns)  # same width, so the real one stays as it was
     row = [1.0] * len(mon.timeline.columns)
     components["timeline.append()"] = time_call(lambda: scratch.append(time.time(), row), 500)
-    for device in mon.nvml.devices:
+    for device in mon.device_source.devices:
         if device.cuda_index is not None and mon.allocator("torch").active():
             index = device.cuda_index
             components[f"torch.read({index})"] = time_call(

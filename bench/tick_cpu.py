@@ -222,13 +222,13 @@ def main() -> None:
         held = cuda_setup.hold_gpu_tensors(result, "allocator reads")
     module = stub_nvml.stubbed_binding(args.gpus) if args.nvml == "stub" else None
     mon = nbgpumon.Monitor(nvml_module=module)
-    gpus = len(mon.nvml.devices)
+    gpus = len(mon.device_source.devices)
     per = max(gpus, 1)
     result.details.update(
-        gpus=gpus, nvml=args.nvml, nvml_status=mon.nvml.status, torch=mon.allocator("torch").status,
-        meanwhile=where, wrapper_cost_us=wrapper_cost_us(),
+        gpus=gpus, nvml=args.nvml, nvml_status=mon.device_source.status,
+        torch=mon.allocator("torch").status, meanwhile=where, wrapper_cost_us=wrapper_cost_us(),
     )  # fmt: skip
-    result.log(f"{gpus} GPU(s) ({args.nvml} NVML: {mon.nvml.status}), {where}")
+    result.log(f"{gpus} GPU(s) ({args.nvml} NVML: {mon.device_source.status}), {where}")
     try:
         for label, interval in INTERVALS.items():
             cpu, ticks, wall, _, report, done = run(mon, interval, seconds, "fast", work)

@@ -121,7 +121,7 @@ class MonitorArm:
             report.cpu_seconds,
             ticks={c: groups[c].ticks for c in CLASSES if c in groups},
             cpu_by_class={c: groups[c].cpu_seconds for c in CLASSES if c in groups},
-            nvml_calls=report.nvml_calls,
+            nvml_calls=report.device_calls,
             source_reads={n: (g.ticks, g.wall_seconds) for n, g in report.sources.items()},
         )
 
@@ -496,7 +496,7 @@ def main() -> None:
         rounds_asked=rounds,
         stopped_early=stopped_early,
         seed=SEED,
-        gpus_seen_by_monitor=len(samplers["defaults"].mon.nvml.devices),
+        gpus_seen_by_monitor=len(samplers["defaults"].mon.device_source.devices),
         monitor_allocator_status=samplers["defaults"].mon.allocator("torch").status,
         arms=summary,
         round_seconds=times,

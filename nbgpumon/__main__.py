@@ -14,6 +14,8 @@ import threading
 from pathlib import Path
 from typing import NoReturn
 
+from ._foundation.metrics import device_label
+
 USAGE_ERROR = 2  # what argparse, and Python itself, exit with for a command line it can't take
 REGRESSED = 3  # compare --check: a cell of B regressed against A
 
@@ -61,8 +63,8 @@ def main(argv: list[str] | None = None) -> int:
         "http://HOST:PORT/metrics. With SCRIPT, run it here as `python SCRIPT ARGS...` would, "
         f"so its own allocator ({_framework_labels()}) is exported too, and exit with its exit "
         "code: torchrun --nproc-per-node 8 -m nbgpumon serve train.py --lr 3e-4. Each rank "
-        "serves on PORT + LOCAL_RANK when LOCAL_RANK is set. Without SCRIPT, serve NVML's "
-        "and the host's figures until Ctrl-C.",
+        "serves on PORT + LOCAL_RANK when LOCAL_RANK is set. Without SCRIPT, serve "
+        f"{device_label()}'s and the host's figures until Ctrl-C.",
     )
     serve.add_argument("--port", type=int, default=None, help="the port (default 9476)")
     serve.add_argument(
@@ -137,7 +139,7 @@ def _serve(port: int | None, host: str | None, script: str | None, script_args: 
         rank = f"rank {os.environ['RANK']}: " if os.environ.get("RANK") else ""
         if script is None:
             return _until_stopped(
-                f"nbgpumon: {rank}{line} ({note + '; ' if note else ''}NVML and host "
+                f"nbgpumon: {rank}{line} ({note + '; ' if note else ''}{device_label()} and host "
                 "metrics; Ctrl-C stops)"
             )
         print(f"nbgpumon: {rank}{line}{f' ({note})' if note else ''} while {script} runs",

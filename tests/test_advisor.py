@@ -25,9 +25,9 @@ GPU_COLUMNS = [
 
 def device(alloc_total: int | None = GIB, retained_after: int = 0) -> DeviceUsage:
     return DeviceUsage(
-        nvml_index=0, cuda_index=0, name="H200", allocated_before=0,
+        index=0, cuda_index=0, name="H200", allocated_before=0,
         allocated_after=retained_after, reserved_before=0, reserved_after=0,
-        nvml_used_before=0, nvml_used_after=0, peak_allocated=GIB, peak_exact=True,
+        device_used_before=0, device_used_after=0, peak_allocated=GIB, peak_exact=True,
         allocated_total=alloc_total, util_mean=None, util_max=None,
     )  # fmt: skip
 

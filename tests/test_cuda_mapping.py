@@ -1,7 +1,7 @@
 """NVML index -> CUDA index, by UUID and CUDA_VISIBLE_DEVICES, without touching CUDA."""
 
-from nbgpumon._sources.cuda_devices import cuda_view, map_by_uuid, map_cuda_indices
-from nbgpumon._sources.mig_devices import MigDevice, profile_of
+from nbgpumon._sources.devices.nvml.cuda_devices import cuda_view, map_by_uuid, map_cuda_indices
+from nbgpumon._sources.devices.nvml.mig_devices import MigDevice, profile_of
 
 UUIDS = ["GPU-aaaa1111", "GPU-bbbb2222", "GPU-cccc3333"]
 

@@ -23,10 +23,10 @@ def _device(nvml: int, cuda: int | None, kept: int = 0, peak: int = 0) -> Device
     )  # fmt: skip
     measured = cuda is not None
     return DeviceUsage(
-        nvml_index=nvml, cuda_index=cuda, name="Fake H200",
+        index=nvml, cuda_index=cuda, name="Fake H200",
         allocated_before=0 if measured else None, allocated_after=kept if measured else None,
         reserved_before=0 if measured else None, reserved_after=kept if measured else None,
-        nvml_used_before=GIB, nvml_used_after=GIB + kept,
+        device_used_before=GIB, device_used_after=GIB + kept,
         peak_allocated=peak if measured else None, peak_exact=True,
         allocated_total=peak if measured else None, util_mean=None, util_max=None,
         frameworks=frameworks,
@@ -98,7 +98,7 @@ def test_the_widget_sends_each_gpus_cuda_label_and_again_when_the_mapping_change
         widget = mon.widget()
         labels = [(d["index"], d["cuda_index"], d["cuda_label"]) for d in widget.devices]
         assert labels == [(0, None, NOT_VISIBLE), (1, 0, "cuda:0")]
-        mon.nvml.remap_cuda(["GPU-bbbb", "GPU-aaaa"])  # as torch's UUIDs would say: 1,0
+        mon.device_source.remap_cuda(["GPU-bbbb", "GPU-aaaa"])  # as torch's UUIDs would say: 1,0
         mon._publisher._publish_status()
         labels = [(d["index"], d["cuda_index"], d["cuda_label"]) for d in widget.devices]
         assert labels == [(0, 1, "cuda:1"), (1, 0, "cuda:0")]

@@ -148,7 +148,7 @@ def test_preserve_mode_leaves_max_memory_allocated_global():
 
 @pytest.mark.skipif(shutil.which("nvidia-smi") is None, reason="needs nvidia-smi")
 def test_nvml_memory_agrees_with_nvidia_smi():
-    from nbgpumon._sources.nvml import FAST_METRICS, NvmlSource
+    from nbgpumon._sources.devices.nvml.source import FAST_METRICS, NvmlSource
 
     source = NvmlSource()
     assert source.open()
@@ -170,7 +170,7 @@ def test_nvml_memory_agrees_with_nvidia_smi():
 def test_the_gil_keeping_nvml_calls_read_what_the_binding_reads():
     import pynvml
 
-    from nbgpumon._sources.nvml import NvmlSource
+    from nbgpumon._sources.devices.nvml.source import NvmlSource
 
     source = NvmlSource()
     assert source.open()

@@ -45,7 +45,7 @@ def test_the_package_keeps_its_layers():
         ("_sources/host.py", "from .._views import text", "Layers import downward only"),
         ("_ledger/records.py", "from . import ledger", "No import cycles"),
         ("_session/session.py", "import IPython", "Only _ipython imports IPython"),
-        ("_views/svg.py", "from .._sources import nvml", "Views read a session"),
+        ("_views/svg.py", "from .._sources.devices import nvml", "Views read a session"),
         ("_views/widget.py", "from .._sampling import timeline", "Views read a session"),
         (
             "_sources/frameworks/jax/allocator.py",
@@ -61,6 +61,16 @@ def test_the_package_keeps_its_layers():
             "_sources/allocator_columns.py",
             "from .frameworks.torch import allocator",
             "Only the frameworks registry imports a plug-in",
+        ),
+        (
+            "_session/status.py",
+            "from .._sources.devices.nvml import NvmlSource",
+            "Only the session picks the NVML device source",
+        ),
+        (
+            "_ledger/ledger.py",
+            "from .._sources.devices.nvml.library import NvmlLibrary",
+            "Only the session picks the NVML device source",
         ),
     ],
 )

@@ -17,7 +17,7 @@ import nbgpumon
 from nbgpumon._api.monitor import Monitor
 from nbgpumon._session.data import MigInstance
 from nbgpumon._sources.cluster_series import reading_from
-from nbgpumon._sources.nvml import NvmlSource
+from nbgpumon._sources.devices.nvml.source import NvmlSource
 from nbgpumon._sources.prometheus_http import Series
 from nbgpumon._views.prometheus_export import SessionCollector
 
@@ -43,9 +43,9 @@ MACHINE = {"devices": [H200]}
 LABEL = "gpu0-mig1 NVIDIA H200 MIG 1g.18gb (cuda:0)"
 WAIT_FOR_READS = (  # a condition with a deadline: the slow cadence (processes) has run twice
     "import time, nbgpumon\n_m = nbgpumon.monitor()\n_d = time.monotonic() + 30\n"
-    "while (not _m.nvml.processes or _m.sampler.ticks < 25) and time.monotonic() < _d:\n"
+    "while (not _m.device_source.processes or _m.sampler.ticks < 25) and time.monotonic() < _d:\n"
     "    time.sleep(0.02)\n"
-    "print('READ', bool(_m.nvml.processes) and _m.sampler.ticks >= 25)"
+    "print('READ', bool(_m.device_source.processes) and _m.sampler.ticks >= 25)"
 )
 WAIT_FOR_TICKS = (  # ... or only that the sampler has ticked 25 times since the load
     "import time, nbgpumon\n_m = nbgpumon.monitor()\n_d = time.monotonic() + 30\n"

@@ -10,7 +10,7 @@ import pytest
 
 from nbgpumon import Monitor
 from nbgpumon._session.status import status_lines
-from nbgpumon._sources.nvml import FAST_METRICS, NvmlSource
+from nbgpumon._sources.devices.nvml.source import FAST_METRICS, NvmlSource
 
 from notebook_runner import fake_nvml_env, fake_pynvml, run_cells
 
@@ -107,7 +107,7 @@ def test_a_lost_gpu_mid_run_keeps_the_sampler_going_and_says_why():
         assert mon.sampler.ticks == 6
         assert mon.sampler.error == ""
         assert math.isnan(mon.timeline.latest()["gpu0.nvml.mem_used"])
-        assert mon.nvml.status.startswith("GPU lost: gpu0")
+        assert mon.device_source.status.startswith("GPU lost: gpu0")
         assert any("(LOST)" in line for line in status_lines(mon))
     finally:
         mon.close()
@@ -126,13 +126,13 @@ def test_in_a_kernel_a_lost_gpu_prints_nothing_into_any_cell():
             "import nbgpumon, time\nmon = nbgpumon.monitor()\nt0 = mon.sampler.ticks\n"
             "deadline = time.monotonic() + 60",
             # the cells run while the GPU is lost under them
-            "while 'GPU lost' not in mon.nvml.status and time.monotonic() < deadline:\n"
+            "while 'GPU lost' not in mon.device_source.status and time.monotonic() < deadline:\n"
             "    time.sleep(0.05)\n"
             "lost_at = mon.sampler.ticks",
             "while mon.sampler.ticks < lost_at + 5 and time.monotonic() < deadline:\n"
             "    time.sleep(0.05)",
             "print('TICKS', lost_at - t0, mon.sampler.ticks - lost_at, mon.sampler.running,\n"
-            "      repr(mon.nvml.status))",
+            "      repr(mon.device_source.status))",
             "%gpumon status",
         ],
         env=env,
@@ -180,7 +180,7 @@ def test_in_a_kernel_status_names_the_unsupported_metric():
         [
             "%load_ext nbgpumon",
             "import nbgpumon, time\nmon, deadline = nbgpumon.monitor(), time.monotonic() + 60\n"
-            "while not mon.nvml.library.disabled_metrics() and time.monotonic() < deadline:\n"
+            "while not mon.device_source.disabled_reads() and time.monotonic() < deadline:\n"
             "    time.sleep(0.05)",  # the first detail read finds it out
             "%gpumon status",
         ],

@@ -10,8 +10,8 @@ from types import ModuleType
 import pytest
 
 from nbgpumon import Monitor
-from nbgpumon._sources.nvml import FAST_METRICS, NvmlSource
-from nbgpumon._sources.nvml_held_calls import SLOW_CALLS_ALLOWED, gil_keeping_functions
+from nbgpumon._sources.devices.nvml.held_calls import SLOW_CALLS_ALLOWED, gil_keeping_functions
+from nbgpumon._sources.devices.nvml.source import FAST_METRICS, NvmlSource
 
 from notebook_runner import fake_pynvml
 
@@ -91,12 +91,12 @@ def test_a_lost_gpu_in_a_gil_keeping_call_says_the_same_as_through_the_binding(w
     fake = fake_pynvml(**ONE_GPU)
     mon = Monitor(nvml_module=fake if way == "kept" else through_the_binding_only(fake))
     try:
-        assert mon.nvml.library.gil_kept == (KEPT if way == "kept" else ())
+        assert mon.device_source.library.gil_kept == (KEPT if way == "kept" else ())
         mon.sampler.tick()
         fake.configure({**ONE_GPU, "lost_after": 0})  # from the next device call on
         fake._state["initialised"] = True
         mon.sampler.tick()
-        assert mon.nvml.status == "GPU lost: gpu0 (reset or reboot needed)"
+        assert mon.device_source.status == "GPU lost: gpu0 (reset or reboot needed)"
         assert mon.sampler.error == ""
         assert (fake.c_calls if way == "kept" else fake.binding_calls).get(KEPT[0]) == 1
     finally:

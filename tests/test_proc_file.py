@@ -77,8 +77,8 @@ def test_system_memory_and_process_names_from_proc_agree_with_psutil(tmp_path):
 
     import psutil
 
+    from nbgpumon._sources.devices.nvml.source import _process_name
     from nbgpumon._sources.host import HostSource
-    from nbgpumon._sources.nvml import _process_name
 
     used, available = HostSource().system()
     vm = psutil.virtual_memory()

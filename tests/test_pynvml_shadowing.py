@@ -2,7 +2,7 @@
 
 import sys
 
-from nbgpumon._sources.nvml_library import shadowing_note
+from nbgpumon._sources.devices.nvml.library import shadowing_note
 
 
 def _install_fake_distribution(root, files: list[str]) -> None:

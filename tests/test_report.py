@@ -31,10 +31,10 @@ def gpu_cell(
     n: int, start: float, duration: float, peak: int, kept: int, label: str = ""
 ) -> CellRecord:
     device = DeviceUsage(
-        nvml_index=0, cuda_index=0, name="Fake H200",
+        index=0, cuda_index=0, name="Fake H200",
         allocated_before=GiB, allocated_after=GiB + kept,
         reserved_before=2 * GiB, reserved_after=2 * GiB + kept,
-        nvml_used_before=3 * GiB, nvml_used_after=3 * GiB + kept,
+        device_used_before=3 * GiB, device_used_after=3 * GiB + kept,
         peak_allocated=peak, peak_exact=True, allocated_total=peak,
         util_mean=50.0, util_max=90.0,
     )  # fmt: skip
@@ -334,7 +334,7 @@ def test_a_live_monitor_with_a_gpu_draws_nvml_memory_and_utilization():
         assert report.memory_lines[0].labels == ["used (NVML)"]
         assert [line.labels for line in report.util_lines] == [["GPU util"], ["memory util"]]
         assert report.util_figure in report.children
-        name = mon.nvml.devices[0].name
+        name = mon.device_source.devices[0].name
         assert f"GPU(s): gpu0 {name}" in report.title.value or f"GPU: gpu0 {name}" in (
             report.title.value
         )

@@ -87,7 +87,9 @@ def test_the_share_of_a_core_is_cpu_over_the_time_it_ticked():
     assert line.startswith(f"sampler cost: 20 ticks in {report.seconds:.1f} s, too soon for a ")
     assert "CPU/tick ×20" in line and "fast" not in line  # only detail ticks ran
     later = dataclasses.replace(report, seconds=report.seconds * 100)  # as if ticking longer
-    early = dataclasses.replace(report, seconds=0.05, nvml_calls=300, nvml_gil_kept_calls=100)
+    early = dataclasses.replace(
+        report, seconds=0.05, device_calls=300, device_gil_kept_calls=100, device_label="NVML"
+    )
     # too soon for a rate too: the calls are counted, not divided by a tick's length
     assert early.line().endswith(", 300 NVML calls (100 keeping the GIL)"), early.line()
     assert later.line().startswith(f"sampler cost: {later.core_share * 100:.3g}% of a core over ")

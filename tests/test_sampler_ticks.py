@@ -149,8 +149,8 @@ def test_at_the_default_interval_every_tick_is_fresh(monkeypatch):
 
 
 def test_a_repeat_read_asks_nvml_for_memory_alone_and_carries_utilization_and_rss():
+    from nbgpumon._sources.devices.nvml.source import FAST_METRICS, NvmlSource
     from nbgpumon._sources.host import HostSource
-    from nbgpumon._sources.nvml import FAST_METRICS, NvmlSource
 
     from notebook_runner import fake_pynvml
 

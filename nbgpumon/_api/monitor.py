@@ -18,6 +18,7 @@ from .exporter import Exporter, process_rank
 if TYPE_CHECKING:
     import pandas
 
+    from .._sources.devices.protocol import DeviceSource
     from .._views.fit_result import FitResult
     from .._views.static_view import StaticView
     from .._views.widget import GPUMonWidget, Publisher
@@ -35,8 +36,9 @@ class Monitor(Session):
         config: GPUMon | None = None,
         nvml_module: ModuleType | None = None,
         shell: Callable[[], Any] = no_shell,
+        new_device_source: Callable[[], DeviceSource] | None = None,
     ) -> None:
-        super().__init__(config, nvml_module, shell)
+        super().__init__(config, nvml_module, shell, new_device_source)
         self._publisher: Publisher | None = None
         self._static_views: list[StaticView] = []
         self._exporter: Exporter | None = None
@@ -45,7 +47,7 @@ class Monitor(Session):
         self.config.observe(self._export_setting_changed, names=_EXPORT_SETTINGS)
 
     def close(self) -> None:
-        """Stop sampling for good, stop the exporter, close the widget and release NVML."""
+        """Stop sampling for good, stop the exporter, close the widget, release the devices."""
         if self.closed:
             return
         self.config.unobserve(self._export_setting_changed, names=_EXPORT_SETTINGS)

@@ -29,7 +29,7 @@ from .._sources.frameworks import frameworks
 from .._sources.frameworks.holder_walk import HolderKinds, Storage, StorageKey
 
 if TYPE_CHECKING:
-    from .._sources.nvml import GpuProcess
+    from .._sources.devices.protocol import GpuProcess
 
 MAX_DEPTH = 8  # containers nested deeper than this are not followed
 CHECK_EVERY = 256  # objects between looks at the clock
@@ -383,5 +383,5 @@ def holders_lines(scan: HolderScan, limit: int = 20) -> list[str]:
     for p in scan.processes:
         who = "this kernel" if p.is_this_kernel else p.name
         pid = "PID ?" if p.pid is None else f"PID {p.pid}"
-        lines.append(f"  process on gpu{p.nvml_index}: {pid} {who} {format_bytes(p.used_memory)}")
+        lines.append(f"  process on gpu{p.index}: {pid} {who} {format_bytes(p.used_memory)}")
     return lines

@@ -23,7 +23,7 @@ from . import holder_scan
 if TYPE_CHECKING:
     from .._ledger.records import CellRecord
     from .._sources.base import AllocatorStats
-    from .._sources.nvml import GpuProcess
+    from .._sources.devices.protocol import GpuProcess
     from .holder_scan import HolderScan
 
 _UNIT = {"B": 1, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2**40}
@@ -40,7 +40,7 @@ class OomFacts:
     requested: int | None  # bytes asked for, from the framework's message
     cuda_index: int | None
     device_name: str
-    device_free: int | None  # NVML
+    device_free: int | None  # the device source's
     device_total: int | None
     allocators: dict[str, AllocatorStats]  # framework -> its counters on the device
     holders: HolderScan | None
@@ -49,6 +49,7 @@ class OomFacts:
     # the flight recorder (allocation tracing on): live blocks by cell line, biggest first
     largest: tuple[str, ...] = ()
     snapshot_line: str = ""  # where torch's memory snapshot was saved, or why none was
+    device_label: str = ""  # the device source its figures come from, as users write it
 
 
 def parse_message(message: str) -> tuple[int | None, int | None]:
@@ -173,7 +174,7 @@ def report(facts: OomFacts) -> str:
     if facts.device_total:
         lines.append(
             f"  device: {format_bytes(facts.device_free)} free of "
-            f"{format_bytes(facts.device_total)} (NVML)"
+            f"{format_bytes(facts.device_total)} ({facts.device_label})"
         )
     for name, stats in facts.allocators.items():
         lines.append(
@@ -208,15 +209,15 @@ def gather(mon: Any, shell: Any, record: CellRecord, error: BaseException) -> Oo
     them)."""
     text = str(error).strip()
     requested, cuda = parse_message(text)
-    devices = mon.nvml.devices
+    devices = mon.device_source.devices
     device = next((d for d in devices if cuda is not None and d.cuda_index == cuda), None)
     if device is None and cuda is None and len(devices) == 1:
         device = devices[0]  # one GPU: the message's device is that one
         cuda = device.cuda_index
     free = total = None
     if device is not None:
-        used = mon.nvml_ask.memory_used() or []  # (None: NVML not answering)
-        now = used[device.nvml_index] if device.nvml_index < len(used) else None
+        used = mon.device_ask.memory_used() or []  # (None: the device is not answering)
+        now = used[device.index] if device.index < len(used) else None
         total = device.memory_total
         free = None if now is None or not total else total - now
     allocators = {
@@ -238,4 +239,5 @@ def gather(mon: Any, shell: Any, record: CellRecord, error: BaseException) -> Oo
         holders=scan,
         processes=tuple(mon.processes_on(where)),
         framework=failing_framework(error),
+        device_label=mon.device_source.label,
     )

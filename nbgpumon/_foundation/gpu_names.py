@@ -17,13 +17,13 @@ def cuda_label(cuda_index: int | None) -> str:
     return NOT_VISIBLE if cuda_index is None else f"cuda:{cuda_index}"
 
 
-def gpu_key(nvml_index: int, gpu_instance: int | None = None) -> str:
+def gpu_key(index: int, gpu_instance: int | None = None) -> str:
     """``gpu1``; ``gpu0-mig1`` for GPU instance 1 of GPU 0 (a MIG device)."""
-    return f"gpu{nvml_index}" if gpu_instance is None else f"gpu{nvml_index}-mig{gpu_instance}"
+    return f"gpu{index}" if gpu_instance is None else f"gpu{index}-mig{gpu_instance}"
 
 
 def gpu_label(
-    nvml_index: int,
+    index: int,
     name: str,
     cuda_index: int | None,
     known: bool = True,
@@ -33,16 +33,16 @@ def gpu_label(
     ``gpu0 NVIDIA H200`` where the kernel's numbering is not ``known`` (a recording that does
     not say it); ``gpu0-mig1 NVIDIA H200 MIG 1g.18gb (cuda:0)`` for a MIG device (NVML's name
     of one names its GPU, once)."""
-    named = f"{gpu_key(nvml_index, gpu_instance)} {name}".rstrip()
+    named = f"{gpu_key(index, gpu_instance)} {name}".rstrip()
     return f"{named} ({cuda_label(cuda_index)})" if known else named
 
 
-def gpu_short_label(nvml_index: int, cuda_index: int | None) -> str:
+def gpu_short_label(index: int, cuda_index: int | None) -> str:
     """``gpu1 (cuda:0)``: where the name is already said (a cell's figures per device)."""
-    return f"gpu{nvml_index} ({cuda_label(cuda_index)})"
+    return f"gpu{index} ({cuda_label(cuda_index)})"
 
 
-def hidden_gpus(nvml_indices: Iterable[int]) -> str:
+def hidden_gpus(indices: Iterable[int]) -> str:
     """``gpu0, gpu2 not visible to this kernel`` for the GPUs hidden from it; "" for none."""
-    names = [f"gpu{i}" for i in nvml_indices]
+    names = [f"gpu{i}" for i in indices]
     return f"{', '.join(names)} {NOT_VISIBLE}" if names else ""

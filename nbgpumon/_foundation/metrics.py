@@ -33,7 +33,7 @@ class Metric:
     export: str = ""  # the exporter's metric family (Prometheus naming, base units); "": none
     # its line's colour in every picture (chart, report, static SVG); "": a palette's
     color: str = ""
-    # what reads it: DEVICE (a device source: NVML), FRAMEWORK (a framework's allocator), HOST,
+    # what reads it: DEVICE (a device source), FRAMEWORK (a framework's allocator), HOST,
     # NODE (a remote GPU through Prometheus); set by :func:`register`
     group: str = ""
 
@@ -58,26 +58,13 @@ class Metric:
         }  # fmt: skip
 
 
-def _gpu(
-    source: str,
-    name: str,
-    unit: str,
-    panel: str,
-    label: str,
-    chart: str = "",
-    export: str = "",
-    color: str = "",
-) -> Metric:
-    return Metric(source, name, unit, panel, label, chart, export=export, color=color)
-
-
 def _node(name: str, unit: str, panel: str, label: str, chart: str = "", color: str = "") -> Metric:
     return Metric("cluster", name, unit, panel, label, chart, scope="node", color=color)
 
 
 # What reads a metric. The registry lists the groups in this order (a panel's lines follow it),
 # and each group's metrics in the order they were registered.
-DEVICE = "device"  # a device source: the device's own view (NVML)
+DEVICE = "device"  # a device source: the device's own view (NVML's, _sources/devices/)
 FRAMEWORK = "framework"  # a framework plug-in's allocator: this kernel's view
 HOST = "host"  # this kernel's host memory and the machine's
 NODE = "node"  # another node's GPU, read from a Prometheus server
@@ -142,70 +129,6 @@ def registry() -> tuple[Metric, ...]:
     return _entries
 
 
-# The order is the display order: a panel's lines, and a source's columns, follow it.
-register(
-    DEVICE,
-    _gpu(
-        "nvml",
-        "mem_used",
-        "bytes",
-        "memory",
-        "used (NVML)",
-        SERIES,
-        "gpu_memory_used_bytes",
-        "#3b82f6",
-    ),
-    _gpu(
-        "nvml",
-        "mem_reserved",
-        "bytes",
-        "memory",
-        "reserved by the driver",
-        export="gpu_memory_reserved_bytes",
-    ),
-    _gpu("nvml", "mem_total", "bytes", "memory", "total", LIMIT, "gpu_memory_total_bytes"),
-    _gpu("nvml", "gpu_util", "percent", "util", "GPU", SERIES, "gpu_utilization_ratio", "#8b5cf6"),
-    _gpu(
-        "nvml",
-        "mem_util",
-        "percent",
-        "util",
-        "memory",
-        SERIES,
-        "gpu_memory_utilization_ratio",
-        "#06b6d4",
-    ),
-    _gpu("nvml", "power", "watts", "power", "power", SERIES, "gpu_power_watts", "#ef4444"),
-    _gpu("nvml", "power_limit", "watts", "power", "power limit", export="gpu_power_limit_watts"),
-    _gpu(
-        "nvml",
-        "temperature",
-        "celsius",
-        "temperature",
-        "temperature",
-        SERIES,
-        "gpu_temperature_celsius",
-        "#ec4899",
-    ),
-    _gpu("nvml", "sm_clock", "MHz", "clock", "SM clock", export="gpu_sm_clock_hertz"),
-    _gpu(
-        "nvml",
-        "pcie_tx",
-        "bytes/s",
-        "pcie",
-        "PCIe sent",
-        export="gpu_pcie_transmit_bytes_per_second",
-    ),
-    _gpu(
-        "nvml",
-        "pcie_rx",
-        "bytes/s",
-        "pcie",
-        "PCIe received",
-        export="gpu_pcie_receive_bytes_per_second",
-    ),
-    label="NVML",
-)
 register(
     HOST,
     Metric(
@@ -264,6 +187,13 @@ def export_help(export: str) -> tuple[str, ...]:
     return tuple(_EXPORT_HELP.get(export, {}).values())
 
 
+def device_label() -> str:
+    """How users write the default device source ("NVML": the first registered in the DEVICE
+    group), for words about the device's own figures; "" when none is registered."""
+    devices = sources_in(DEVICE)
+    return source_label(devices[0]) if devices else ""
+
+
 def sources_in(group: str) -> tuple[str, ...]:
     """The sources whose metrics ``group`` holds, in registration order (FRAMEWORK: the
     framework plug-ins registered so far)."""
@@ -294,8 +224,15 @@ def metric_of(column: str) -> Metric | None:
     return None
 
 
+def device_role(column: str) -> str:
+    """What a device source's column holds, by role (``"mem_used"`` for ``gpu0.nvml.mem_used``:
+    whichever source reads it), or "" for any other column."""
+    m = metric_of(column)
+    return m.name if m is not None and m.group == DEVICE else ""
+
+
 def device_of(column: str) -> int | None:
-    """The NVML index of a ``gpu{i}.…`` column; None for a host or a remote node's column."""
+    """The device index of a ``gpu{i}.…`` column; None for a host or a remote node's column."""
     head = column.split(".", 1)[0]
     return int(head[3:]) if head.startswith("gpu") and head[3:].isdigit() else None
 

@@ -146,19 +146,23 @@ def _leaving(shell: Any) -> bool:
 def _loaded_line(mon: Monitor) -> str:
     interval = f"every {mon.config.interval:g} s"
     if mon.has_gpu:
-        devices = mon.nvml.devices
+        devices = mon.device_source.devices
         names = sorted({d.name for d in devices})
-        hidden = hidden_gpus(d.nvml_index for d in devices if d.cuda_index is None)
+        hidden = hidden_gpus(d.index for d in devices if d.cuda_index is None)
         note = f" ({hidden})" if hidden else ""
-        on_mig = [gpu_key(d.nvml_index, d.mig.gpu_instance) for d in devices if d.mig]
+        on_mig = [gpu_key(d.index, d.mig.gpu_instance) for d in devices if d.mig]
         where = f" on MIG device {', '.join(on_mig)}" if on_mig else ""
         line = (
             f"nbgpumon {__version__}: watching {len(devices)} GPU(s) ({', '.join(names)}){where}"
             f"{note} {interval}; %gpumon status for details"
         )
         # what CUDA_VISIBLE_DEVICES asked for and did not get, where the user set it
-        return f"{line}\nnbgpumon: {mon.nvml.mapping_note}" if mon.nvml.mapping_note else line
+        return (
+            f"{line}\nnbgpumon: {mon.device_source.mapping_note}"
+            if mon.device_source.mapping_note
+            else line
+        )
     return (
-        f"nbgpumon {__version__}: no GPU ({mon.nvml.status}); recording host memory per "
+        f"nbgpumon {__version__}: no GPU ({mon.device_source.status}); recording host memory per "
         f"cell {interval}"
     )

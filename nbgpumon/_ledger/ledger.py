@@ -29,17 +29,16 @@ from typing import Any
 
 from .._foundation.clock import wall_clock
 from .._foundation.metrics import metric
-from .._sampling.device_ask import NOT_ANSWERING, DeviceAsk
+from .._sampling.device_ask import DeviceAsk
 from .._sampling.timeline import RunningStats, Timeline
 from .._sources.allocator_columns import read_by_cuda_index
 from .._sources.base import AllocatorSource, AllocatorStats
+from .._sources.devices.protocol import DeviceSource
 from .._sources.frameworks import facts_of
 from .._sources.host import HostSource
-from .._sources.nvml import NvmlSource
 from .cell_source import SOURCE_BUDGET, BoundedSource, SourceTable, bound_source
 from .records import AllocatorUsage, CellRecord, DeviceUsage, Retention, records_after
 
-GPU_UTIL = metric("nvml", "gpu_util")
 RSS = metric("host", "rss")
 PEAK_MODES = ("reset", "preserve")
 MAX_LABEL = 1000  # characters in a mark's or region's label: a line to read, not a payload
@@ -56,8 +55,9 @@ class Measurement:
     start: float
     started: float  # perf_counter
     allocators: dict[str, dict[int, AllocatorStats]]  # framework -> CUDA index -> at start
-    nvml_used: list[int | None]
-    nvml_answered: bool  # False: NVML did not answer in time; ``nvml_used`` is all None
+    device_used: list[int | None]
+    # False: the device source did not answer in time; ``device_used`` is all None
+    device_answered: bool
     rss: int | None
     rss_peak_start: int | None
     rss_reset: bool
@@ -77,7 +77,7 @@ class Ledger:
 
     def __init__(
         self,
-        nvml: NvmlSource,
+        devices: DeviceSource,
         allocators: Sequence[AllocatorSource],
         host: HostSource,
         timeline: Timeline,
@@ -86,10 +86,11 @@ class Ledger:
         source_budget: int = SOURCE_BUDGET,
         ask: DeviceAsk | None = None,
     ) -> None:
-        self.nvml, self.host, self.timeline = nvml, host, timeline
-        # NVML's readings at a cell's start and end, waited for with a deadline (a stuck
+        self.device_source, self.host, self.timeline = devices, host, timeline
+        # the device's memory at a cell's start and end, waited for with a deadline (a stuck
         # driver must not stall the cell): Session shares its DeviceAsk
-        self.ask = ask if ask is not None else DeviceAsk(nvml)
+        self.ask = ask if ask is not None else DeviceAsk(devices)
+        self._gpu_util = metric(devices.name, "gpu_util")
         self.allocators = tuple(allocators)
         self._allocated = {a.name: metric(a.name, "allocated") for a in self.allocators}
         self.peak_mode = peak_mode
@@ -138,8 +139,8 @@ class Ledger:
             start=wall_clock(),
             started=time.perf_counter(),
             allocators=allocators,
-            nvml_used=used if used is not None else [None] * len(self.nvml.devices),
-            nvml_answered=used is not None,
+            device_used=used if used is not None else [None] * len(self.device_source.devices),
+            device_answered=used is not None,
             rss=host.rss(),
             rss_peak_start=None,
             rss_reset=False,
@@ -187,13 +188,11 @@ class Ledger:
             sampled.update(dict.fromkeys(self._allocated_columns()))
         after = self.read_allocators()
         answered = self.ask.memory_used()
-        used_after = answered if answered is not None else [None] * len(self.nvml.devices)
-        unanswered = self.nvml.devices and (answered is None or not opened.nvml_answered)
+        used_after = answered if answered is not None else [None] * len(self.device_source.devices)
+        unanswered = self.device_source.devices and (answered is None or not opened.device_answered)
         devices = tuple(
-            self._device_usage(
-                opened, d.nvml_index, d.cuda_index, d.name, after, used_after, sampled
-            )
-            for d in self.nvml.devices
+            self._device_usage(opened, d.index, d.cuda_index, d.name, after, used_after, sampled)
+            for d in self.device_source.devices
         )
         rss_after = self.host.rss()
         rss_peak, rss_exact = self._rss_peak(opened, rss_after, sampled[RSS.column()])
@@ -214,7 +213,7 @@ class Ledger:
             rss_after=rss_after,
             rss_peak=rss_peak,
             rss_peak_exact=rss_exact,
-            nvml_unavailable=NOT_ANSWERING if unanswered else "",
+            device_unavailable=self.ask.not_answering if unanswered else "",
             **_source_fields(source, self._sources),
         )
         self._count += 1
@@ -293,16 +292,18 @@ class Ledger:
 
     def _sampled_columns(self) -> list[str]:
         """What a record takes from every sample in the cell: utilization and RSS."""
-        return [GPU_UTIL.column(d.nvml_index) for d in self.nvml.devices] + [RSS.column()]
+        return [self._gpu_util.column(d.index) for d in self.device_source.devices] + [RSS.column()]
 
     def _allocated_columns(self) -> list[str]:
         """Each allocator's allocated bytes: a peak's lower bound where no counter can say."""
-        return [m.column(d.nvml_index) for d in self.nvml.devices for m in self._allocated.values()]
+        return [
+            m.column(d.index) for d in self.device_source.devices for m in self._allocated.values()
+        ]
 
     def read_allocators(self) -> dict[str, dict[int, AllocatorStats]]:
         """Each active framework's counters by CUDA index; a framework not up is left out."""
         return {
-            source.name: read_by_cuda_index(source, self.nvml.devices)
+            source.name: read_by_cuda_index(source, self.device_source.devices)
             for source in self.allocators
             if source.active()
         }
@@ -319,33 +320,31 @@ class Ledger:
     def _device_usage(
         self,
         opened: Measurement,
-        nvml_index: int,
+        index: int,
         cuda: int | None,
         name: str,
         after: dict[str, dict[int, AllocatorStats]],
         used_after: list[int | None],
         sampled: dict[str, tuple[float, float] | None],
     ) -> DeviceUsage:
-        util = sampled.get(GPU_UTIL.column(nvml_index))
+        util = sampled.get(self._gpu_util.column(index))
         frameworks = ()
         if cuda is not None:
             frameworks = tuple(
                 usage
                 for source in self.allocators
-                if (
-                    usage := self._framework_usage(opened, source, nvml_index, cuda, after, sampled)
-                )
+                if (usage := self._framework_usage(opened, source, index, cuda, after, sampled))
             )
         return DeviceUsage(
-            nvml_index=nvml_index,
+            index=index,
             cuda_index=cuda,
             name=name,
             allocated_before=_total(frameworks, "allocated_before"),
             allocated_after=_total(frameworks, "allocated_after"),
             reserved_before=_total(frameworks, "reserved_before"),
             reserved_after=_total(frameworks, "reserved_after"),
-            nvml_used_before=_at(opened.nvml_used, nvml_index),
-            nvml_used_after=_at(used_after, nvml_index),
+            device_used_before=_at(opened.device_used, index),
+            device_used_after=_at(used_after, index),
             peak_allocated=_total(frameworks, "peak_allocated"),
             peak_exact=len(frameworks) == 1 and frameworks[0].peak_exact,
             allocated_total=_total(frameworks, "allocated_total"),
@@ -358,7 +357,7 @@ class Ledger:
         self,
         opened: Measurement,
         source: AllocatorSource,
-        nvml_index: int,
+        index: int,
         cuda: int,
         after: dict[str, dict[int, AllocatorStats]],
         sampled: dict[str, tuple[float, float] | None],
@@ -388,7 +387,7 @@ class Ledger:
             ):
                 peak, exact = counter, True  # this cell raised the process-wide mark
             else:
-                seen = sampled.get(self._allocated[source.name].column(nvml_index))
+                seen = sampled.get(self._allocated[source.name].column(index))
                 peak = max(
                     before_stats.allocated if before_stats else 0,
                     after_stats.allocated,

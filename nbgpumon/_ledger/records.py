@@ -39,7 +39,7 @@ class AllocatorUsage:
 class DeviceUsage:
     """What one cell did on one GPU. Bytes unless named otherwise; None = not measured."""
 
-    nvml_index: int
+    index: int
     cuda_index: int | None
     name: str
     # The allocator figures are over every framework active on the device (``frameworks``
@@ -49,8 +49,8 @@ class DeviceUsage:
     allocated_after: int | None
     reserved_before: int | None  # held from the driver by the allocators
     reserved_after: int | None
-    nvml_used_before: int | None  # the driver's view: every process on the device
-    nvml_used_after: int | None
+    device_used_before: int | None  # the driver's view: every process on the device
+    device_used_after: int | None
     peak_allocated: int | None  # highest allocated while the cell ran
     peak_exact: bool  # True: from a peak counter; False: a lower bound from samples
     allocated_total: int | None  # bytes handed out during the cell, freed or not (torch)
@@ -67,14 +67,31 @@ class DeviceUsage:
         return _delta(self.reserved_before, self.reserved_after)
 
     @property
-    def nvml_used_delta(self) -> int | None:
-        return _delta(self.nvml_used_before, self.nvml_used_after)
+    def device_used_delta(self) -> int | None:
+        return _delta(self.device_used_before, self.device_used_after)
 
     @property
     def retained(self) -> int | None:
         """Allocator bytes this cell left behind (never negative)."""
         delta = self.allocated_delta
         return None if delta is None else max(0, delta)
+
+    # The names of nbgpumon 0.1 (docs/python-api.md), read-only: NVML was the only device source.
+    @property
+    def nvml_index(self) -> int:
+        return self.index
+
+    @property
+    def nvml_used_before(self) -> int | None:
+        return self.device_used_before
+
+    @property
+    def nvml_used_after(self) -> int | None:
+        return self.device_used_after
+
+    @property
+    def nvml_used_delta(self) -> int | None:
+        return self.device_used_delta
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,9 +129,14 @@ class CellRecord:
     source: str = ""
     source_hash: str | None = None  # of the whole source: 16 hex digits of its SHA-256
     source_cut: bool = False
-    # Why the NVML figures at its start or end are missing ("NVML not answering": a driver
-    # that kept the reading past its deadline); "" when both were read. Never a stale value.
-    nvml_unavailable: str = ""
+    # Why the device source's figures at its start or end are missing ("NVML not answering":
+    # a driver that kept the reading past its deadline); "" when both were read. Never stale.
+    device_unavailable: str = ""
+
+    @property
+    def nvml_unavailable(self) -> str:
+        """The name of nbgpumon 0.1, read-only: :attr:`device_unavailable`."""
+        return self.device_unavailable
 
     @property
     def rss_delta(self) -> int | None:
@@ -198,11 +220,17 @@ def record_from_dict(d: dict) -> CellRecord:
         holders = tuple((str(name), int(size)) for name, size in retention.get("holders", ()))
         fields["retention"] = Retention(retention["device"], holders, retention.get("note", ""))
     fields["traced"] = tuple(fields.get("traced", ()))
+    for old, new in _OLD_RECORD_NAMES.items():
+        if old in fields:
+            fields[new] = fields.pop(old)
     return CellRecord(**fields)
 
 
 def _device_from_dict(d: dict) -> DeviceUsage:
     fields = dict(d)
+    for old, new in _OLD_DEVICE_NAMES.items():
+        if old in fields:
+            fields[new] = fields.pop(old)
     given = fields.pop("frameworks", None)
     if given is None and fields.get("allocated_after") is not None:
         # a recording from before per-framework figures: they were one built-in's (torch's)
@@ -223,3 +251,11 @@ _FRAMEWORK_FIELDS = (
     "allocated_before", "allocated_after", "reserved_before", "reserved_after",
     "peak_allocated", "allocated_total",
 )  # fmt: skip
+# What recordings made before the device-source protocol call a field (a record's JSON is
+# ``asdict`` of it): frozen, as those files are.
+_OLD_RECORD_NAMES = {"nvml_unavailable": "device_unavailable"}
+_OLD_DEVICE_NAMES = {
+    "nvml_index": "index",
+    "nvml_used_before": "device_used_before",
+    "nvml_used_after": "device_used_after",
+}

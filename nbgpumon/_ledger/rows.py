@@ -35,9 +35,16 @@ SOURCE_FIELDS = ("source_cut", "source")
 _DEVICE_FIELDS = tuple(
     f.name
     for f in fields(DeviceUsage)
-    if f.name not in ("nvml_index", "cuda_index", "name", "frameworks")
+    if f.name not in ("index", "cuda_index", "name", "frameworks")
 )
-_DEVICE_DERIVED = ("allocated_delta", "reserved_delta", "nvml_used_delta", "retained")
+_DEVICE_DERIVED = ("allocated_delta", "reserved_delta", "device_used_delta", "retained")
+# The device source's figures under the names cells_frame() and recordings have always given
+# their columns (``gpu0.nvml_used_delta``): public (docs/python-api.md), so kept as they are.
+_COLUMN_NAMES = {
+    "device_used_before": "nvml_used_before",
+    "device_used_after": "nvml_used_after",
+    "device_used_delta": "nvml_used_delta",
+}
 _FRAMEWORK_FIELDS = tuple(f.name for f in fields(AllocatorUsage) if f.name != "framework")
 _FRAMEWORK_DERIVED = ("allocated_delta", "retained")
 
@@ -52,9 +59,9 @@ def record_row(record: CellRecord) -> dict:
     row["held_by"] = ", ".join(name for name, _ in r.holders) if r is not None else ""
     row["traced"] = "\n".join(record.traced)  # with tracing on: one line per cell line
     for d in record.devices:
-        prefix = f"gpu{d.nvml_index}."
+        prefix = f"gpu{d.index}."
         for name in _DEVICE_FIELDS + _DEVICE_DERIVED:
-            row[prefix + name] = getattr(d, name)
+            row[prefix + _COLUMN_NAMES.get(name, name)] = getattr(d, name)
         for f in d.frameworks:
             for name in _FRAMEWORK_FIELDS + _FRAMEWORK_DERIVED:
                 row[f"{prefix}{f.framework}.{name}"] = getattr(f, name)

@@ -8,8 +8,7 @@ import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from .._sources.mig_devices import MigDevice
-from .._sources.nvml import NvmlSource
+from .._sources.devices.protocol import DeviceSource
 from .bounded_call import NO_ANSWER, BoundedCall
 
 T = TypeVar("T")
@@ -17,36 +16,37 @@ T = TypeVar("T")
 # ~8 µs, and a busy two-core machine hands a thread over in milliseconds; a stuck driver costs
 # this once, then nothing until it answers again.
 ASK_WAIT = 0.2
-NOT_ANSWERING = "NVML not answering"  # what a record and a view say of a figure it lacks
 
 
 class DeviceAsk:
-    """What the main thread asks of ``nvml``; None where it did not answer in time."""
+    """What the main thread asks of a device source; None where it did not answer in time."""
 
-    def __init__(self, nvml: NvmlSource, wait: float = ASK_WAIT) -> None:
-        self.nvml = nvml
+    def __init__(self, devices: DeviceSource, wait: float = ASK_WAIT) -> None:
+        self.device_source = devices
         self.wait = wait
-        self._call = BoundedCall("nbgpumon-nvml-ask")
+        self._call = BoundedCall(f"nbgpumon-{devices.name}-ask")
+        # what a record and a view say of a figure it lacks: "NVML not answering"
+        self.not_answering = f"{devices.label} not answering"
 
     def silent_for(self) -> float:
-        """Seconds NVML has not answered, the sampler's reads and these asks alike (0.0
+        """Seconds the device source has not answered, the sampler's reads and these asks alike (0.0
         while it answers)."""
         now = time.monotonic()
         busy = self._call.busy_for(now)  # an ask left running past its deadline
-        silent = self.nvml.not_answering_for(now)
+        silent = self.device_source.not_answering_for(now)
         return max(silent, busy) if silent or busy > self.wait else 0.0
 
     def memory_used(self) -> list[int | None] | None:
-        """NVML memory used per device now, bytes (a cell's start and end readings)."""
-        return self._ask(self.nvml.read_memory)
+        """Device memory used per device now, bytes (a cell's start and end readings)."""
+        return self._ask(self.device_source.read_memory)
 
     def free(self) -> list[int | None] | None:
-        """NVML free memory per device now, bytes."""
-        return self._ask(self.nvml.read_free)
+        """Device memory free per device now, bytes."""
+        return self._ask(self.device_source.read_free)
 
-    def mig_used(self, migs: list[MigDevice]) -> list[int | None] | None:
+    def mig_used(self, migs: list[Any]) -> list[int | None] | None:
         """Each of ``migs``' memory in use now, bytes."""
-        return self._ask(lambda: self.nvml.read_mig_used(migs))
+        return self._ask(lambda: self.device_source.read_mig_used(migs))
 
     def close(self) -> None:
         """The worker ends after the call it is in, if any; nothing is waited for."""
@@ -58,13 +58,13 @@ class DeviceAsk:
 
     def run(self, work: Callable[[], T], wait: float) -> T | None:
         """``work()`` on the worker, waited for at most ``wait`` seconds (None: no answer by
-        then, and it goes on in the background). For the load's ``NvmlSource.open``."""
+        then, and it goes on in the background). For the load's ``DeviceSource.open``."""
         got: Any = self._call.call(work, wait)
         return None if got is NO_ANSWER else got
 
     def _ask(self, work: Callable[[], T]) -> T | None:
-        if not self.nvml.devices:
-            return work()  # no device: no NVML call to wait for
+        if not self.device_source.devices:
+            return work()  # no device: no call to wait for
         if self.silent_for():
             self._call.start(work)  # a probe: a quick answer ends the silence for the next ask
             return None

@@ -55,8 +55,10 @@ class CostReport:
     groups: dict[str, GroupCost] = field(default_factory=dict)  # fast, allocator, …, subscribers
     # each source's read, wall time, over the reads timed (SOURCE_TIMING_EVERY)
     sources: dict[str, GroupCost] = field(default_factory=dict)
-    nvml_calls: int = 0  # NVML calls made meanwhile, by any thread
-    nvml_gil_kept_calls: int = 0  # ... of which kept the GIL (the fast tick's: memory, utilization)
+    device_calls: int = 0  # the device source's library calls meanwhile, by any thread
+    # ... of which kept the GIL (NVML's fast tick's: memory, utilization)
+    device_gil_kept_calls: int = 0
+    device_label: str = ""  # how users write the device source ("NVML")
 
     @property
     def core_share(self) -> float:
@@ -64,8 +66,8 @@ class CostReport:
         return self.cpu_seconds / self.seconds if self.seconds > 0 else 0.0
 
     @property
-    def nvml_calls_per_second(self) -> float:
-        return self.nvml_calls / self.seconds if self.seconds > 0 else 0.0
+    def device_calls_per_second(self) -> float:
+        return self.device_calls / self.seconds if self.seconds > 0 else 0.0
 
     def line(self) -> str:
         """``sampler: 0.03% of a core (fast ticks 14 µs CPU, detail 180 µs; …)``."""
@@ -80,11 +82,12 @@ class CostReport:
         if subs is not None and subs.cpu_seconds:
             parts.append(f"subscribers {_us(subs.cpu_seconds / self.ticks)}/tick")
         calls = ""
-        if self.nvml_calls and self.seconds < SHARE_AFTER:  # (a rate over a tick says nothing)
-            calls = f", {self.nvml_calls} NVML calls ({self.nvml_gil_kept_calls} keeping the GIL)"
-        elif self.nvml_calls:
-            kept = self.nvml_gil_kept_calls / self.seconds
-            calls = f", {self.nvml_calls_per_second:.0f} NVML calls/s ({kept:.0f} keeping the GIL)"
+        n, label, kept = self.device_calls, self.device_label, self.device_gil_kept_calls
+        if n and self.seconds < SHARE_AFTER:  # (a rate over a tick says nothing)
+            calls = f", {n} {label} calls ({kept} keeping the GIL)"
+        elif n:
+            rate, kept_rate = self.device_calls_per_second, kept / self.seconds
+            calls = f", {rate:.0f} {label} calls/s ({kept_rate:.0f} keeping the GIL)"
         if self.seconds < SHARE_AFTER:  # (one tick: its own length, a share near 100%)
             ticks = f"{self.ticks} tick{'s' if self.ticks != 1 else ''}"
             head = f"sampler cost: {ticks} in {self.seconds:.1f} s, too soon for a share of a core"
@@ -107,8 +110,9 @@ class SamplerCost:
         self._names = [str(getattr(s, "name", type(s).__name__)) for s in sources]
         self._names.append(TIMELINE)  # the row's append (and the cluster's), after the reads
         self._lock = threading.Lock()
-        # NVML's calls so far (all, and those that kept the GIL), if there is NVML
-        self.nvml_counter: Callable[[], tuple[int, int]] | None = None
+        # the device source's calls so far (all, and those that kept the GIL), and its label
+        self.device_counter: Callable[[], tuple[int, int]] | None = None
+        self.device_label = ""
         self.reset()
 
     def reset(self) -> None:
@@ -119,7 +123,7 @@ class SamplerCost:
             self._ticks = 0
             self._group = {name: [0, 0, 0] for name in (*CADENCES, SUBSCRIBERS)}  # ticks, cpu, wall
             self._source = [[0, 0] for _ in self._names]  # reads timed, wall ns
-            self._nvml0 = self.nvml_counter() if self.nvml_counter is not None else (0, 0)
+            self._calls0 = self.device_counter() if self.device_counter is not None else (0, 0)
 
     # -- the sampler thread ---------------------------------------------------------------
     def started_thread(self) -> int:
@@ -176,13 +180,14 @@ class SamplerCost:
                 for name, (n, wall) in zip(self._names, self._source, strict=True)
             }
             cpu = sum(g.cpu_seconds for g in groups.values())
-            calls, kept = self.nvml_counter() if self.nvml_counter is not None else self._nvml0
+            calls, kept = self.device_counter() if self.device_counter is not None else self._calls0
             return CostReport(
                 seconds,
                 self._ticks,
                 cpu,
                 groups,
                 sources,
-                calls - self._nvml0[0],
-                kept - self._nvml0[1],
+                calls - self._calls0[0],
+                kept - self._calls0[1],
+                self.device_label,
             )

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from .._foundation.metrics import metric
+from .._foundation.metrics import device_of, device_role, metric
 from .._ledger.records import CellRecord
 from .._sources.frameworks import frameworks
 from .._sources.frameworks.advice import PoolAdvice
@@ -42,10 +42,17 @@ class Evidence:
     times: np.ndarray  # unix seconds
     values: np.ndarray  # (samples, columns), NaN where missing
     records: list[CellRecord]
-    gpus: list[tuple[int, str]]  # (nvml index, name)
-    # live only: allocator retries by framework, then by NVML index
+    gpus: list[tuple[int, str]]  # (device index, name)
+    # live only: allocator retries by framework, then by device index
     alloc_retries: dict[str, dict[int, int]] = field(default_factory=dict)
     fp32_modules: list[str] | None = None  # live only: modules with float32 parameters
+
+    def device_column(self, role: str, device: int) -> np.ndarray | None:
+        """The device source's ``role`` column ("mem_used") of GPU ``device``, if sampled."""
+        for name in self.columns:
+            if device_of(name) == device and device_role(name) == role:
+                return self.column(name)
+        return None
 
     def column(self, name: str) -> np.ndarray | None:
         try:
@@ -187,8 +194,8 @@ def memory_limit(ev: Evidence) -> list[MemoryLimitFinding]:
     precision = next((f.precision_advice for f in frameworks() if f.precision_advice), None)
     for index, name in ev.gpus:
         used, total = (
-            ev.column(metric("nvml", "mem_used").column(index)),
-            ev.column(metric("nvml", "mem_total").column(index)),
+            ev.device_column("mem_used", index),
+            ev.device_column("mem_total", index),
         )
         if used is None or total is None:
             continue
@@ -301,8 +308,8 @@ def live_evidence(session: Any, shell: Any) -> Evidence:
     framework's allocator retries, and the plug-ins' models in full precision in ``shell``."""
     retries = {
         name: {
-            d.nvml_index: by_cuda[d.cuda_index].alloc_retries
-            for d in session.nvml.devices
+            d.index: by_cuda[d.cuda_index].alloc_retries
+            for d in session.device_source.devices
             if d.cuda_index in by_cuda
         }
         for name, by_cuda in session.ledger.read_allocators().items()

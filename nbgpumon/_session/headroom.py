@@ -36,13 +36,15 @@ def headroom(session: Session, framework: str | None, cuda: int | None) -> Headr
         return Headroom(available, f"available {format_bytes(available)}")
     source = next((a for a in session.allocators if a.name == framework), None)
     stats = source.read(cuda) if source is not None and cuda is not None else None
-    device = next((d for d in session.nvml.devices if d.cuda_index == cuda), None)
+    device = next((d for d in session.device_source.devices if d.cuda_index == cuda), None)
     free = None
     if device is not None:
-        everywhere = session.nvml_ask.free() or []  # (None: NVML not answering)
-        free = everywhere[device.nvml_index] if device.nvml_index < len(everywhere) else None
+        everywhere = session.device_ask.free() or []  # (None: the device is not answering)
+        free = everywhere[device.index] if device.index < len(everywhere) else None
     if stats is None or free is None:
-        return Headroom(None, f"{framework} on cuda:{cuda} or NVML unreadable now")
+        return Headroom(
+            None, f"{framework} on cuda:{cuda} or {session.device_source.label} unreadable now"
+        )
     idle = max(0, stats.reserved - stats.allocated)
     room = free + idle
     note = f"free {format_bytes(free)} + cache {format_bytes(idle)}"

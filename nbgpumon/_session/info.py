@@ -8,11 +8,11 @@ import sys
 from typing import Any
 
 from .._foundation.version import __version__
+from .._sources.devices.protocol import DeviceSource
 from .._sources.frameworks import frameworks
-from .._sources.nvml import NvmlSource
 
 
-def session_info(nvml: NvmlSource) -> dict[str, Any]:
+def session_info(devices: DeviceSource) -> dict[str, Any]:
     """Host, PID, GPUs, driver and the versions of what is imported (nothing is imported)."""
     import platform  # when a recording starts, not on the load's path
 
@@ -22,15 +22,15 @@ def session_info(nvml: NvmlSource) -> dict[str, Any]:
         if module is not None:
             versions[name.lower()] = str(getattr(module, "__version__", "?"))
     gpus = [
-        {"index": d.nvml_index, "cuda_index": d.cuda_index, "name": d.name, "uuid": d.uuid,
+        {"index": d.index, "cuda_index": d.cuda_index, "name": d.name, "uuid": d.uuid,
          "memory_total": d.memory_total,
          **({"mig": dataclasses.asdict(d.mig)} if d.mig is not None else {})}
-        for d in nvml.devices
+        for d in devices.devices
     ]  # fmt: skip
     return {
         "host": platform.node(),
         "pid": os.getpid(),
         "gpus": gpus,
-        "driver": nvml.library.driver_version or "",
+        "driver": devices.facts().driver_version or "",
         "versions": versions,
     }

@@ -26,9 +26,10 @@ from .._sampling.sampler import PREPARE_WAIT, Sampler, timeline_columns
 from .._sampling.timeline import Timeline
 from .._sources.allocator_columns import AllocatorColumns
 from .._sources.base import ALLOCATOR, DETAIL, SLOW, AllocatorSource
+from .._sources.devices.nvml import NvmlSource  # the default device source
+from .._sources.devices.protocol import DeviceSource, GpuProcess
 from .._sources.frameworks import frameworks, plugin_settings
 from .._sources.host import HostSource
-from .._sources.nvml import GpuProcess, NvmlSource
 from .cluster_control import CLUSTER_WAIT, ClusterControl
 from .cluster_control import SETTINGS as CLUSTER_SETTINGS
 from .config import GPUMon
@@ -61,15 +62,14 @@ _LIVE_SETTINGS = [
 # a plug-in's own setting -> (its plug-in's name, the setting): passed on to its source
 _PLUGIN_SETTINGS = {setting.name: (plugin.name, setting) for plugin, setting in plugin_settings()}
 FIRST_SAMPLE_WAIT = 2.0  # seconds a snapshot or a new exporter waits for the first sample
-# Seconds %load_ext waits for NVML to start and list its GPUs (a healthy driver: ~10 ms); past
-# it the session goes on without GPUs and the start carries on in the background.
+# Seconds %load_ext waits for the device source to start and list its GPUs (a healthy driver:
+# ~10 ms); past it the session goes on without GPUs and the start carries on in the background.
 OPEN_WAIT = 1.0
 # Seconds close() (%unload_ext) waits for the sampler's thread; one stuck in the driver ends
 # when its call returns, writing nothing.
 CLOSE_WAIT = 0.5
 
 
-MEM_USED = metric("nvml", "mem_used")
 RSS = metric("host", "rss")
 
 
@@ -86,20 +86,27 @@ class Session:
         config: GPUMon | None = None,
         nvml_module: ModuleType | None = None,
         shell: Callable[[], Any] = no_shell,
+        new_device_source: Callable[[], DeviceSource] | None = None,
     ) -> None:
         self.config = config if config is not None else GPUMon()
         self._shell = shell  # the running shell (namespace, Out, tracebacks), or None
-        # NVML asked for the main thread with a deadline; _late_nvml: one still starting
-        self.nvml, self.nvml_ask, self._late_nvml = open_nvml(nvml_module)
+        # ``new_device_source`` makes the device source; ``nvml_module`` (the fault tests' fake
+        # library) goes to the default one. The main thread asks it with a deadline;
+        # _late_source: one still starting.
+        new_source = new_device_source or (lambda: NvmlSource(nvml_module))
+        self.device_source, self.device_ask, self._late_source = open_devices(new_source)
+        self._mem_used = metric(self.device_source.name, "mem_used")
         # each framework's own view, one allocator source per registered plug-in
-        self.allocators = tuple(f.new_allocator(len(self.nvml.devices)) for f in frameworks())
+        self.allocators = tuple(
+            f.new_allocator(len(self.device_source.devices)) for f in frameworks()
+        )
         for name, (plugin, setting) in _PLUGIN_SETTINGS.items():
             setting.apply(self.allocator(plugin), getattr(self.config, name))  # type: ignore[arg-type]
         self.host = HostSource()
         # The timeline's sources, in column order; a new source is one more entry here.
         sources = [
-            self.nvml,
-            *(AllocatorColumns(allocator, self.nvml) for allocator in self.allocators),
+            self.device_source,
+            *(AllocatorColumns(allocator, self.device_source) for allocator in self.allocators),
             self.host,
         ]
         self.timeline = Timeline(timeline_columns(sources))
@@ -114,16 +121,17 @@ class Session:
                 SLOW: cfg.slow_interval,
             },
         )
-        library = self.nvml.library  # (not self: the sampler must not keep the session alive)
-        self.sampler.cost.nvml_counter = lambda: (library.calls, library.gil_kept_calls)
+        # (the source, not self: the sampler must not keep the session alive)
+        self.sampler.cost.device_counter = self.device_source.call_counts
+        self.sampler.cost.device_label = self.device_source.label
         self.ledger = Ledger(
-            self.nvml,
+            self.device_source,
             self.allocators,
             self.host,
             self.timeline,
             peak_mode=cfg.peak_mode,
             capacity=cfg.history,
-            ask=self.nvml_ask,
+            ask=self.device_ask,
         )
         self.ledger.allocator_lag = cfg.allocator_interval + cfg.interval
         cfg.observe(
@@ -140,24 +148,27 @@ class Session:
         self._nvtx_error_shown = ""
         self._cluster = ClusterControl(cfg, self.sampler)
         self._recording = RecordingControl(
-            cfg, self.timeline, lambda: session_info(self.nvml), self._cluster.recorded_nodes
+            cfg,
+            self.timeline,
+            lambda: session_info(self.device_source),
+            self._cluster.recorded_nodes,
         )
         _open_sessions.add(self)
 
-    def nvml_started_late(self) -> str:
-        """For status, where NVML was still starting after OPEN_WAIT: how that went ("" if
-        it started in time)."""
-        late = self._late_nvml
+    def devices_started_late(self) -> str:
+        """For status, where the device source was still starting after OPEN_WAIT: how that
+        went ("" if it started in time)."""
+        late = self._late_source
         if late is None:
             return ""
         if late.reading_since:
             waited = late.not_answering_for()
-            return f"NVML has not answered for {waited:.1f} s (still starting)"
-        if not late.library.available:
-            return f"NVML answered after {late.last_took:.1f} s: {late.status}"
+            return f"{late.label} has not answered for {waited:.1f} s (still starting)"
+        if not late.available:
+            return f"{late.label} answered after {late.last_took:.1f} s: {late.status}"
         return (
-            f"NVML answered after {late.last_took:.1f} s, with {len(late.devices)} GPU(s): "
-            "%reload_ext nbgpumon watches them"
+            f"{late.label} answered after {late.last_took:.1f} s, with {len(late.devices)} "
+            "GPU(s): %reload_ext nbgpumon watches them"
         )
 
     def _config_changed(self, change: dict) -> None:
@@ -210,7 +221,7 @@ class Session:
         """Wait (at most ``timeout`` s) for the sampler's first sample, which comes a little
         after loading; for what is shown or served at once. True once there is one. Not
         waited for once NVML is not answering: the first sample is then a driver's call away."""
-        return self.sampler.wait_for_first_tick(timeout, give_up=self.nvml_ask.silent_for)
+        return self.sampler.wait_for_first_tick(timeout, give_up=self.device_ask.silent_for)
 
     def stop(self) -> None:
         """Stop sampling; the timeline and ledger stay readable. A thread still in a driver's
@@ -224,7 +235,7 @@ class Session:
             return
         self.closed = True
         stopped = self.sampler.stop(CLOSE_WAIT)
-        self.nvml_ask.close()
+        self.device_ask.close()
         self._recording.stop()  # after the sampler: its last rows are written too
         self.config.unobserve(self._config_changed, names=_LIVE_SETTINGS)
         self._cluster.stop()
@@ -233,13 +244,14 @@ class Session:
             close = getattr(allocator, "close", None)  # optional: a source with hooks to undo
             if close is not None:
                 close()
-        if stopped and not self.nvml.asking_since:
-            self.nvml.close()
-        else:  # a thread is still in NVML: shutting it down under that call is no fix; once
-            # the sampler's thread has ended, and then once the ask's worker is out of its call
-            self.sampler.when_ended(lambda: self.nvml_ask.when_idle(self.nvml.close))
-        if self._late_nvml is not None and not self._late_nvml.reading_since:
-            self._late_nvml.close()
+        devices = self.device_source
+        if stopped and not devices.asking_since:
+            devices.close()
+        else:  # a thread is still in the driver: shutting it down under that call is no fix;
+            # once the sampler's thread has ended, and then once the ask's worker is out of it
+            self.sampler.when_ended(lambda: self.device_ask.when_idle(devices.close))
+        if self._late_source is not None and not self._late_source.reading_since:
+            self._late_source.close()
         self.host.close()
         _open_sessions.discard(self)
 
@@ -261,15 +273,15 @@ class Session:
     def devices(self) -> tuple[Device, ...]:
         return tuple(
             Device(
-                d.nvml_index,
+                d.index,
                 d.name,
                 d.memory_total,
                 d.cuda_index,
                 d.uuid,
                 mig=None if d.mig is None else MigInstance(**dataclasses.asdict(d.mig)),
-                unavailable=self.nvml.unavailable(d.nvml_index),
+                unavailable=self.device_source.unavailable(d.index),
             )
-            for d in self.nvml.devices
+            for d in self.device_source.devices
         )
 
     @property
@@ -309,11 +321,11 @@ class Session:
         if opened is None:
             return None
         baseline: dict[str, int] = {}
-        for d in self.nvml.devices:
-            at = d.nvml_index
-            used = opened.nvml_used[at] if at < len(opened.nvml_used) else None
+        for d in self.device_source.devices:
+            at = d.index
+            used = opened.device_used[at] if at < len(opened.device_used) else None
             if used is not None:
-                baseline[MEM_USED.column(at)] = used
+                baseline[self._mem_used.column(at)] = used
             if d.cuda_index is None:
                 continue
             for source in self.allocators:
@@ -357,7 +369,7 @@ class Session:
     # -- the public API -------------------------------------------------------------------
     @property
     def has_gpu(self) -> bool:
-        return bool(self.nvml.devices)
+        return bool(self.device_source.devices)
 
     def cells(self) -> list[CellRecord]:
         """The ledger, oldest first (cells and regions)."""
@@ -379,7 +391,7 @@ class Session:
         if device.startswith("cuda") and not self.has_gpu and not self.gpu_framework_active():
             # (a walk would look at every object and find 0 B: that says nothing)
             raise UsageError(
-                f"no GPU here ({self.nvml.status}), so nothing holds CUDA memory; "
+                f"no GPU here ({self.device_source.status}), so nothing holds CUDA memory; "
                 "%gpumon holders host lists what holds host memory"
             )
         found = holder_scan.scan(self._shell(), device, budget)
@@ -586,14 +598,14 @@ class Session:
         return self._leak_watch
 
     def processes_on(self, device: str) -> list[GpuProcess]:
-        """Processes NVML lists on ``device`` ("cuda", "cuda:N"; none for "host")."""
+        """Processes the device source lists on ``device`` ("cuda", "cuda:N"; none for "host")."""
         if device == "host":
             return []
-        procs = list(self.nvml.processes)
+        procs = list(self.device_source.processes)
         if ":" in device:
             cuda = int(device.split(":")[1])
-            nvml = [d.nvml_index for d in self.nvml.devices if d.cuda_index == cuda]
-            procs = [p for p in procs if p.nvml_index in nvml]
+            on = [d.index for d in self.device_source.devices if d.cuda_index == cuda]
+            procs = [p for p in procs if p.index in on]
         return procs
 
     def _memory_now(self) -> MemoryNow:
@@ -607,21 +619,23 @@ class Session:
         )
 
 
-def open_nvml(module: ModuleType | None) -> tuple[NvmlSource, DeviceAsk, NvmlSource | None]:
-    """NVML started on a worker, waited for at most OPEN_WAIT, and its asker. A driver that
-    does not answer by then gives a source never opened (no GPU: the timeline's columns are
-    fixed at load), and the one still starting, whose answer status reports."""
-    nvml = NvmlSource(module)
-    ask = DeviceAsk(nvml)
-    if ask.run(nvml.open, OPEN_WAIT) is not None:
-        return nvml, ask, None
+def open_devices(
+    new_source: Callable[[], DeviceSource],
+) -> tuple[DeviceSource, DeviceAsk, DeviceSource | None]:
+    """A device source started on a worker, waited for at most OPEN_WAIT, and its asker. A
+    driver that does not answer by then gives a source never opened (no GPU: the timeline's
+    columns are fixed at load), and the one still starting, whose answer status reports."""
+    source = new_source()
+    ask = DeviceAsk(source)
+    if ask.run(source.open, OPEN_WAIT) is not None:
+        return source, ask, None
     ask.close()  # its worker ends when the start returns
-    idle = NvmlSource(module)  # never opened: no device, no NVML call
-    idle.library.reason = (
-        f"NVML is not answering: not started {OPEN_WAIT:g} s after loading; "
+    idle = new_source()  # never opened: no device, no call to its library
+    idle.not_started(
+        f"{idle.label} is not answering: not started {OPEN_WAIT:g} s after loading; "
         "%gpumon status says when it answers"
     )
-    return idle, DeviceAsk(idle), nvml
+    return idle, DeviceAsk(idle), source
 
 
 def check_label_length(what: str, label: str) -> None:

@@ -32,11 +32,12 @@ def live_status(mon: Session) -> Status:
 def not_answering(mon: Session) -> str:
     """ "NVML has not answered for 3.2 s" while the driver keeps a read waiting (what the
     sampler's thread or an ask is in), else ""."""
-    late = mon.nvml_started_late()
+    late = mon.devices_started_late()
     if late:
         return late
-    silent = mon.nvml_ask.silent_for()
-    return f"NVML has not answered for {silent:.1f} s (figures unavailable)" if silent else ""
+    silent = mon.device_ask.silent_for()
+    label = mon.device_source.label
+    return f"{label} has not answered for {silent:.1f} s (figures unavailable)" if silent else ""
 
 
 def _line(mon: Session, state: str, reads: Reads) -> str:
@@ -46,18 +47,18 @@ def _line(mon: Session, state: str, reads: Reads) -> str:
     if silent:
         parts.append(silent)
     if not mon.has_gpu:
-        parts.append(f"no GPU: {mon.nvml.status}")
-    elif mon.nvml.status != "ok":
-        parts.append(mon.nvml.status)
-    for d in mon.nvml.devices:
+        parts.append(f"no GPU: {mon.device_source.status}")
+    elif mon.device_source.status != "ok":
+        parts.append(mon.device_source.status)
+    for d in mon.device_source.devices:
         if d.mig is not None:
             parts.append(f"MIG device {_key(d)} ({d.mig.profile or 'profile unknown'})")
-    hidden = hidden_gpus(d.nvml_index for d in mon.nvml.devices if d.cuda_index is None)
-    if hidden:  # the chart still draws their NVML figures: say why no allocator line is there
+    hidden = hidden_gpus(d.index for d in mon.device_source.devices if d.cuda_index is None)
+    if hidden:  # the chart still draws their device figures: say why no allocator line is there
         parts.append(hidden)
-    disabled = mon.nvml.library.disabled_metrics()
+    disabled = mon.device_source.disabled_reads()
     if disabled:
-        keys = {d.nvml_index: _key(d) for d in mon.nvml.devices}
+        keys = {d.index: _key(d) for d in mon.device_source.devices}
         parts.append(
             "unavailable: "
             + ", ".join(f"{keys.get(d, f'gpu{d}')} {m}" for d, m in sorted(disabled))
@@ -73,13 +74,14 @@ def _line(mon: Session, state: str, reads: Reads) -> str:
 
 def _key(device: Any) -> str:
     """``gpu0``, or ``gpu0-mig1`` for the kernel's MIG device of GPU 0."""
-    return gpu_key(device.nvml_index, device.mig.gpu_instance if device.mig else None)
+    return gpu_key(device.index, device.mig.gpu_instance if device.mig else None)
 
 
 def _mig_lines(mon: Session, d: Any) -> list[str]:
     """Under a GPU in MIG mode: where the kernel's MIG device is, and the GPU's others (the
     GPU's name is in the MIG device's, once: not said again)."""
-    migs = mon.nvml.mig_devices[d.nvml_index] if d.nvml_index < len(mon.nvml.mig_devices) else None
+    all_migs = mon.device_source.mig_devices
+    migs = all_migs[d.index] if d.index < len(all_migs) else None
     if migs is None:
         return []
     lines = []
@@ -87,7 +89,7 @@ def _mig_lines(mon: Session, d: Any) -> list[str]:
         m = d.mig
         lines.append(
             f"    MIG device: GPU instance {m.gpu_instance}, compute instance "
-            f"{m.compute_instance}, profile {m.profile or 'unknown'}, on gpu{d.nvml_index} "
+            f"{m.compute_instance}, profile {m.profile or 'unknown'}, on gpu{d.index} "
             f"({m.gpu_uuid}); its memory is the instance's, power, temperature, clock and "
             "PCIe the whole GPU's"
         )
@@ -95,9 +97,9 @@ def _mig_lines(mon: Session, d: Any) -> list[str]:
     # asked from the main thread only (%gpumon status): the sampler's thread builds a status
     # for the chart's line, which shows none of this, and must not wait on the ask's worker
     asked = mine and threading.current_thread() is threading.main_thread()
-    used = mon.nvml_ask.mig_used(mine) if asked else (None if mine else [])  # None: unknown
+    used = mon.device_ask.mig_used(mine) if asked else (None if mine else [])  # None: unknown
     others = [  # as nvitop lists a GPU's MIG devices: each with its memory in use now
-        f"{gpu_key(d.nvml_index, m.gpu_instance)} {m.profile or m.name} ({m.uuid}, "
+        f"{gpu_key(d.index, m.gpu_instance)} {m.profile or m.name} ({m.uuid}, "
         + (f"{format_bytes(used[i])} used" if used is not None else "used unavailable")
         + f" of {format_bytes(m.memory_total)})"
         for i, m in enumerate(mine)
@@ -109,17 +111,17 @@ def _mig_lines(mon: Session, d: Any) -> list[str]:
             + "; none is this kernel's (the figures above are the whole GPU's)"
         )
     elif others:
-        lines.append(f"    other MIG devices of gpu{d.nvml_index}: {', '.join(others)}")
+        lines.append(f"    other MIG devices of gpu{d.index}: {', '.join(others)}")
     return lines
 
 
 def _processes(mon: Session) -> list[str]:
     lines = []
-    keys = {d.nvml_index: _key(d) for d in mon.nvml.devices}  # a MIG device's: its instance's
-    for proc in mon.nvml.processes:
+    keys = {d.index: _key(d) for d in mon.device_source.devices}  # a MIG device's: its instance's
+    for proc in mon.device_source.processes:
         who = "this kernel" if proc.is_this_kernel else proc.name
         pid = "PID unknown" if proc.pid is None else f"PID {proc.pid}"
-        key = keys.get(proc.nvml_index, f"gpu{proc.nvml_index}")
+        key = keys.get(proc.index, f"gpu{proc.index}")
         lines.append(f"{key}: {pid} {who}: {format_bytes(proc.used_memory)}")
     return lines
 
@@ -129,7 +131,7 @@ def status_lines(mon: Session, reads: Reads | None = None) -> list[str]:
     allocators as just read, else read now)."""
     if reads is None:
         reads = mon.ledger.read_allocators()
-    s, lib, cfg = mon.sampler, mon.nvml.library, mon.config
+    s, devices, cfg = mon.sampler, mon.device_source, mon.config
     state = "running" if s.running else ("closed" if mon.closed else "stopped")
     fast = (
         f"memory and utilization every {cfg.interval:g} s"
@@ -148,27 +150,28 @@ def status_lines(mon: Session, reads: Reads | None = None) -> list[str]:
     silent = not_answering(mon)
     if silent:
         lines.append(silent)
-    if lib.available:
+    facts = devices.facts() if devices.available else None
+    if facts is not None:
         lines.append(
-            f"NVML: driver {lib.driver_version or '?'}, binding "
-            f"{lib.binding_version or '?'}, {len(mon.nvml.devices)} GPU(s)"
+            f"{devices.label}: driver {facts.driver_version or '?'}, binding "
+            f"{devices.binding_version or '?'}, {len(devices.devices)} GPU(s)"
         )
     else:
-        lines.append(f"NVML: unavailable: {mon.nvml.status}")
-    disabled = lib.disabled_metrics()
-    for d in mon.nvml.devices:
+        lines.append(f"{devices.label}: unavailable: {devices.status}")
+    disabled = devices.disabled_reads()
+    for d in devices.devices:
         cuda = cuda_label(d.cuda_index)
-        lost = " (LOST)" if d.nvml_index in lib.lost_devices else ""
+        lost = " (LOST)" if facts is not None and d.index in facts.lost_devices else ""
         lines.append(
             f"  {_key(d)}: {d.name}, {d.uuid}, {cuda}, {format_bytes(d.memory_total)}{lost}"
         )
         lines += _mig_lines(mon, d)
         for (dev, name), why in sorted(disabled.items()):
-            if dev == d.nvml_index:
+            if dev == d.index:
                 lines.append(f"    {name}: unavailable ({why})")
-    if mon.nvml.mapping_note:
-        lines.append(f"  note: {mon.nvml.mapping_note}")
-    for note in mon.nvml.notes():
+    if mon.device_source.mapping_note:
+        lines.append(f"  note: {mon.device_source.mapping_note}")
+    for note in mon.device_source.notes():
         lines.append(f"  note: {note}")
     lines.append("allocators (each framework's own view of this kernel's GPU memory):")
     for source in mon.allocators:

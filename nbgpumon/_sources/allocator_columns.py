@@ -1,4 +1,4 @@
-"""An allocator source's counters as timeline columns, one set per GPU (by NVML index)."""
+"""An allocator source's counters as timeline columns, one set per GPU (by device index)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from collections.abc import Iterable
 
 from .._foundation.metrics import columns_for
 from .base import ALLOCATOR, AllocatorSource, AllocatorStats
-from .nvml import GpuDevice, NvmlSource
+from .devices.protocol import DeviceSource, GpuDevice
 
 
 def read_by_cuda_index(
@@ -27,17 +27,18 @@ class AllocatorColumns:
     """The :class:`~.base.Source` that samples an allocator for the timeline.
 
     It is read at the allocator cadence, and only once the framework is up (never
-    initialising it); the first read also maps NVML's devices to the framework's by UUID.
+    initialising it); the first read also maps the device source's devices to the framework's
+    by UUID.
     """
 
     changes_on = frozenset({ALLOCATOR})  # (Source): on other ticks the sampler keeps its row
 
-    def __init__(self, allocator: AllocatorSource, nvml: NvmlSource) -> None:
-        self.allocator, self.nvml = allocator, nvml
+    def __init__(self, allocator: AllocatorSource, devices: DeviceSource) -> None:
+        self.allocator, self.device_source = allocator, devices
         self.name = allocator.name
         self.metrics = allocator.metrics
         self._width = len(self.metrics)
-        self._row: list[float | None] = [None] * (len(nvml.devices) * self._width)
+        self._row: list[float | None] = [None] * (len(devices.devices) * self._width)
         self._mapped = False
 
     @property
@@ -45,17 +46,17 @@ class AllocatorColumns:
         return self.allocator.status
 
     def columns(self) -> list[str]:
-        return columns_for(self.metrics, [d.nvml_index for d in self.nvml.devices])
+        return columns_for(self.metrics, [d.index for d in self.device_source.devices])
 
     def read(self, due: frozenset[str]) -> list[float | None]:
         if ALLOCATOR in due and self.allocator.active():
             if not self._mapped:
-                self.nvml.remap_cuda(self.allocator.device_uuids())
+                self.device_source.remap_cuda(self.allocator.device_uuids())
                 self._mapped = True
-            stats = read_by_cuda_index(self.allocator, self.nvml.devices)
-            for device in self.nvml.devices:
+            stats = read_by_cuda_index(self.allocator, self.device_source.devices)
+            for device in self.device_source.devices:
                 if device.cuda_index in stats:
-                    at = device.nvml_index * self._width
+                    at = device.index * self._width
                     values = self.allocator.timeline_values(stats[device.cuda_index])
                     self._row[at : at + self._width] = values
         return self._row  # the sampler copies it into the tick's row

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from .._foundation.metrics import device_label
 from .._foundation.units import format_bytes, format_percent, format_seconds
 from .._session.advice import (
     Evidence,
@@ -66,6 +67,7 @@ def _pool(f: PoolFinding) -> Hint:
                 idle=format_bytes(idle),
                 share=idle / f.pool if f.pool else 0.0,
                 during=_during(f.during),
+                device=device_label(),  # the device source whose figure counts it: "NVML"
             )
         )
     if f.split is not None and words.split_evidence:

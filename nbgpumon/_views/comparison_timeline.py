@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._foundation.metrics import device_role
 from .._session.data import SessionData
 from .comparison_words import CellChange
 
@@ -112,7 +113,7 @@ def _host(data: SessionData) -> tuple[np.ndarray, np.ndarray | None]:
 
 
 def _gpu_used(data: SessionData) -> tuple[np.ndarray, np.ndarray | None]:
-    columns = [c for c in data.columns if c.startswith("gpu") and c.endswith(".nvml.mem_used")]
+    columns = [c for c in data.columns if device_role(c) == "mem_used"]
     if not columns:
         return np.empty(0), None
     window = data.window(columns=columns).downsample(MAX_POINTS)

@@ -42,19 +42,24 @@ CELL_STATUSES = ("ok", "error", "interrupted", "oom")  # CellRecord.status: each
 _SCALE = {"percent": 0.01, "MHz": 1e6}
 _BASE_UNIT = {"percent": "ratio (0 to 1)", "MHz": "hertz", "bytes/s": "bytes per second"}
 
+# the device's own figures: what it is and its unit, the device source's label between them
+_DEVICE_HELP = {
+    "gpu_memory_used_bytes": ("GPU memory in use, every process", "bytes"),
+    "gpu_memory_reserved_bytes": ("GPU memory the driver reserves", "bytes"),
+    "gpu_memory_total_bytes": ("GPU memory, total", "bytes"),
+    "gpu_utilization_ratio": ("Fraction of time a kernel ran on the GPU", "0 to 1"),
+    "gpu_memory_utilization_ratio": (
+        "Fraction of time device memory was read or written",
+        "0 to 1",
+    ),
+    "gpu_power_watts": ("GPU power draw", "watts"),
+    "gpu_power_limit_watts": ("GPU enforced power limit", "watts"),
+    "gpu_temperature_celsius": ("GPU temperature", "degrees Celsius"),
+    "gpu_sm_clock_hertz": ("GPU SM clock", "hertz"),
+    "gpu_pcie_transmit_bytes_per_second": ("PCIe bytes sent by the GPU", "per second"),
+    "gpu_pcie_receive_bytes_per_second": ("PCIe bytes received by the GPU", "per second"),
+}
 _HELP = {
-    "gpu_memory_used_bytes": "GPU memory in use, every process (NVML), bytes",
-    "gpu_memory_reserved_bytes": "GPU memory the driver reserves (NVML), bytes",
-    "gpu_memory_total_bytes": "GPU memory, total (NVML), bytes",
-    "gpu_utilization_ratio": "Fraction of time a kernel ran on the GPU (NVML), 0 to 1",
-    "gpu_memory_utilization_ratio": "Fraction of time device memory was read or written "
-    "(NVML), 0 to 1",
-    "gpu_power_watts": "GPU power draw (NVML), watts",
-    "gpu_power_limit_watts": "GPU enforced power limit (NVML), watts",
-    "gpu_temperature_celsius": "GPU temperature (NVML), degrees Celsius",
-    "gpu_sm_clock_hertz": "GPU SM clock (NVML), hertz",
-    "gpu_pcie_transmit_bytes_per_second": "PCIe bytes sent by the GPU (NVML), per second",
-    "gpu_pcie_receive_bytes_per_second": "PCIe bytes received by the GPU (NVML), per second",
     "allocator_allocated_bytes": "Bytes in live tensors or arrays, by this process's "
     "framework allocator",
     "allocator_reserved_bytes": "Bytes this process's framework allocator holds from the "
@@ -79,6 +84,9 @@ def _help(m: RegistryMetric) -> str:
     if said:
         return _LEADS.get(m.export, "") + ", ".join(said)
     unit = _BASE_UNIT.get(m.unit, m.unit)
+    if m.export in _DEVICE_HELP:
+        what, unit = _DEVICE_HELP[m.export]
+        return f"{what} ({source_label(m.source)}), {unit}"
     return f"{m.label} ({source_label(m.source)}), {unit}"
 
 
@@ -129,12 +137,15 @@ class SessionCollector:
         gpu_names = MIG_LABELS if any(d.mig for d in devices) else GPU_LABELS
         gpu_labels = [_gpu_labels(d, host, gpu_names) for d in devices]
         whole_gpu = [_gpu_labels(d, host, gpu_names, instance=False) for d in devices]
+        columns = set(self.data.columns)
         for m in registry():
             if not m.export or m.scope not in ("gpu", "host"):
                 continue
             if m.scope == "host":
                 self._add(families, m, [host], latest.get(m.column()), ("Hostname",))
                 continue
+            if devices and m.column(devices[0].index) not in columns:
+                continue  # another source's (a device source this session does not read)
             allocator = m.group == FRAMEWORK
             names = (*gpu_names, "framework") if allocator else gpu_names
             if allocator and self.rank is not None:

@@ -26,7 +26,7 @@ import ipywidgets as widgets
 import numpy as np
 from bqplot.interacts import BrushIntervalSelector, PanZoom
 
-from .._foundation.metrics import device_of
+from .._foundation.metrics import DEVICE, device_of
 from .._foundation.units import byte_unit, format_bytes, format_local, format_seconds
 from .._ledger.records import CellRecord
 from .._session.data import SessionData
@@ -150,7 +150,7 @@ def _legend(series: Series) -> str:
         return f"host {m.label}"
     if m.panel == "util":
         return f"{m.label} util"
-    return m.label if m.source == "nvml" else f"{m.label} ({m.source})"
+    return m.label if m.group == DEVICE else f"{m.label} ({m.source})"
 
 
 # -- the widget -------------------------------------------------------------------------------

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from .._foundation.gpu_names import gpu_short_label
-from .._foundation.metrics import device_of, metric, metric_of, source_label
+from .._foundation.metrics import device_label, device_of, metric, metric_of, source_label
 from .._foundation.units import format_bytes, format_percent, format_seconds, format_value
 from .._ledger.records import AllocatorUsage, CellRecord, DeviceUsage, Retention
 from .cluster_text import cluster_lines
@@ -179,7 +179,7 @@ def _on(record: CellRecord, device: DeviceUsage) -> CellRecord:
 
 
 def _device_name(d: DeviceUsage) -> str:
-    return gpu_short_label(d.nvml_index, d.cuda_index)
+    return gpu_short_label(d.index, d.cuda_index)
 
 
 def summary_line(record: CellRecord) -> str:
@@ -187,11 +187,11 @@ def summary_line(record: CellRecord) -> str:
     frameworks, ``[12] torch: peak 3.2 GiB, kept 1.0 GiB · JAX: peak ≥1.0 GiB, kept 0 B · …``."""
     parts: list[str] = _gpu_parts(record)
     if not parts:
-        used = [d.nvml_used_delta for d in record.devices if d.nvml_used_delta is not None]
+        used = [d.device_used_delta for d in record.devices if d.device_used_delta is not None]
         if used and sum(used) != 0:
             parts.append(f"GPU mem {format_bytes(sum(used), signed=True)}")
-    if record.nvml_unavailable:  # said, so that no figure is taken for a measured one
-        parts.append(f"GPU mem unavailable: {record.nvml_unavailable}")
+    if record.device_unavailable:  # said, so that no figure is taken for a measured one
+        parts.append(f"GPU mem unavailable: {record.device_unavailable}")
     if record.rss_delta is not None:
         host = f"host {format_bytes(record.rss_delta, signed=True)}"
         rise = _host_peak_rise(record)
@@ -237,7 +237,7 @@ _HEADERS = (
     "peak",
     "kept",
     "GPU util",
-    "NVML Δ",
+    "{device} Δ",  # the device source's label: "NVML Δ"
     "host Δ",
     "host peak",
     "held by",
@@ -249,7 +249,7 @@ _ALWAYS = ("cell", "status", "time", "source")
 
 
 def _row(r: CellRecord) -> tuple[str, ...]:
-    nvml = [d.nvml_used_delta for d in r.devices if d.nvml_used_delta is not None]
+    device = [d.device_used_delta for d in r.devices if d.device_used_delta is not None]
     util = (
         "—"
         if r.util_mean is None
@@ -271,7 +271,7 @@ def _row(r: CellRecord) -> tuple[str, ...]:
         peak,
         kept,
         util,
-        format_bytes(sum(nvml), signed=True) if nvml else (r.nvml_unavailable or "—"),
+        format_bytes(sum(device), signed=True) if device else (r.device_unavailable or "—"),
         format_bytes(r.rss_delta, signed=True),
         ("" if r.rss_peak_exact else "≥") + format_bytes(r.rss_peak),
         retention_text(r.retention) if r.retention is not None else "",
@@ -303,7 +303,7 @@ def cells_table(records: Sequence[CellRecord]) -> TextView:
         for i, h in enumerate(_HEADERS)
         if h in _ALWAYS or any(row[i] not in ("—", "") for row in rows)
     ]
-    headers = [_HEADERS[i] for i in keep]
+    headers = [_HEADERS[i].format(device=device_label()) for i in keep]
     rows = [tuple(row[i] for i in keep) for row in rows]
     widths = [max(len(h), *(len(row[i]) for row in rows)) for i, h in enumerate(headers)]
     lines = ["  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)).rstrip()]

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 import anywidget
 from traitlets import Bytes, Float, Int, Unicode
 
-from .._foundation.metrics import describe_columns, metric
+from .._foundation.metrics import describe_columns, device_of, device_role
 from .._foundation.units import format_bytes
 from .._foundation.windows import Chunk, Window
 from .._ledger.records import CellRecord
@@ -41,8 +41,6 @@ STATUS_EVERY = 2.0
 HISTORY_ROWS = 4000
 NODE_HISTORY_ROWS = 1500  # the cluster's rows come every scrape interval: fewer of them
 
-
-MEM_USED = metric("nvml", "mem_used")
 
 _MISSING_BUNDLE = (  # a development checkout whose JS was never built says so, in the page
     "export default { render({ el }) { el.textContent = "
@@ -482,7 +480,14 @@ def plain_summary(data: SessionData) -> str:
     latest = data.latest() or {}
     lines = [f"nbgpumon live chart ({data.status().line})"]
     for d in data.devices:
-        used = latest.get(MEM_USED.column(d.index))
+        used = next(  # the device source's figure, whichever source it is
+            (
+                v
+                for c, v in latest.items()
+                if device_of(c) == d.index and device_role(c) == "mem_used"
+            ),
+            None,
+        )
         lines.append(f"{d.label}: {format_bytes(used)} used of {format_bytes(d.memory_total)}")
     lines += [summary_line(r) for r in list(data.records)[-5:]]
     return "\n".join(lines)

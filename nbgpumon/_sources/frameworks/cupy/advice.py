@@ -14,7 +14,7 @@ POOL_CACHE = PoolAdvice(
     min_idle=GIB,
     min_share=0.25,
     evidence="CuPy's pool cached {idle} of freed blocks (live arrays: {used}){during}; "
-    "NVML counts it as used, but it is not a leak",
+    "{device} counts it as used, but it is not a leak",
     advice="cupy.get_default_memory_pool().free_all_blocks() (or %gpumon free) gives it "
     "back to the driver; it matters only when another framework or process needs it",
 )

@@ -8,13 +8,15 @@ import time
 from dataclasses import dataclass, field
 from types import ModuleType
 
-from .._foundation.metrics import columns_for, metrics_of
-from .base import CADENCES, DETAIL, REPEAT, SLOW
+from ...._foundation.metrics import columns_for
+from ...base import CADENCES, DETAIL, REPEAT, SLOW
+from ...proc_file import read_proc
+from ..protocol import DeviceFacts, GpuDevice, GpuProcess, MigPart
 from .cuda_devices import cuda_view, map_by_uuid
+from .held_calls import DeviceReads
+from .library import NA, NvmlLibrary, shadowing_note
+from .metrics import LABEL, METRICS, SOURCE
 from .mig_devices import MigDevice, mig_devices
-from .nvml_held_calls import DeviceReads
-from .nvml_library import NA, NvmlLibrary, shadowing_note
-from .proc_file import read_proc
 
 # NVML constants used here, by value, so that the code reads the same with any binding version.
 _TEMPERATURE_GPU = 0
@@ -28,7 +30,6 @@ _SUCCESS = 0
 # a few milliseconds): views say so, and the main thread stops asking (seconds).
 NOT_ANSWERING_AFTER = 0.5
 
-METRICS = metrics_of("nvml")
 FAST_METRICS = tuple(m.name for m in METRICS)  # one device's values in a row, in this order
 EVERY = frozenset(CADENCES)
 _AT = {name: i for i, name in enumerate(FAST_METRICS)}  # a metric's place in a device's values
@@ -46,41 +47,6 @@ _READS = {
     "sm_clock": ("sm_clock",),
     "pcie": ("pcie_tx", "pcie_rx"),
 }
-
-
-@dataclass(frozen=True, slots=True)
-class MigPart:
-    """Where a MIG device is: its GPU, its instances and its profile."""
-
-    gpu_name: str  # the GPU's ("NVIDIA H200"), where the device's own name adds the profile
-    gpu_uuid: str  # the GPU's "GPU-…" (DCGM's UUID label of an instance)
-    profile: str  # "1g.18gb"
-    gpu_instance: int | None
-    compute_instance: int | None
-
-
-@dataclass(frozen=True, slots=True)
-class GpuDevice:
-    """One GPU as NVML and CUDA see it: for a GPU in MIG mode, the MIG device this kernel
-    runs on, where there is one (its name, UUID and memory; ``mig`` says where it is)."""
-
-    nvml_index: int
-    name: str
-    uuid: str
-    memory_total: int | None  # bytes
-    cuda_index: int | None  # None when CUDA_VISIBLE_DEVICES hides it from this process
-    mig: MigPart | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class GpuProcess:
-    """A compute process on a GPU. ``pid`` is None where a PID namespace hides it."""
-
-    nvml_index: int
-    pid: int | None
-    used_memory: int | None  # bytes; None where the driver won't say
-    name: str
-    is_this_kernel: bool
 
 
 @dataclass
@@ -107,7 +73,8 @@ class _DeviceState:
 class NvmlSource:
     """Per-device NVML readings; never raises, missing values are ``None``."""
 
-    name = "nvml"
+    name = SOURCE
+    label = LABEL
     metrics = METRICS
 
     def __init__(self, module: ModuleType | None = None) -> None:
@@ -178,20 +145,41 @@ class NvmlSource:
         if not mapping and any(d.mig for d in self.devices):
             return  # a MIG device's UUID as this framework words it: keep what the variable says
         self.devices = [
-            dataclasses.replace(d, cuda_index=mapping.get(d.nvml_index)) for d in self.devices
+            dataclasses.replace(d, cuda_index=mapping.get(d.index)) for d in self.devices
         ]
         self.mapping_note = ""
 
     def close(self) -> None:
         self.library.shutdown()
 
-    def unavailable(self, nvml_index: int) -> tuple[str, ...]:
+    def facts(self) -> DeviceFacts:
+        lib = self.library
+        return DeviceFacts(lib.driver_version, frozenset(lib.lost_devices))
+
+    @property
+    def binding_version(self) -> str | None:
+        return self.library.binding_version
+
+    @property
+    def available(self) -> bool:
+        return self.library.available
+
+    def not_started(self, reason: str) -> None:
+        self.library.reason = reason
+
+    def disabled_reads(self) -> dict[tuple[int, str], str]:
+        return self.library.disabled_metrics()
+
+    def call_counts(self) -> tuple[int, int]:
+        return self.library.calls, self.library.gil_kept_calls
+
+    def unavailable(self, index: int) -> tuple[str, ...]:
         """The metrics NVML cannot give for a device (a read it answered NotSupported to, or
         lacks), in registry order: what a chart should not draw as a line of no values."""
         off = {
             name
             for (device, read) in self.library.disabled_metrics()
-            if device == nvml_index
+            if device == index
             for name in _READS.get(read, ())
         }
         return tuple(name for name in FAST_METRICS if name in off)
@@ -219,7 +207,7 @@ class NvmlSource:
 
     # -- the tick -------------------------------------------------------------------------
     def columns(self) -> list[str]:
-        return columns_for(self.metrics, [d.nvml_index for d in self.devices])
+        return columns_for(self.metrics, [d.index for d in self.devices])
 
     def read(self, due: frozenset[str] = EVERY) -> list[float | None]:
         """Every device's FAST_METRICS, flattened device-major.
@@ -413,7 +401,7 @@ class NvmlSource:
                 used = getattr(p, "usedGpuMemory", None)
                 found.append(
                     GpuProcess(
-                        nvml_index=i,
+                        index=i,
                         pid=pid,
                         used_memory=used if isinstance(used, int) and used < 2**63 else None,
                         name=_process_name(pid),

@@ -2,7 +2,7 @@
 
 Every call goes through :meth:`NvmlLibrary.query`, which turns an ``NVMLError`` into the
 sentinel ``NA`` plus a remembered reason, so callers above this file never see an NVML
-exception. The fast tick's calls go to NVML without releasing the GIL (``nvml_held_calls``
+exception. The fast tick's calls go to NVML without releasing the GIL (``held_calls``
 says which and why); the others through the binding, which releases it. A metric that
 answers NotSupported on a device is disabled for that device; a function missing from the
 driver is noted once; a lost GPU marks the device lost.
@@ -18,7 +18,7 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
-from .nvml_held_calls import (
+from .held_calls import (
     SLOW_CALL_NS,
     DeviceReads,
     fast_tick_functions,
@@ -146,7 +146,7 @@ class NvmlLibrary:
 
     @property
     def gil_kept_calls(self) -> int:
-        """... of which kept the GIL (nvml_held_calls says which, and why)."""
+        """... of which kept the GIL (held_calls says which, and why)."""
         return self._gil_kept + self._held[0]
 
     @property
@@ -174,7 +174,7 @@ class NvmlLibrary:
 
     def _held_too_slow(self) -> None:
         """The bound calls ran slow too often: both go back to the binding's, which release
-        the GIL (nvml_held_calls says why)."""
+        the GIL (held_calls says why)."""
         self._release_gil_for("nvmlDeviceGetMemoryInfo")
         self._release_gil_for("nvmlDeviceGetUtilizationRates")
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .nvml_library import NA, NvmlLibrary
+from .library import NA, NvmlLibrary
 
 _MIG_ENABLED = 1  # NVML_DEVICE_MIG_ENABLE
 

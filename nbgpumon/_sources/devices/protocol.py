@@ -1,0 +1,150 @@
+"""What a device source offers, by role: the devices and their identity, memory, utilization,
+processes, what it cannot give and why, the CUDA index, and the facts status shows.
+
+NVML's source (``devices/nvml/``) is one implementation; the session, the ledger, status,
+headroom and the post-mortem ask a :class:`DeviceSource`, never NVML by name. A device
+source's per-GPU metrics are registered in the registry's DEVICE group under its ``name``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
+
+
+@dataclass(frozen=True, slots=True)
+class MigPart:
+    """Where a MIG device is: its GPU, its instances and its profile."""
+
+    gpu_name: str  # the GPU's ("NVIDIA H200"), where the device's own name adds the profile
+    gpu_uuid: str  # the GPU's "GPU-…" (DCGM's UUID label of an instance)
+    profile: str  # "1g.18gb"
+    gpu_instance: int | None
+    compute_instance: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class GpuDevice:
+    """One GPU as its device source and CUDA see it: for a GPU in MIG mode, the MIG device
+    this kernel runs on, where there is one (its name, UUID and memory; ``mig`` says where)."""
+
+    index: int  # the device source's own (physical) numbering: timeline columns use it
+    name: str
+    uuid: str
+    memory_total: int | None  # bytes
+    cuda_index: int | None  # None when CUDA_VISIBLE_DEVICES hides it from this process
+    mig: MigPart | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class GpuProcess:
+    """A compute process on a GPU. ``pid`` is None where a PID namespace hides it."""
+
+    index: int  # its GPU's :attr:`GpuDevice.index`
+    pid: int | None
+    used_memory: int | None  # bytes; None where the driver won't say
+    name: str
+    is_this_kernel: bool
+
+
+@runtime_checkable
+class DeviceSource(Protocol):
+    """A source of per-GPU figures: a timeline source (``name``, ``metrics``, ``columns()``,
+    ``read(due)``: see ``_sources.base``) that also answers by role. It never raises: what it
+    cannot read is None, and ``status``/``unavailable`` say why."""
+
+    name: str  # the registry's source name: its columns' middle part (``gpu0.<name>.mem_used``)
+    label: str  # how users write it, in the words views show ("NVML")
+    metrics: tuple[Any, ...]
+    devices: list[GpuDevice]  # dense by ``index``; empty: no GPU (``status`` says why)
+    processes: list[GpuProcess]  # compute processes, refreshed at the slow cadence
+    # per device index, its MIG devices (each with ``name``, ``uuid``, ``profile``,
+    # ``gpu_instance``, ``compute_instance``); None where MIG mode is off
+    mig_devices: list[list[Any] | None]
+    mapping_note: str  # how the CUDA numbering was worked out, where that needs saying
+    # monotonic seconds since a read (the sampler's) or an ask (another thread's) started, 0.0
+    # when none waits; and how long the last one to return took
+    reading_since: float
+    asking_since: float
+    last_took: float
+
+    # -- identity and status --------------------------------------------------------------
+    @property
+    def available(self) -> bool:
+        """Whether it started (its library loaded and answered)."""
+        ...
+
+    @property
+    def status(self) -> str:
+        """ "ok", or why there are no figures (no driver, no GPU, a GPU lost)."""
+        ...
+
+    def facts(self) -> DeviceFacts:
+        """What status and a recording say of the source itself: its driver, lost devices."""
+        ...
+
+    @property
+    def binding_version(self) -> str | None:
+        """Its library binding's version (asked by ``%gpumon status``: may cost ms)."""
+        ...
+
+    def disabled_reads(self) -> dict[tuple[int, str], str]:
+        """(device index, read) -> why: the reads it stopped making on a device."""
+        ...
+
+    def notes(self) -> list[str]:
+        """Things to know about the source, for status (may cost milliseconds)."""
+        ...
+
+    def unavailable(self, index: int) -> tuple[str, ...]:
+        """The metrics it cannot give for device ``index``, in registry order."""
+        ...
+
+    def not_answering_for(self, now: float | None = None) -> float:
+        """Seconds it has kept a caller waiting once that is too long; 0.0 while it answers."""
+        ...
+
+    def call_counts(self) -> tuple[int, int]:
+        """Library calls made so far by any thread, and how many of them kept the GIL."""
+        ...
+
+    # -- lifecycle ------------------------------------------------------------------------
+    def open(self) -> bool:
+        """Start and list the devices; False (with ``status``) when there is nothing to read."""
+        ...
+
+    def close(self) -> None: ...
+
+    def not_started(self, reason: str) -> None:
+        """Never to be opened: ``status`` says ``reason`` (a start that did not answer)."""
+        ...
+
+    def remap_cuda(self, cuda_uuids: list[str]) -> None:
+        """The exact CUDA numbering, from the UUIDs a framework reports in its own order."""
+        ...
+
+    # -- the tick and the asks (off the sampler's thread, bounded by a deadline) -----------
+    def columns(self) -> list[str]: ...
+
+    def read(self, due: frozenset[str] = ...) -> list[float | None]: ...
+
+    def read_memory(self) -> list[int | None]:
+        """Device memory used per device now, bytes (a cell's start and end readings)."""
+        ...
+
+    def read_free(self) -> list[int | None]:
+        """Device memory free per device now, bytes (what another allocation could get)."""
+        ...
+
+    def read_mig_used(self, migs: Sequence[Any]) -> list[int | None]:
+        """Memory in use on each of ``migs`` (entries of ``mig_devices``), bytes."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceFacts:
+    """A device source's own facts, for ``%gpumon status`` and a recording's session."""
+
+    driver_version: str | None
+    lost_devices: frozenset[int]  # device indices that fell off the bus
