@@ -43,4 +43,4 @@ def is_host_out_of_memory(exc: BaseException) -> bool:
 
 
 def _a_framework_s(exc: BaseException) -> bool:
-    return any(plugin.is_out_of_memory(exc) for plugin in frameworks())
+    return any(plugin.oom is not None and plugin.oom.claims(exc) for plugin in frameworks())

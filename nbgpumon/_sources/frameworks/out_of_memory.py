@@ -7,12 +7,21 @@ the framework's module (``torch.…``, ``jaxlib…``, ``cupy_…``) or its messa
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
+
+
+def _claims_none(exc: BaseException) -> bool:
+    return False
 
 
 @dataclass(frozen=True, slots=True)
 class OutOfMemory:
     """One framework's out-of-memory facts."""
+
+    # the ledger's outcome: whether an error its class name does not give away
+    # (``OutOfMemoryError``) is its out-of-memory error on the GPU
+    claims: Callable[[BaseException], bool] = _claims_none
 
     # patterns for the bytes asked for, tried in turn: one group (a byte count, maybe with
     # commas) or two (a number and its unit: B, KiB … TiB, KB … TB)

@@ -46,10 +46,6 @@ def _pool_limit(source: AllocatorSource, stats: AllocatorStats, cuda_index: int)
     return stats.limit  # the cap its allocator reports with its figures
 
 
-def _claims_none(exc: BaseException) -> bool:
-    return False
-
-
 @dataclass(frozen=True, slots=True)
 class Framework:
     """One framework's plug-in."""
@@ -81,8 +77,6 @@ class Framework:
     # headroom: the most it may hold on a CUDA device now (None: no cap), and the cap's name
     memory_cap: Callable[[AllocatorSource, AllocatorStats, int], int | None] = _pool_limit
     cap_name: str = "its cap"
-    # the ledger's outcome: whether an exception is its out-of-memory error on the GPU
-    is_out_of_memory: Callable[[BaseException], bool] = _claims_none
     # records: a recording from before per-framework figures holds its figures (one built-in)
     owns_unnamed_figures: bool = False
     # its own GPUMon settings (config declares them, the session passes them on)
@@ -94,7 +88,8 @@ class Framework:
     holder_kinds: Callable[[str], HolderKinds | None] | None = None
     memory_history: MemoryHistory | None = None  # its allocation-history recorder, if any
     nvtx: NvtxMarks | None = None  # its NVTX push and pop, if any
-    oom: OutOfMemory | None = None  # what its out-of-memory errors say, and their fixes
+    # which errors are its out-of-memory errors, what they say, and their fixes
+    oom: OutOfMemory | None = None
     profiler: CellProfiler | None = None  # runs a cell under its operator profiler, if any
     pool_advice: tuple[PoolAdvice, ...] = ()  # the advisor's hints about its pool
     precision_advice: PrecisionAdvice | None = None  # and about models in full precision

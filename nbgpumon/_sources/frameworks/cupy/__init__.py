@@ -20,7 +20,6 @@ PLUGIN = register_framework(
         why_sampled=peaks.why_sampled,
         exact_peaks=peaks.hook_armed,
         cap_name="CuPy's pool limit",
-        is_out_of_memory=peaks.is_out_of_memory,
         settings=(peaks.PEAK_HOOK,),
         # forensics
         holder_kinds=holders.holder_kinds,

@@ -60,10 +60,3 @@ PEAK_HOOK = Setting(
     "of a pooled allocation. Off: CuPy peaks are sampled lower bounds (≥).",
     apply=_peak_hook_set,
 )
-
-
-def is_out_of_memory(exc: BaseException) -> bool:
-    """CuPy's ``OutOfMemoryError``: a ``MemoryError``, but of the GPU."""
-    module = type(exc).__module__ or ""
-    named = isinstance(exc, MemoryError) or type(exc).__name__ == "OutOfMemoryError"
-    return module.startswith("cupy") and named

@@ -19,7 +19,6 @@ PLUGIN = register_framework(
         peak_note=peaks.peak_note,
         why_sampled=peaks.why_sampled,
         cap_name="JAX's pool limit",
-        is_out_of_memory=peaks.is_out_of_memory,
         # forensics
         holder_kinds=holders.holder_kinds,
         oom=OOM,

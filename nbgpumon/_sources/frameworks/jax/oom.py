@@ -6,7 +6,15 @@ import re
 
 from ..out_of_memory import OutOfMemory
 
+
+def _claims(exc: BaseException) -> bool:
+    """JAX's ``XlaRuntimeError`` / ``JaxRuntimeError`` for memory: RESOURCE_EXHAUSTED."""
+    text = str(exc)
+    return "RESOURCE_EXHAUSTED" in text and "memory" in text.lower()
+
+
 OOM = OutOfMemory(
+    claims=_claims,
     requested=(
         re.compile(r"trying to allocate ([\d,]+) bytes"),  # "…trying to allocate 4294967296 bytes"
         # JAX 0.11: "…while trying to allocate 4.00TiB with allocator GPU_0_bfc on device 0."

@@ -21,9 +21,3 @@ def why_sampled(peak_mode: str) -> str:
         "size's peak is exact only when it beats every earlier peak: run larger sizes, or "
         "fit in a fresh kernel"
     )
-
-
-def is_out_of_memory(exc: BaseException) -> bool:
-    """JAX's ``XlaRuntimeError`` / ``JaxRuntimeError`` for memory: RESOURCE_EXHAUSTED."""
-    text = str(exc)
-    return "RESOURCE_EXHAUSTED" in text and "memory" in text.lower()

@@ -28,7 +28,6 @@ PLUGIN = register_framework(
         why_sampled=peaks.why_sampled,
         memory_cap=peaks.memory_cap,
         cap_name=peaks.CAP_NAME,
-        is_out_of_memory=peaks.is_out_of_memory,
         owns_unnamed_figures=True,  # nbgpumon measured torch alone before JAX and CuPy came
         # forensics
         holder_kinds=holders.holder_kinds,

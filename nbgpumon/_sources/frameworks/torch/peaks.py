@@ -32,9 +32,3 @@ def why_sampled(peak_mode: str) -> str:
 def memory_cap(source: AllocatorSource, stats: AllocatorStats, cuda_index: int) -> int | None:
     """The per-process memory fraction's bytes (torch reports no limit with its stats)."""
     return source.memory_cap(cuda_index)  # type: ignore[attr-defined]
-
-
-def is_out_of_memory(exc: BaseException) -> bool:
-    """The older form of torch's out-of-memory error: a RuntimeError that says so (the newer
-    ``torch.OutOfMemoryError`` is caught by its class name, as every framework's is)."""
-    return isinstance(exc, RuntimeError) and "out of memory" in str(exc).lower()
