@@ -81,6 +81,8 @@ class Framework:
     owns_unnamed_figures: bool = False
     # its own GPUMon settings (config declares them, the session passes them on)
     settings: tuple[Setting, ...] = ()
+    # what its source's release_cache() gives back, as %gpumon free's help says it ("": nothing)
+    cache_words: str = ""
 
     # forensics (and analysis): what the holder scan, tracing, NVTX, the post-mortem, the
     # profiler and the advisor ask it; each optional

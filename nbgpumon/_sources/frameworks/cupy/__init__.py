@@ -21,6 +21,7 @@ PLUGIN = register_framework(
         exact_peaks=peaks.hook_armed,
         cap_name="CuPy's pool limit",
         settings=(peaks.PEAK_HOOK,),
+        cache_words="CuPy's unused pool blocks",
         # forensics
         holder_kinds=holders.holder_kinds,
         oom=OOM,

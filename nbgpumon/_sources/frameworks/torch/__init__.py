@@ -29,6 +29,7 @@ PLUGIN = register_framework(
         memory_cap=peaks.memory_cap,
         cap_name=peaks.CAP_NAME,
         owns_unnamed_figures=True,  # nbgpumon measured torch alone before JAX and CuPy came
+        cache_words="torch's cache",
         # forensics
         holder_kinds=holders.holder_kinds,
         oom=OOM,
