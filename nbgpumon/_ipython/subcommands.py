@@ -59,6 +59,34 @@ class Subcommand:
         return "_" + self.name.lstrip("-")
 
 
+def _framework_words() -> dict[str, str]:
+    """What the help says of the framework plug-ins, from their labels: which can have the GPU
+    up ("torch, JAX or CuPy"), whose caches ``free`` gives back, and whose profiler, memory
+    history and NVTX marks the commands use (the first plug-in with each)."""
+    plugins = frameworks()
+    labels = [f.label for f in plugins]
+    caches = [f.cache_words for f in plugins if f.cache_words]
+
+    def first(has: Callable[[Framework], object]) -> str:
+        return next((f.label for f in plugins if has(f)), "a framework")
+
+    return {
+        "frameworks": _either(labels) or "a framework",
+        "caches": " and ".join(caches) or "each framework's idle cache",
+        "profiler": first(lambda f: f.profiler),
+        "history": first(lambda f: f.memory_history),
+        "nvtx": first(lambda f: f.nvtx),
+    }
+
+
+def _either(words: list[str]) -> str:
+    return ", ".join(words[:-1]) + f" or {words[-1]}" if len(words) > 1 else "".join(words)
+
+
+# (the plug-ins imported with the package are registered by now)
+_NAMED = _framework_words()
+
+
 SUBCOMMANDS = (
     Subcommand("show", (("%gpumon", "the live chart, cell table and status (a widget)"),),
                called=""),
@@ -79,13 +107,13 @@ background thread don't show)"""),)),
     Subcommand("holders", (("%gpumon holders [DEV]", """\
 what holds memory now, biggest first: variables, Out[N], _,
 stored tracebacks; DEV cuda, cuda:N or host (default: cuda
-once {frameworks} has the GPU up, else host)"""),),
+once {frameworks} has the GPU up, else host)""".format_map(_NAMED)),),
                (ANY,), usage="usage: %gpumon holders [cuda | cuda:N | host]"),
     Subcommand("free", (("%gpumon free", """\
 drop what IPython's hidden references hold (outputs with
 arrays, _, stored tracebacks), collect garbage, give back
 {caches}; your
-variables are never touched"""),)),
+variables are never touched""".format_map(_NAMED)),)),
     Subcommand("record", (("%gpumon record PATH", """\
 record samples, cells and marks to an SQLite file
 (crash-safe; nbgpumon.load(PATH) reads it back): a new
@@ -97,7 +125,7 @@ an interactive report (bqplot): the timeline with cell
 bands, per-cell bars; brush a time range to list its cells"""),), takes=REST),
     Subcommand("profile", (("%%gpumon profile [N]", """\
 run the cell under {profiler}'s profiler: the top N (15)
-operators by CUDA memory (CPU memory without CUDA)"""),),
+operators by CUDA memory (CPU memory without CUDA)""".format_map(_NAMED)),),
                (POSITIVE,), usage="usage: %%gpumon profile [N], N a positive whole number"),
     Subcommand("compare", (("%gpumon compare A [B]", """\
 run B (default: this session) against recording A, cell
@@ -109,12 +137,12 @@ hints from what was measured (this session, or a
 recording), each citing its numbers; none without evidence"""),), takes=REST),
     Subcommand("trace", (("%gpumon trace on|off", """\
 record CUDA allocation stacks ({history}'s memory history):
-after each cell, what it left behind by cell and line"""),),
+after each cell, what it left behind by cell and line""".format_map(_NAMED)),),
                (Argument(ON_OFF.accepts, optional=False),), usage="usage: %gpumon trace on|off"),
     Subcommand("nvtx", (("%gpumon nvtx on|off", """\
 an NVTX range around each cell, named [N] first line
 (and each track() region), once {nvtx} has CUDA up:
-an Nsight Systems capture is labelled by cell"""),),
+an Nsight Systems capture is labelled by cell""".format_map(_NAMED)),),
                (ON_OFF,), usage="usage: %gpumon nvtx on|off (alone: whether it is on)"),
     Subcommand("export", (("%gpumon export [PORT]", f"""\
 serve this kernel's metrics for Prometheus at
@@ -148,38 +176,13 @@ COMMAND_NAMES = [c.name for c in SUBCOMMANDS if c.name != "show" and not c.name.
 _SYNOPSIS = 24  # the width of the help's first column
 
 
-def _framework_words() -> dict[str, str]:
-    """What the help says of the framework plug-ins, from their labels: which can have the GPU
-    up ("torch, JAX or CuPy"), whose caches ``free`` gives back, and whose profiler, memory
-    history and NVTX marks the commands use (the first plug-in with each)."""
-    plugins = frameworks()
-    labels = [f.label for f in plugins]
-    caches = [f.cache_words for f in plugins if f.cache_words]
-
-    def first(has: Callable[[Framework], object]) -> str:
-        return next((f.label for f in plugins if has(f)), "a framework")
-
-    return {
-        "frameworks": _either(labels) or "a framework",
-        "caches": " and ".join(caches) or "each framework's idle cache",
-        "profiler": first(lambda f: f.profiler),
-        "history": first(lambda f: f.memory_history),
-        "nvtx": first(lambda f: f.nvtx),
-    }
-
-
-def _either(words: list[str]) -> str:
-    return ", ".join(words[:-1]) + f" or {words[-1]}" if len(words) > 1 else "".join(words)
-
-
 def help_text() -> str:
     """The magic's description as ``%gpumon?`` shows it: every subcommand's help entries."""
     lines = ["Show GPU state and the per-cell memory ledger (nbgpumon).", "", "Commands:"]
     pad = " " * (2 + _SYNOPSIS)
-    words = _framework_words()
     for command in SUBCOMMANDS:
         for synopsis, text in command.help:
-            first, *more = text.format(**words).split("\n")
+            first, *more = text.split("\n")
             if len(synopsis) < _SYNOPSIS:
                 lines.append(f"  {synopsis:<{_SYNOPSIS}}{first}")
             else:  # too wide for its column: on a line of its own
