@@ -29,7 +29,7 @@ from nbgpumon._api.monitor import Monitor
 from nbgpumon._foundation.metrics import describe_columns
 from nbgpumon._views.panels import chart_panels
 from nbgpumon._sources.devices.protocol import DeviceSource
-from nbgpumon._views.prometheus_export import SessionCollector
+from nbgpumon._api.exporter_families import SessionCollector
 
 mon = Monitor(new_device_source=toy_device.ToyDevices)
 toy = mon.device_source

@@ -33,7 +33,7 @@ COLUMNS_CELL = (
     "print('LINE=' + m.status().line)"
 )
 EXPORT_CELL = (
-    "from nbgpumon._views.prometheus_export import SessionCollector\n"
+    "from nbgpumon._api.exporter_families import SessionCollector\n"
     "print(SessionCollector(nbgpumon.monitor(), hostname='node-1').text())"
 )
 LOADED_CELL = (
