@@ -19,6 +19,7 @@ from .._foundation.metrics import device_label, device_of, metric, metric_of, so
 from .._foundation.units import format_bytes, format_percent, format_seconds, format_value
 from .._ledger.records import AllocatorUsage, CellRecord, DeviceUsage, Retention
 from .cluster_text import cluster_lines
+from .holders_text import holders_text
 
 RSS = metric("host", "rss")
 
@@ -394,5 +395,5 @@ def _latest_by_device(
 
 # -- holders ------------------------------------------------------------------------------
 def holders_view(scan: HolderScan) -> TextView:
-    text = scan.text()
+    text = holders_text(scan)
     return TextView(text, f"<pre>{html.escape(text)}</pre>")
