@@ -24,7 +24,7 @@ import pytest
 
 from nbgpumon import GPUMon, Monitor, UsageError
 from nbgpumon._api.exporter import THREAD_NAME, process_rank
-from nbgpumon._views.prometheus_export import SessionCollector
+from nbgpumon._api.exporter_families import SessionCollector
 
 from fake_frameworks import GIB, FakeJaxClient, FakeJaxDevice, fake_jax
 from kernel_client import Kernel

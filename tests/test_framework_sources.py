@@ -14,6 +14,7 @@ from nbgpumon._forensics.release import MemoryNow, freed_line
 from nbgpumon._sources.cuda_contexts import CudaContexts
 from nbgpumon._sources.frameworks.cupy.allocator import CupyAllocatorSource
 from nbgpumon._sources.frameworks.jax.allocator import JaxAllocatorSource
+from nbgpumon._views.status_text import status_lines
 from nbgpumon._views.text import cells_table, summary_line
 
 from fake_frameworks import GIB, FakeContexts, FakeCupy, FakeJaxClient, FakeJaxDevice, fake_jax
@@ -181,7 +182,7 @@ def test_by_default_a_cupy_peak_is_sampled_and_no_hook_slows_its_allocations(mon
     (usage,) = record.devices[0].frameworks
     assert usage.peak_exact is False and usage.retained == 0
     assert "peak ≥" in summary_line(record)
-    status = "\n".join(monitor.status().lines)
+    status = "\n".join(status_lines(monitor.status()))
     assert "%config GPUMon.cupy_peak_hook = True makes them exact" in status
     monitor.config.cupy_peak_hook = True
     monitor.ledger.end(monitor.ledger.begin("cell", "pass", 6))
@@ -208,7 +209,7 @@ def test_torch_jax_and_cupy_in_one_cell_each_get_their_own_figures(monkeypatch, 
     assert record.retained == 3 * GIB
     table = cells_table([record]).text
     assert "JAX 1.0 GiB · CuPy 2.0 GiB" in table
-    status = "\n".join(monitor.status().lines)
+    status = "\n".join(status_lines(monitor.status()))
     assert "JAX: active: cuda:0 1.0 GiB in use" in status
     assert "CuPy: active: cuda:0 2.0 GiB in use, 2.0 GiB reserved" in status
     assert "torch: not imported" in status or "torch: CUDA not initialised" in status

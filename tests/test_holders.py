@@ -7,10 +7,12 @@ import sys
 import numpy as np
 import pytest
 
+from nbgpumon._api.holders import HolderReport
 from nbgpumon._forensics import holder_scan as holders
 from nbgpumon._forensics.postmortem import OomFacts, failing_framework, fixes, parse_message
 from nbgpumon._ledger.outcome import is_out_of_memory
 from nbgpumon._sources.base import AllocatorStats
+from nbgpumon._views.holders_text import holders_lines
 
 from fake_shell import by_name, shell_with
 
@@ -169,3 +171,14 @@ def test_scanning_never_imports_torch():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_the_public_answer_prints_as_the_holders_words():
+    scan = holders.HolderScan("host", (holders.Holder("x", 2**20, 1, True),), 2**20, 10, 0.001, "")
+    report = HolderReport.of(scan)
+    assert isinstance(report, holders.HolderScan) and report.holders == scan.holders
+    assert repr(report) == report.text() == "\n".join(holders_lines(scan))
+    assert repr(report).splitlines() == [
+        "nbgpumon holders of host memory: 1.0 MiB in 1 holder(s), 10 objects looked at in 1 ms",
+        "  x     1.0 MiB  1 storage  (hidden: %gpumon free drops it)",
+    ]

@@ -14,12 +14,12 @@ import re
 import pytest
 
 import nbgpumon
+from nbgpumon._api.exporter_families import SessionCollector
 from nbgpumon._api.monitor import Monitor
 from nbgpumon._session.data import MigInstance
 from nbgpumon._sources.cluster_series import reading_from
 from nbgpumon._sources.devices.nvml.source import NvmlSource
 from nbgpumon._sources.prometheus_http import Series
-from nbgpumon._views.prometheus_export import SessionCollector
 
 from notebook_runner import RECORDS_CELL, cells_by_label, fake_nvml_env, fake_pynvml, run_cells
 from prometheus_server import free_port, samples

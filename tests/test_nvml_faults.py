@@ -9,8 +9,8 @@ import time
 import pytest
 
 from nbgpumon import Monitor
-from nbgpumon._session.status import status_lines
 from nbgpumon._sources.devices.nvml.source import FAST_METRICS, NvmlSource
+from nbgpumon._views.status_text import status_lines
 
 from notebook_runner import fake_nvml_env, fake_pynvml, run_cells
 
@@ -108,7 +108,7 @@ def test_a_lost_gpu_mid_run_keeps_the_sampler_going_and_says_why():
         assert mon.sampler.error == ""
         assert math.isnan(mon.timeline.latest()["gpu0.nvml.mem_used"])
         assert mon.device_source.status.startswith("GPU lost: gpu0")
-        assert any("(LOST)" in line for line in status_lines(mon))
+        assert any("(LOST)" in line for line in status_lines(mon.status()))
     finally:
         mon.close()
 

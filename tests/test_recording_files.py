@@ -32,6 +32,7 @@ from nbgpumon._recording.schema import APPLICATION_ID, SCHEMA_VERSION
 from nbgpumon._recording.writer import RecordingWriter, open_database
 from nbgpumon._sampling.timeline import Timeline
 from nbgpumon._session.config import GPUMon
+from nbgpumon._views.status_text import status_line
 
 from notebook_runner import fake_pynvml, run_cells
 
@@ -439,7 +440,7 @@ def test_the_report_the_chart_and_the_frames_see_a_folded_spike_at_its_height(tm
     assert frame["gpu0.nvml.mem_used.max"].max() == SPIKE
     assert frame["gpu0.nvml.mem_used"].max() < SPIKE  # the means: the live frame's shape
     assert frame["samples"].sum() == 3 * FULL and (frame["samples"][session.buckets :] == 1).all()
-    assert session.status().line == (
+    assert status_line(session.status()) == (
         f"recorded: {path} (session 1), {len(session.times) - session.buckets:,} samples, "
         f"and {session.buckets} buckets of the older ones"
     )

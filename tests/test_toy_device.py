@@ -28,8 +28,9 @@ import nbgpumon
 from nbgpumon._api.monitor import Monitor
 from nbgpumon._foundation.metrics import describe_columns
 from nbgpumon._views.panels import chart_panels
+from nbgpumon._views.status_text import status_line, status_lines
 from nbgpumon._sources.devices.protocol import DeviceSource
-from nbgpumon._views.prometheus_export import SessionCollector
+from nbgpumon._api.exporter_families import SessionCollector
 
 mon = Monitor(new_device_source=toy_device.ToyDevices)
 toy = mon.device_source
@@ -43,8 +44,8 @@ record = mon.cells()[-1]
 exported = SessionCollector(mon).text()
 out = {
     "type": type(toy).__name__,
-    "status": list(mon.status().lines),
-    "line": mon.status().line,
+    "status": status_lines(mon.status()),
+    "line": status_line(mon.status()),
     "columns": list(mon.columns),
     "described": [c["name"] for c in describe_columns(mon.columns) if c["device"] == 0],
     "panels": [[p.device, p.name, p.limit] for p in chart_panels(mon.columns)],

@@ -30,10 +30,11 @@ COLUMNS_CELL = (
     "from nbgpumon._foundation.metrics import describe_columns\n"
     "m = nbgpumon.monitor()\n"
     "print('COLUMNS=' + json.dumps(describe_columns(m.columns)))\n"
-    "print('LINE=' + m.status().line)"
+    "from nbgpumon._views.status_text import status_line\n"
+    "print('LINE=' + status_line(m.status()))"
 )
 EXPORT_CELL = (
-    "from nbgpumon._views.prometheus_export import SessionCollector\n"
+    "from nbgpumon._api.exporter_families import SessionCollector\n"
     "print(SessionCollector(nbgpumon.monitor(), hostname='node-1').text())"
 )
 LOADED_CELL = (

@@ -272,7 +272,8 @@ BOTH_LISTED = (
     "_seen = lambda: {p.pid for p in _m.device_source.processes} & set(PIDS)\n"
     "while len(_seen()) < 2 and time.monotonic() < _d:\n"
     "    time.sleep(0.05)\n"
-    "print('\\n'.join(_m.status().processes))"
+    "from nbgpumon._views.status_text import process_lines\n"
+    "print('\\n'.join(process_lines(_m.status())))"
 )
 
 

@@ -26,7 +26,7 @@ THREAD_NAME = "nbgpumon-exporter"
 
 class Exporter:
     """One running HTTP server for ``collector`` (a
-    :class:`~nbgpumon._views.prometheus_export.SessionCollector`). ``retry`` says, in the
+    :class:`~nbgpumon._api.exporter_families.SessionCollector`). ``retry`` says, in the
     caller's words, how to pick another port (it ends the line of a port in use)."""
 
     def __init__(self, collector: Any, host: str, port: int, retry: str) -> None:

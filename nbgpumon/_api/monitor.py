@@ -104,7 +104,7 @@ class Monitor(Session):
 
     def _exporter_collector(self) -> Any:
         if self._collector is None:
-            from .._views.prometheus_export import SessionCollector  # prometheus_client: on use
+            from .exporter_families import SessionCollector  # prometheus_client: on use
 
             self._collector = SessionCollector(self, rank=process_rank())
         return self._collector

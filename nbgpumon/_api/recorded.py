@@ -16,6 +16,7 @@ from .._ledger.records import CellRecord, records_after
 from .._recording.reader import RecordedSession
 from .._recording.reader import load as read_session
 from .._session.data import Cluster, Device, MigInstance, RunningCell, Status
+from .._session.status_facts import RecordedStatus
 from .._views.advisor import advise, hints_text, recorded_evidence
 from .._views.frames import cells_frame, samples_frame, write_frames
 from .._views.widget import GPUMonWidget, Publisher
@@ -127,14 +128,16 @@ class Recorded(RecordedSession):
         raw = self.times[self.buckets :]  # the interval is the raw samples'
         span = float(raw[-1] - raw[0]) if len(raw) > 1 else 0.0
         interval = span / (len(raw) - 1) if len(raw) > 1 else 0.0
-        line = f"recorded: {self.source}, {len(raw):,} samples"
-        if self.buckets:
-            line += f", and {self.buckets:,} buckets of the older ones"
-        if self.damage:
-            line += f" · {self.damage}"
-        lines = [line, f"host: {self.host or '?'}; driver {self.driver or '?'}"]
-        lines += [f"  gpu{d.index}: {d.name}" for d in self.devices]
-        return Status("recorded", round(interval, 3), line, tuple(lines))
+        recorded = RecordedStatus(
+            self.source,
+            len(raw),
+            self.buckets,
+            self.damage,
+            self.host or "",
+            self.driver or "",
+            tuple(self.devices),
+        )
+        return Status("recorded", round(interval, 3), recorded=recorded)
 
     @property
     def cluster(self) -> Cluster | None:

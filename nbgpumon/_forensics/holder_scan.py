@@ -24,7 +24,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .._foundation.units import format_bytes
 from .._sources.frameworks import frameworks
 from .._sources.frameworks.holder_walk import HolderKinds, Storage, StorageKey
 
@@ -61,7 +60,7 @@ class Holder:
 
 @dataclass(frozen=True, slots=True)
 class HolderScan:
-    """The result of one walk."""
+    """The result of one walk (in words: ``_views/holders_text.py``)."""
 
     device: str  # "cuda", "cuda:N", "host" or "any"
     holders: tuple[Holder, ...]  # biggest first
@@ -70,13 +69,6 @@ class HolderScan:
     seconds: float
     partial: str  # "" when complete, else why the walk stopped early
     processes: tuple[GpuProcess, ...] = ()  # processes using the GPU(s), from NVML
-
-    def text(self) -> str:
-        """What holds memory, biggest first, then the processes on the GPU, as lines."""
-        return "\n".join(holders_lines(self))
-
-    def __repr__(self) -> str:
-        return self.text()
 
 
 class _Walk:
@@ -358,30 +350,3 @@ def holds_memory(value: Any) -> bool:
     walk = _Walk("any", 0.01)
     walk.visit("value", value)
     return bool(walk.found)
-
-
-def holders_lines(scan: HolderScan, limit: int = 20) -> list[str]:
-    """What holds memory, biggest first, then the processes on the GPU."""
-    where = "host memory" if scan.device == "host" else f"{scan.device} memory"
-    lines = [
-        f"nbgpumon holders of {where}: {format_bytes(scan.total)} in "
-        f"{len(scan.holders)} holder(s), {scan.objects} objects looked at in "
-        f"{scan.seconds * 1000:.0f} ms"
-    ]
-    if not scan.holders:
-        lines.append("  no tensor or array found in variables, outputs or tracebacks")
-    width = max((len(h.name) for h in scan.holders[:limit]), default=0)
-    for h in scan.holders[:limit]:
-        hidden = "  (hidden: %gpumon free drops it)" if h.hidden else ""
-        storages = f"{h.storages} storage{'s' if h.storages != 1 else ''}"
-        lines.append(f"  {h.name.ljust(width)}  {format_bytes(h.bytes):>10}  {storages}{hidden}")
-    if len(scan.holders) > limit:
-        rest = sum(h.bytes for h in scan.holders[limit:])
-        lines.append(f"  … {len(scan.holders) - limit} more, {format_bytes(rest)}")
-    if scan.partial:
-        lines.append(f"  ({scan.partial})")
-    for p in scan.processes:
-        who = "this kernel" if p.is_this_kernel else p.name
-        pid = "PID ?" if p.pid is None else f"PID {p.pid}"
-        lines.append(f"  process on gpu{p.index}: {pid} {who} {format_bytes(p.used_memory)}")
-    return lines

@@ -7,6 +7,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from .status_text import status_line
 from .widget import plain_summary, static_svg
 
 if TYPE_CHECKING:
@@ -31,11 +32,11 @@ class StaticView:
         self._unsubscribe = data.subscribe(self)
 
     def _bundle(self) -> dict[str, str]:
-        svg = static_svg(self._data)
+        svg, line = static_svg(self._data), status_line(self._data.status())
         return {
             "image/svg+xml": svg,
             "text/plain": plain_summary(self._data),
-            "text/html": f"<div>{svg}<pre>{html.escape(self._data.status().line)}</pre></div>",
+            "text/html": f"<div>{svg}<pre>{html.escape(line)}</pre></div>",
         }
 
     def __call__(self, cursor: int) -> None:

@@ -19,6 +19,8 @@ from .._foundation.metrics import device_label, device_of, metric, metric_of, so
 from .._foundation.units import format_bytes, format_percent, format_seconds, format_value
 from .._ledger.records import AllocatorUsage, CellRecord, DeviceUsage, Retention
 from .cluster_text import cluster_lines
+from .holders_text import holders_text
+from .status_text import process_lines, status_line, status_lines
 
 RSS = metric("host", "rss")
 
@@ -334,7 +336,7 @@ def cells_table(records: Sequence[CellRecord]) -> TextView:
 
 # -- status -------------------------------------------------------------------------------
 def status_view(data: SessionData) -> TextView:
-    text = "\n".join([*data.status().lines, *cluster_lines(data.cluster, per_gpu=False)])
+    text = "\n".join([*status_lines(data.status()), *cluster_lines(data.cluster, per_gpu=False)])
     return TextView(text, f"<pre>{html.escape(text)}</pre>")
 
 
@@ -360,13 +362,13 @@ def snapshot_view(data: SessionData, last_cells: int = 5) -> TextView:
     age = f" ({time.time() - latest['time']:.1f} s ago)" if "time" in latest else ""
     lines.append(f"nbgpumon snapshot{age}")
     if not data.devices:
-        lines.append(status.line)
+        lines.append(status_line(status))
     by_device = _latest_by_device(latest, data.columns)
     for d in data.devices:
         lines.append(f"{d.label}:")
         for panel, values in by_device.get(d.index, {}).items():
             lines.append(f"  {panel}: " + " · ".join(values))
-    lines += [f"  {p}" for p in status.processes]
+    lines += [f"  {p}" for p in process_lines(status)]
     rss = latest.get(RSS.column())
     if rss is not None and not math.isnan(rss):
         lines.append(f"host: this kernel {format_bytes(rss)} resident")
@@ -394,5 +396,5 @@ def _latest_by_device(
 
 # -- holders ------------------------------------------------------------------------------
 def holders_view(scan: HolderScan) -> TextView:
-    text = scan.text()
+    text = holders_text(scan)
     return TextView(text, f"<pre>{html.escape(text)}</pre>")

@@ -25,6 +25,7 @@ from .._foundation.metrics import describe_columns, device_of, device_role
 from .._foundation.units import format_bytes
 from .._foundation.windows import Chunk, Window
 from .._ledger.records import CellRecord
+from .status_text import status_line
 from .svg import timeline_svg
 from .text import framework_figures, retention_text, shown_peak_and_kept, summary_line
 from .widget_traits import CELL, COLUMN, DEVICE, MARK, NODE, RUNNING, Row, Rows
@@ -321,7 +322,7 @@ class Publisher:
         status = self._data.status()
         devices = describe_devices(self._data.devices)  # CUDA's numbering can change: below
         with self._lock:
-            self.widget.status = status.line
+            self.widget.status = status_line(status)
             self.widget.interval = status.interval
             # torch's first read maps the devices by UUID, after the widget was made
             if devices != self.widget.devices:
@@ -478,7 +479,7 @@ def describe_devices(devices: Sequence[Device]) -> list[dict]:
 def plain_summary(data: SessionData) -> str:
     """What a terminal shows for the widget: the devices now and the newest cells."""
     latest = data.latest() or {}
-    lines = [f"nbgpumon live chart ({data.status().line})"]
+    lines = [f"nbgpumon live chart ({status_line(data.status())})"]
     for d in data.devices:
         used = next(  # the device source's figure, whichever source it is
             (

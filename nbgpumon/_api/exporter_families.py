@@ -9,8 +9,8 @@ device, as DCGM labels one, its GPU's index, UUID and model with ``GPU_I_PROFILE
 context: the running cell's execution count, cells by outcome, the last cell's figures. A value
 the session does not have (NaN, None) is left out, never exported as NaN.
 
-The HTTP server that serves it is one layer up (``_api/exporter.py``); this module reads only
-the session.
+The HTTP server that serves it sits beside it (``exporter.py``); this module reads only the
+session.
 """
 
 from __future__ import annotations

@@ -1,0 +1,43 @@
+"""A holder scan in words: what holds memory, biggest first, then the processes on the GPU
+(``%gpumon holders``, ``print(nbgpumon.holders())``)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .._foundation.units import format_bytes
+
+if TYPE_CHECKING:
+    from .._forensics.holder_scan import HolderScan
+
+
+def holders_lines(scan: HolderScan, limit: int = 20) -> list[str]:
+    """What holds memory, biggest first (the first ``limit``), then the processes on the GPU."""
+    where = "host memory" if scan.device == "host" else f"{scan.device} memory"
+    lines = [
+        f"nbgpumon holders of {where}: {format_bytes(scan.total)} in "
+        f"{len(scan.holders)} holder(s), {scan.objects} objects looked at in "
+        f"{scan.seconds * 1000:.0f} ms"
+    ]
+    if not scan.holders:
+        lines.append("  no tensor or array found in variables, outputs or tracebacks")
+    width = max((len(h.name) for h in scan.holders[:limit]), default=0)
+    for h in scan.holders[:limit]:
+        hidden = "  (hidden: %gpumon free drops it)" if h.hidden else ""
+        storages = f"{h.storages} storage{'s' if h.storages != 1 else ''}"
+        lines.append(f"  {h.name.ljust(width)}  {format_bytes(h.bytes):>10}  {storages}{hidden}")
+    if len(scan.holders) > limit:
+        rest = sum(h.bytes for h in scan.holders[limit:])
+        lines.append(f"  … {len(scan.holders) - limit} more, {format_bytes(rest)}")
+    if scan.partial:
+        lines.append(f"  ({scan.partial})")
+    for p in scan.processes:
+        who = "this kernel" if p.is_this_kernel else p.name
+        pid = "PID ?" if p.pid is None else f"PID {p.pid}"
+        lines.append(f"  process on gpu{p.index}: {pid} {who} {format_bytes(p.used_memory)}")
+    return lines
+
+
+def holders_text(scan: HolderScan) -> str:
+    """:func:`holders_lines` as one text."""
+    return "\n".join(holders_lines(scan))

@@ -1,0 +1,94 @@
+"""Status is facts below and words above: the views say a session's status from its facts
+alone, a recording's and a live session's the same way in every view."""
+
+from __future__ import annotations
+
+from nbgpumon._session.data_devices import Device
+from nbgpumon._session.status_facts import (
+    AllocatorOnDevice,
+    DeviceSourceFacts,
+    FrameworkFacts,
+    GpuFacts,
+    LiveStatus,
+    ProcessFacts,
+    RecordedStatus,
+    SamplerFacts,
+    Status,
+)
+from nbgpumon._views.status_text import process_lines, status_line, status_lines
+
+GIB = 2**30
+GPU = Device(0, "Toy GPU", 8 * GIB, 0, "GPU-toy")
+
+
+def _live(**devices) -> Status:
+    sampler = SamplerFacts(0.1, 0.5, 0.5, 1.0, 2.0, 7, 20e-6, "sampler cost: (its own)", "")
+    facts = {
+        "label": "Toy",
+        "status": "ok",
+        "available": True,
+        "driver_version": "1.0",
+        "binding_version": None,
+        "gpus": (GpuFacts(GPU, lost=False, mig_mode=False),),
+        "unavailable": ((0, "power", "not supported"),),
+        "mapping_note": "",
+        "notes": (),
+        "started_late": "",
+        "silent_for": 0.0,
+    } | devices
+    live = LiveStatus(
+        sampler=sampler,
+        devices=DeviceSourceFacts(**facts),
+        frameworks=(
+            FrameworkFacts("toy", "Toy FW", False, "", (AllocatorOnDevice(0, GIB, 2 * GIB, None),),
+                           "peaks its own way"),
+            FrameworkFacts("other", "Other", False, "other not imported", None, ""),
+        ),
+        tracing="off",
+        traced_by=(),
+        nvtx="off",
+        host="ok",
+        host_peak_exact=False,
+        peak_mode="preserve",
+        reset_means=(),
+        preserve_means=(),
+        recording="",
+        exporter="",
+        summary=True,
+        records=3,
+    )  # fmt: skip
+    procs = (ProcessFacts("gpu0", None, "python", False, GIB),)
+    return Status("sampling", 0.1, live=live, processes=procs)
+
+
+def test_a_live_status_is_said_from_its_facts():
+    status = _live()
+    assert status_line(status) == (
+        "sampling every 0.1 s · unavailable: gpu0 power · Toy FW: active on cuda:0"
+    )
+    lines = status_lines(status)
+    assert lines[0].startswith("sampler: running, memory every 0.1 s, utilization and RSS every")
+    assert lines[1] == "sampler cost: (its own)"
+    assert "Toy: driver 1.0, binding ?, 1 GPU(s)" in lines
+    assert "    power: unavailable (not supported)" in lines
+    assert "  Toy FW: active: cuda:0 1.0 GiB in use, 2.0 GiB reserved; peaks its own way" in lines
+    assert "  Other: not imported" in lines
+    assert "recording: off (%gpumon record PATH starts one)" in lines
+    assert lines[-1] == "summary after each cell: on; 3 records in the ledger"
+    assert process_lines(status) == ["gpu0: PID unknown python: 1.0 GiB"]
+
+
+def test_a_device_source_that_is_silent_is_said_in_the_line_and_the_lines():
+    status = _live(silent_for=3.24, gpus=(), unavailable=(), status="Toy found no GPU")
+    said = "Toy has not answered for 3.2 s (figures unavailable)"
+    assert status_line(status).split(" · ")[1:3] == [said, "no GPU: Toy found no GPU"]
+    assert said in status_lines(status)
+
+
+def test_a_recording_s_status_is_its_line_then_its_machine():
+    recorded = RecordedStatus("run.sqlite (session 1)", 1200, 3, "", "node-a", "", (GPU,))
+    status = Status("recorded", 0.1, recorded=recorded)
+    line = "recorded: run.sqlite (session 1), 1,200 samples, and 3 buckets of the older ones"
+    assert status_line(status) == line
+    assert status_lines(status) == [line, "host: node-a; driver ?", "  gpu0: Toy GPU"]
+    assert process_lines(status) == []
