@@ -25,16 +25,16 @@ SETUP = "import json, os, threading, time, nbgpumon, pynvml\nmon = nbgpumon.moni
 STICK = (
     "pynvml._config['call_delay'] = 2.0\n"
     "_d = time.monotonic() + 30\n"
-    "while not mon.device_ask.silent_for() and time.monotonic() < _d:\n"
+    "while not mon._session.device_ask.silent_for() and time.monotonic() < _d:\n"
     "    time.sleep(0.02)\n"
-    "print('SILENT', bool(mon.device_ask.silent_for()))"
+    "print('SILENT', bool(mon._session.device_ask.silent_for()))"
 )
 UNSTICK = (
     "pynvml._config['call_delay'] = 0\n"
     "_d = time.monotonic() + 30\n"
-    "while mon.device_ask.silent_for() and time.monotonic() < _d:\n"
+    "while mon._session.device_ask.silent_for() and time.monotonic() < _d:\n"
     "    time.sleep(0.02)\n"
-    "print('ANSWERING', not mon.device_ask.silent_for())"
+    "print('ANSWERING', not mon._session.device_ask.silent_for())"
 )
 LAST = "print('LAST=' + json.dumps([(r.device_unavailable, r.devices[0].nvml_used_after) for r in nbgpumon.cells()[-1:]]))"  # noqa: E501
 
@@ -186,7 +186,8 @@ def test_load_with_nvml_stuck_at_start_is_bounded_and_says_so_then_tells_when_it
     assert SILENT.search(text(msgs)), text(msgs)
     wait = (
         "_d = time.monotonic() + 30\n"
-        "while 'answered after' not in mon.devices_started_late() and time.monotonic() < _d:\n"
+        "while 'answered after' not in mon._session.devices_started_late() and "
+        "time.monotonic() < _d:\n"
         "    time.sleep(0.05)\n"
         "pynvml._config['init_delay'] = 0"
     )
