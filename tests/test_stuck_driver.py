@@ -153,7 +153,8 @@ def test_with_nvml_stuck_a_fork_neither_waits_nor_hangs_and_unload_returns_at_on
     k.run("old = mon")
     seconds, _ = timed(k, "%unload_ext nbgpumon")
     assert seconds < 1.0, f"%unload_ext took {seconds:.2f} s with the sampler stuck"
-    k.run("old_ticks, old_rows = old.sampler.ticks, old.timeline.cursor")  # from now on: none
+    # from now on: none
+    k.run("old_ticks, old_rows = old._session.sampler.ticks, old.timeline.cursor")
     # the driver answers again; the old thread's call returns into a stopped sampler
     reload = (
         "pynvml._config['call_delay'] = 0\n"
@@ -165,8 +166,9 @@ def test_with_nvml_stuck_a_fork_neither_waits_nor_hangs_and_unload_returns_at_on
         "    time.sleep(0.02)\n"
         "new = nbgpumon.monitor()\n"
         "print('AFTER', len(samplers()),\n"
-        "      old.sampler.ticks - old_ticks + old.timeline.cursor - old_rows, new is not old,\n"
-        "      new.sampler.running)"
+        "      old._session.sampler.ticks - old_ticks + old.timeline.cursor - old_rows,\n"
+        "      new is not old,\n"
+        "      new._session.sampler.running)"
     )
     out = stdout(k.run(reload))
     assert out.splitlines()[-1].split() == ["AFTER", "1", "0", "True", "True"], out
