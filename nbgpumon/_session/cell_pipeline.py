@@ -60,7 +60,6 @@ class CellPipeline:
         # what views hear of: a record stored or a mark set; a cell's measurement begun
         self.on_changed: Callable[[], None] = _nothing
         self.on_opened: Callable[[], None] = _nothing
-        self._traced_during_cell = False
 
     def begin(
         self, execution_count: int | None, source: str, cell_id: str | None = None
@@ -149,11 +148,15 @@ class CellPipeline:
         record = dataclasses.replace(record, retention=retention, traced=lines)
         oom = None
         # host MemoryError is "oom" in the ledger too, but this post-mortem is about the GPU
-        gpu_oom = exception is not None and not is_host_out_of_memory(exception)
-        if record.status == "oom" and gpu_oom and self.config.oom_report:
+        if (
+            exception is not None
+            and record.status == "oom"
+            and not is_host_out_of_memory(exception)
+            and self.config.oom_report
+        ):
             from .._forensics.postmortem import gather
 
-            oom = gather(self._memory, shell, record, exception)  # type: ignore[arg-type]
+            oom = gather(self._memory, shell, record, exception)
             if _flight_records(oom.framework):
                 flight = self._tracing.oom_flight_record(shell, record, traced)
                 oom = dataclasses.replace(oom, **flight)

@@ -72,7 +72,7 @@ class Session(LiveData):
         new_device_source: Callable[[], DeviceSource] | None = None,
     ) -> None:
         self.config = cfg = config if config is not None else GPUMon()
-        self._shell = shell  # the running shell (namespace, Out, tracebacks), or None
+        # ``shell``: the running shell (namespace, Out, tracebacks), or None.
         # ``new_device_source`` makes the device source; ``nvml_module`` (the fault tests' fake
         # library) goes to the default one. The main thread asks it with a deadline;
         # _late_source: one still starting.
