@@ -245,3 +245,19 @@ def test_file_names_next_to_a_recording_and_in_a_folder():
     ]
     assert next(candidate_names("/tmp/nbgpumon-oom-x/", None)) == "/tmp/nbgpumon-oom-x/oom.pickle"
     assert len(list(candidate_names("/d/r", 1))) == 100
+
+
+def test_a_cell_that_keeps_blocks_while_tracing_gets_its_lines_in_the_record(kernel):
+    assert kernel.session.trace(True).startswith("allocation tracing on")
+    session, torch = kernel.session, kernel.torch
+    filename = kernel.shell.compile.cache(CELL, 5)
+    opened = session.cell_pipeline.begin(5, CELL)
+    torch.cuda.allocations += 1
+    torch.cuda.segments = snapshot(
+        block(0x10000000, GIB * 2, [frame(filename, 2), *KERNEL_FRAMES])
+    )["segments"]
+    outcome = session.cell_pipeline.end(opened, "ok", "", 5, None)
+    line = "[5] line 2: big = torch.empty(2**31, dtype=torch.uint8, device='cuda') — 2.0 GiB"
+    assert outcome.record.traced == (line,)
+    assert session.records[-1] is outcome.record  # stored once, its lines in it
+    assert cell_lines(outcome, summary=False) == [f"nbgpumon trace: {line}"]

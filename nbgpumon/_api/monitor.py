@@ -22,6 +22,7 @@ from .._session.config import GPUMon
 from .._session.live_data import LiveData
 from .._session.region import Region
 from .._session.session import FIRST_SAMPLE_WAIT, Session, no_shell
+from .._views.traced_text import format_traced
 from .exporter import Exporter, process_rank
 
 if TYPE_CHECKING:
@@ -55,6 +56,7 @@ class Monitor(LiveData):
         session.exporter_line_of = lambda: self.exporter_line
         session.cells_pipeline.on_changed = self._ledger_changed
         session.cells_pipeline.on_opened = self._cell_opened
+        session.cells_pipeline.traced_line = format_traced  # the record's trace lines
         self._publisher: Publisher | None = None
         self._static_views: list[StaticView] = []
         self._exporter: Exporter | None = None

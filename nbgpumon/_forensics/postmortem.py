@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from .._sources.base import AllocatorStats
     from .._sources.devices.protocol import GpuDevice, GpuProcess
     from .holder_scan import HolderScan
+    from .tracing import TracedAllocation
 
 _UNIT = {"B": 1, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2**40}
 _UNIT.update({"KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12})
@@ -48,7 +49,7 @@ class OomFacts:
     processes: tuple[GpuProcess, ...]
     framework: str = ""  # the plug-in that ran out ("torch"); "": the first registered
     # the flight recorder (allocation tracing on): live blocks by cell line, biggest first
-    largest: tuple[str, ...] = ()
+    largest: tuple[TracedAllocation, ...] = ()
     snapshot_line: str = ""  # where torch's memory snapshot was saved, or why none was
     device_label: str = ""  # the device source its figures come from, as users write it
     # the plug-ins' own words for the frameworks named here (filled in from the registry)

@@ -53,10 +53,14 @@ class CellPipeline:
         tracing: TracingControl,
         memory: MemoryControl,
         recording: RecordingControl,
+        traced_line: Callable[[TracedAllocation], str] | None = None,
     ) -> None:
         self.config, self._shell, self._sampler, self.ledger = config, shell, sampler, ledger
         self._tracing, self._memory, self._recording = tracing, memory, recording
         self._leak_watch: LeakWatch | None = None
+        # how a record keeps its traced allocations, as lines (the views' words: the Monitor
+        # gives them; a bare session keeps none)
+        self.traced_line = traced_line
         # what views hear of: a record stored or a mark set; a cell's measurement begun
         self.on_changed: Callable[[], None] = _nothing
         self.on_opened: Callable[[], None] = _nothing
@@ -140,11 +144,8 @@ class CellPipeline:
         range_error = self._tracing.range_error_news()
         retention: Retention | None = self._leaks(shell).verdict(record, self.config.leak_threshold)
         found = self._tracing.cell_finished(record.execution_count)
-        lines: tuple[str, ...] = ()
-        if found:
-            from .._forensics.tracing import format_traced
-
-            lines = tuple(format_traced(a) for a in found)
+        line = self.traced_line
+        lines = tuple(line(a) for a in found) if line is not None else ()
         record = dataclasses.replace(record, retention=retention, traced=lines)
         oom = None
         # host MemoryError is "oom" in the ledger too, but this post-mortem is about the GPU

@@ -4,7 +4,6 @@ notice, the summary line, the NVTX problem, the traced lines, the post-mortem, t
 from __future__ import annotations
 
 from .._session.cell_pipeline import CellOutcome
-from .oom_text import report
 from .text import summary_line
 
 TRACE_LINES = 5  # traced lines printed under a cell (the record keeps them all)
@@ -21,6 +20,8 @@ def cell_lines(outcome: CellOutcome, summary: bool) -> list[str]:
     if outcome.oom is None or not outcome.oom.largest:  # (else the post-mortem lists them)
         lines += trace_lines(outcome)
     if outcome.oom is not None:
+        from .oom_text import report  # (the holder walk's types: only after an OOM)
+
         lines.append(report(outcome.oom))
     return lines + list(outcome.notices)
 

@@ -7,6 +7,7 @@ from typing import Any
 
 from .._forensics.postmortem import FRAGMENTED, OomFacts, PluginWords
 from .._foundation.units import format_bytes
+from .traced_text import format_live
 
 
 def report(facts: OomFacts) -> str:
@@ -41,7 +42,7 @@ def report(facts: OomFacts) -> str:
         lines.append(f"  process: {_process_name(p)}{mark}")
     if facts.largest:
         lines.append("  largest live blocks by the cell and line that allocated them:")
-        lines += [f"    {line}" for line in facts.largest]
+        lines += [f"    {format_live(a)}" for a in facts.largest]
     if facts.snapshot_line:
         lines.append(f"  {facts.snapshot_line}")
     lines.append("  what to try, most memory back first:")
