@@ -101,10 +101,12 @@ class CellPipeline:
         record = self.ledger.end(opened, status, error, execution_count=execution_count)
         shell = self._shell()
         outcome = CellOutcome(record)
-        if shell is not None:
-            outcome = self._forensics(shell, record, exception, traced_during_cell)
-        del exception  # keep no reference to the failing frames past this point
-        self.store(outcome.record)
+        try:
+            if shell is not None:
+                outcome = self._forensics(shell, record, exception, traced_during_cell)
+        finally:  # a forensics that failed still leaves the cell's record
+            del exception  # keep no reference to the failing frames past this point
+            self.store(outcome.record)
         notices = tuple(self._recording.notices()) if shell is not None else ()
         reset_notice = ""
         if self.ledger.reset_notice_due:
