@@ -105,7 +105,7 @@ def tick_times(mon: nbgpumon.Monitor, n: int) -> list[float]:
     clock, out = time.perf_counter_ns, []
     for _ in range(n):
         t0 = clock()
-        mon.sampler.tick()
+        mon._session.sampler.tick()
         out.append((clock() - t0) / 1e3)
     return out
 
@@ -117,25 +117,25 @@ def main() -> None:
     remote = args.nodes * args.gpus
     server = FakePrometheus(args.nodes, args.gpus)
     mon = nbgpumon.Monitor(GPUMon(cluster_timeout=2.0))  # not started: ticked from here
-    result.details.update(local_gpus=len(mon.device_source.devices), remote_gpus=remote)
+    result.details.update(local_gpus=len(mon._session.device_source.devices), remote_gpus=remote)
     try:
         mon.read_cluster(server.url)
         deadline = time.monotonic() + 10
         while mon.cluster.cursor == 0 and time.monotonic() < deadline:
-            mon.sampler.tick()
+            mon._session.sampler.tick()
             time.sleep(0.01)
         # -- 1: ticks, off and on, rotated ----------------------------------------------
         samples: dict[str, list[float]] = {"off": [], "on": []}
-        source = mon.sampler.remote
+        source = mon._session.sampler.remote
         for b in range(blocks):
             for state in ("off", "on") if b % 2 == 0 else ("on", "off"):
-                mon.sampler.remote = source if state == "on" else None
+                mon._session.sampler.remote = source if state == "on" else None
                 gc.collect()
                 samples[state] += tick_times(mon, ticks)
-        mon.sampler.remote = source
+        mon._session.sampler.remote = source
         off, on = stats.describe(samples["off"]), stats.describe(samples["on"])
         result.add(
-            f"tick, cluster source off ({len(mon.device_source.devices)} local GPUs)",
+            f"tick, cluster source off ({len(mon._session.device_source.devices)} local GPUs)",
             off["median"], "µs",
             note=f"p99 {off['p99']:.1f} µs",
         )  # fmt: skip
@@ -158,7 +158,7 @@ def main() -> None:
         at, series = client.query("up")
         reading = reading_from(at, series)
         adds = []
-        nodes = mon.node_timeline()
+        nodes = mon._session.node_timeline()
         for k in range(200 if args.quick else 1000):
             shifted = type(reading)(at + 1000 + k, reading.values, reading.gpus)
             t0 = time.perf_counter_ns()
@@ -190,7 +190,7 @@ def main() -> None:
         server.hang = True
         deadline = time.monotonic() + 5
         while "no answer" not in mon.cluster.status and time.monotonic() < deadline:
-            mon.sampler.tick()
+            mon._session.sampler.tick()
             time.sleep(0.01)
         hung = stats.describe(tick_times(mon, ticks))
         result.add(

@@ -72,11 +72,12 @@ def main() -> None:
     try:
         mon.stop()
         for _ in range(50):  # PCIe rates need two detail reads, 10 ms apart at least
-            mon.sampler.tick()
+            mon._session.sampler.tick()
             time.sleep(0.002)
         for count in range(1, args.records + 1):
-            opened = mon.ledger.begin("cell", f"step({count})", count)
-            mon.ledger.end(opened, status="error" if count % 50 == 0 else "ok")
+            opened = mon._session.ledger.begin("cell", f"step({count})", count)
+            ledger = mon._session.ledger
+            ledger.add(ledger.end(opened, status="error" if count % 50 == 0 else "ok"))
         port = _free_port()
         mon.export(port)
         url = f"http://127.0.0.1:{port}/metrics"

@@ -130,14 +130,16 @@ def ledger_case(
     """
     mon.stop()
     mon.config.history = max(mon.config.history, records)
-    time_hooks(shell, hooks, records - len(mon.ledger.records()))
+    time_hooks(shell, hooks, records - len(mon._session.ledger.records()))
     json_comm.install()
     mon.widget()
     json_comm.SENT.clear()
     gc.collect()
     samples = time_hooks(shell, hooks, pairs)
     sent = sum(json_comm.SENT) / pairs
-    label = f"ledger of {len(mon.ledger.records()):,} records, widget shown, sampler stopped"
+    label = (
+        f"ledger of {len(mon._session.ledger.records()):,} records, widget shown, sampler stopped"
+    )
     summary = {k: stats.describe(v) for k, v in samples.items()}
     direct[label] = summary
     pair = summary["pair"]
@@ -189,12 +191,12 @@ def main() -> None:
     held = cuda_setup.hold_gpu_tensors(result, "allocator reads and peak resets in the hooks")
 
     shell, hooks, mon = loaded_shell()
-    n_gpu = len(mon.device_source.devices)
+    n_gpu = len(mon._session.device_source.devices)
     if not n_gpu:
-        result.skip("NVML reads in the hooks", mon.device_source.status)
+        result.skip("NVML reads in the hooks", mon._session.device_source.status)
     result.details.update(
         gpus=n_gpu,
-        allocator_status=mon.allocator("torch").status,
+        allocator_status=mon._session.allocator("torch").status,
         tensors_held=len(held),
         pairs=n_pairs,
     )
@@ -215,15 +217,15 @@ def main() -> None:
             time.sleep(0.3)
         else:
             mon.stop()
-        real_timeline = mon.ledger.timeline
+        real_timeline = mon._session.ledger.timeline
         long_timeline = None
         if ran_for:  # the ledger reads this one; the stopped sampler appends to none
             long_timeline = filled_timeline(real_timeline.columns, ran_for)
-            mon.ledger.timeline = long_timeline
+            mon._session.ledger.timeline = long_timeline
         gc.collect()
         pairs = max(n_pairs // 25, 4) if ran_for else n_pairs
         samples = time_hooks(shell, hooks, pairs, ran_for, long_timeline)
-        mon.ledger.timeline = real_timeline
+        mon._session.ledger.timeline = real_timeline
         summary = {k: stats.describe(v) for k, v in samples.items()}
         direct[label] = summary
         pair, pre, post = summary["pair"], summary["pre"], summary["post"]

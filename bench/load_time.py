@@ -166,7 +166,7 @@ def in_kernels() -> dict[str, float]:
         deadline = time.monotonic() + 10  # the sampler's first tick, then a quiet second
         while time.monotonic() < deadline:
             _, text = kernel.run(
-                ["import nbgpumon as _n; print('TICKS', _n.monitor().sampler.ticks)"]
+                ["import nbgpumon as _n; print('TICKS', _n.monitor()._session.sampler.ticks)"]
             )
             if int(text.split("TICKS", 1)[1].split()[0]) > 0:
                 break

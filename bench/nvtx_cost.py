@@ -92,7 +92,7 @@ def main() -> None:
     mon.stop()  # the sampler's thread would only add noise to both arms
     time_hooks(shell, hooks, 20)
     reply = mon.nvtx(True)  # what "on" means here (no CUDA: nothing is pushed)
-    result.details.update(nvtx_on_reply=reply, nvtx_when_on=mon.nvtx_ranges.state)
+    result.details.update(nvtx_on_reply=reply, nvtx_when_on=mon._session.nvtx_ranges.state)
     result.details["tensors_held"] = len(held)
     mon.nvtx(False)
     result.log(f"nvtx on: {reply}")

@@ -34,14 +34,16 @@ def main() -> None:
     seconds = 3.0 if args.quick else args.seconds
     held = cuda_setup.hold_gpu_tensors(result, "allocator reads")
     mon = nbgpumon.Monitor()
-    result.details.update(gpus=len(mon.device_source.devices), torch=mon.allocator("torch").status)
+    result.details.update(
+        gpus=len(mon._session.device_source.devices), torch=mon._session.allocator("torch").status
+    )
     try:
         for interval, target in TARGETS.items():
             mon.stop()
             mon.config.interval = interval
             mon.start()  # the accounting starts again with the thread
             time.sleep(seconds)
-            report = mon.sampler.cost_report()
+            report = mon._session.sampler.cost_report()
             label = "defaults (10 Hz)" if interval == 0.1 else "100 Hz"
             result.log(report.line())
             per = {
@@ -52,7 +54,7 @@ def main() -> None:
             sources = {name: g.wall_per_tick * 1e6 for name, g in report.sources.items()}
             fast = report.groups["fast"]
             result.add(
-                f"sampler thread, {label}, {len(mon.device_source.devices)} GPU(s)",
+                f"sampler thread, {label}, {len(mon._session.device_source.devices)} GPU(s)",
                 report.core_share * 100,
                 "% of a core",
                 target,

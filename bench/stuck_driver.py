@@ -44,9 +44,9 @@ STICK = """
 import time as _t, nbgpumon as _n, pynvml as _p
 _p._config['call_delay'] = {delay}
 _d = _t.monotonic() + 60
-while not _n.monitor().device_ask.silent_for() and _t.monotonic() < _d:
+while not _n.monitor()._session.device_ask.silent_for() and _t.monotonic() < _d:
     _t.sleep(0.02)
-print('SILENT', bool(_n.monitor().device_ask.silent_for()))
+print('SILENT', bool(_n.monitor()._session.device_ask.silent_for()))
 """
 MAGICS = ("%gpumon status", "%gpumon", "%gpumon cells")
 

@@ -94,7 +94,7 @@ def count_for(seconds: float) -> tuple[int, float, float]:
 
 def gil_rounds(mon: nbgpumon.Monitor, rounds: int, seconds: float) -> list[dict[str, float]]:
     """Interleaved runs of the counting loop with the sampler stopped and at 100 Hz."""
-    sampler = mon.sampler
+    sampler = mon._session.sampler
     sampler.set_interval(GIL_INTERVAL)
     sampler._next = dict.fromkeys(sampler._next, 0.0)  # natural cadence from here
     sampler._soonest = 0.0
@@ -137,21 +137,21 @@ def main() -> None:
     held = cuda_setup.hold_gpu_tensors(result, "allocator reads (CUDA)")
 
     mon = nbgpumon.Monitor()  # not started: part 1 ticks it from here
-    n_gpu = len(mon.device_source.devices)
+    n_gpu = len(mon._session.device_source.devices)
     per = max(n_gpu, 1)
     scope = "per GPU" if n_gpu else "whole tick, 0 GPUs (host only)"
     if not n_gpu:
-        result.skip("NVML reads", mon.device_source.status)
+        result.skip("NVML reads", mon._session.device_source.status)
     result.details.update(
         gpus=n_gpu,
-        nvml_status=mon.device_source.status,
-        torch_allocator_status=mon.allocator("torch").status,
+        nvml_status=mon._session.device_source.status,
+        torch_allocator_status=mon._session.allocator("torch").status,
         columns=len(mon.timeline.columns),
         tensors_held=len(held),
     )
 
     # -- part 1: direct ticks -----------------------------------------------------------
-    sampler = mon.sampler
+    sampler = mon._session.sampler
     time_ticks(sampler, 20, "allocator")  # one-time work (CUDA UUID mapping), warm caches
     time_ticks(sampler, 5, "slow")
     direct: dict[str, dict[str, dict[str, float]]] = {}
@@ -162,8 +162,8 @@ def main() -> None:
         "slow": min(n_ticks, 500),
     }
     for mode, n in modes.items():
-        if mode == "allocator" and not mon.allocator("torch").active():
-            result.skip("ticks with allocator reads", mon.allocator("torch").status)
+        if mode == "allocator" and not mon._session.allocator("torch").active():
+            result.skip("ticks with allocator reads", mon._session.allocator("torch").status)
             continue
         gc.collect()
         wall, cpu = time_ticks(sampler, n, mode)
@@ -186,20 +186,22 @@ def main() -> None:
 
     # what a fast tick is made of
     components: dict[str, dict[str, float]] = {
-        "nvml.read(fast)": time_call(partial(mon.device_source.read, frozenset({FAST})), 500),
-        "nvml.read(fast + detail)": time_call(
-            partial(mon.device_source.read, frozenset({FAST, DETAIL})), 500
+        "nvml.read(fast)": time_call(
+            partial(mon._session.device_source.read, frozenset({FAST})), 500
         ),
-        "host.rss()": time_call(mon.host.rss, 500),
+        "nvml.read(fast + detail)": time_call(
+            partial(mon._session.device_source.read, frozenset({FAST, DETAIL})), 500
+        ),
+        "host.rss()": time_call(mon._session.host.rss, 500),
     }
     scratch = Timeline(mon.timeline.columns)  # same width, so the real one stays as it was
     row = [1.0] * len(mon.timeline.columns)
     components["timeline.append()"] = time_call(lambda: scratch.append(time.time(), row), 500)
-    for device in mon.device_source.devices:
-        if device.cuda_index is not None and mon.allocator("torch").active():
+    for device in mon._session.device_source.devices:
+        if device.cuda_index is not None and mon._session.allocator("torch").active():
             index = device.cuda_index
             components[f"torch.read({index})"] = time_call(
-                partial(mon.allocator("torch").read, index), 500
+                partial(mon._session.allocator("torch").read, index), 500
             )
     result.details["components_us"] = components
     for name, d in components.items():

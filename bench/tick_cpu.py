@@ -142,7 +142,7 @@ def push_out_slow_cadences(sampler: Any) -> None:
 
 def run(mon: Any, interval: float, seconds: float, mode: str, work: Callable[[float], int]):
     """One run: (thread CPU ns, ticks, wall s, steps or None, the in-thread report, work)."""
-    sampler = mon.sampler
+    sampler = mon._session.sampler
     mon.stop()
     mon.config.interval = interval
     mon.start()
@@ -222,13 +222,14 @@ def main() -> None:
         held = cuda_setup.hold_gpu_tensors(result, "allocator reads")
     module = stub_nvml.stubbed_binding(args.gpus) if args.nvml == "stub" else None
     mon = nbgpumon.Monitor(nvml_module=module)
-    gpus = len(mon.device_source.devices)
+    gpus = len(mon._session.device_source.devices)
     per = max(gpus, 1)
     result.details.update(
-        gpus=gpus, nvml=args.nvml, nvml_status=mon.device_source.status,
-        torch=mon.allocator("torch").status, meanwhile=where, wrapper_cost_us=wrapper_cost_us(),
+        gpus=gpus, nvml=args.nvml, nvml_status=mon._session.device_source.status,
+        torch=mon._session.allocator("torch").status, meanwhile=where,
+        wrapper_cost_us=wrapper_cost_us(),
     )  # fmt: skip
-    result.log(f"{gpus} GPU(s) ({args.nvml} NVML: {mon.device_source.status}), {where}")
+    result.log(f"{gpus} GPU(s) ({args.nvml} NVML: {mon._session.device_source.status}), {where}")
     try:
         for label, interval in INTERVALS.items():
             cpu, ticks, wall, _, report, done = run(mon, interval, seconds, "fast", work)

@@ -37,8 +37,8 @@ def main() -> None:
         return
 
     mon = nbgpumon.Monitor(nvml_module=pynvml)
-    lib = mon.device_source.library
-    s = mon.sampler
+    lib = mon._session.device_source.library
+    s = mon._session.sampler
 
     def fast_only():
         for c in s._next:
@@ -62,7 +62,7 @@ def main() -> None:
             cc.append(c1 - c0)
         for _ in range(ticks):
             w0 = pc()
-            mon.device_source.read(fast)
+            mon._session.device_source.read(fast)
             nn.append(pc() - w0)
         w.append(statistics.median(ww) / 1e3)
         c.append(statistics.median(cc) / 1e3)

@@ -105,17 +105,18 @@ class MonitorArm:
         self.mon.stop()
 
     def start(self) -> None:
-        self.mon.sampler.cost.reset()  # start() resets it too; this run's figure is this run's
-        before = self.mon.sampler.ticks
+        # start() resets it too; this run's figure is this run's
+        self.mon._session.sampler.cost.reset()
+        before = self.mon._session.sampler.ticks
         self.mon.start()
         if self.settle:  # its start and first tick (every cadence due) before the timing
             deadline = time.monotonic() + 1.0
-            while self.mon.sampler.ticks == before and time.monotonic() < deadline:
+            while self.mon._session.sampler.ticks == before and time.monotonic() < deadline:
                 time.sleep(0.0005)
 
     def stop(self) -> RunCost:
         self.mon.stop()
-        report = self.mon.sampler.cost_report()
+        report = self.mon._session.sampler.cost_report()
         groups = report.groups
         return RunCost(
             report.cpu_seconds,
@@ -128,7 +129,7 @@ class MonitorArm:
     def steady_rates(self, seconds: float = 600.0) -> dict[str, float]:
         """Ticks per second of each class in a steady session with these settings: the
         sampler's schedule (Sampler._due) replayed on an ideal clock."""
-        sampler = self.mon.sampler
+        sampler = self.mon._session.sampler
         interval, intervals = sampler.interval, dict(sampler.intervals)
         due_at = dict.fromkeys(intervals, 0.0)
         counts = dict.fromkeys(CLASSES, 0)
@@ -496,8 +497,8 @@ def main() -> None:
         rounds_asked=rounds,
         stopped_early=stopped_early,
         seed=SEED,
-        gpus_seen_by_monitor=len(samplers["defaults"].mon.device_source.devices),
-        monitor_allocator_status=samplers["defaults"].mon.allocator("torch").status,
+        gpus_seen_by_monitor=len(samplers["defaults"].mon._session.device_source.devices),
+        monitor_allocator_status=samplers["defaults"].mon._session.allocator("torch").status,
         arms=summary,
         round_seconds=times,
         round_orders=orders,

@@ -112,9 +112,7 @@ def mark(label: str) -> None:
 def holders(device: str | None = None) -> HolderScan:
     """What holds GPU memory now (host memory without CUDA), biggest first: your variables,
     ``Out[N]``, ``_``, and the frames of stored tracebacks. ``device``: cuda, cuda:N or host."""
-    from ._api.holders import HolderReport  # the scan, which prints as its words
-
-    return HolderReport.of(monitor().holders(device))
+    return monitor().holders(device)  # a HolderReport: the scan, which prints as its words
 
 
 def free() -> str:

@@ -44,10 +44,11 @@ RECORDS_CELL = (
 # prints "TICKS True" once it has, "TICKS False" at the 30 s deadline.
 WAIT_FOR_ALLOCATOR_READS = (
     "import time as _t, nbgpumon as _n\n_m = _n.monitor()\n"
-    "_w = _m.sampler.ticks + 4 * round(_m.config.allocator_interval / _m.config.interval) + 4\n"
+    "_w = _m._session.sampler.ticks + 4 * round(_m.config.allocator_interval / "
+    "_m.config.interval) + 4\n"
     "_d = _t.monotonic() + 30\n"
-    "while _m.sampler.ticks < _w and _t.monotonic() < _d:\n    _t.sleep(0.02)\n"
-    "print('TICKS', _m.sampler.ticks >= _w)"
+    "while _m._session.sampler.ticks < _w and _t.monotonic() < _d:\n    _t.sleep(0.02)\n"
+    "print('TICKS', _m._session.sampler.ticks >= _w)"
 )
 # Prints the session's GPUs as [NVML index, CUDA index (None: hidden), label] after "DEVICES=".
 DEVICES_CELL = (

@@ -111,8 +111,8 @@ BAD = [
 
 STATE = (
     "import nbgpumon\nm = nbgpumon.monitor()\n"
-    "print('STATE', m.config.interval, m.config.peak_mode, m.sampler.interval, "
-    "m.sampler.running, len([r for r in m.cells() if r.kind == 'region']))"
+    "print('STATE', m.config.interval, m.config.peak_mode, m._session.sampler.interval, "
+    "m._session.sampler.running, len([r for r in m.cells() if r.kind == 'region']))"
 )
 
 
@@ -141,7 +141,8 @@ def test_a_mark_label_is_taken_verbatim_and_expanded_like_other_magics():
             "%load_ext nbgpumon",
             "epoch = 3",
             "%gpumon mark lr=3e-4 --warmup, epoch {epoch}",
-            "import nbgpumon\nprint('LABEL', repr(nbgpumon.monitor().ledger.marks[-1][1]))",
+            "import nbgpumon\nprint('LABEL', "
+            "repr(nbgpumon.monitor()._session.ledger.marks[-1][1]))",
         ]
     )
     assert runs[3].stdout.strip() == "LABEL 'lr=3e-4 --warmup, epoch 3'", runs[3].text

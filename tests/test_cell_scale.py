@@ -96,7 +96,8 @@ def test_a_cell_after_a_thousand_names_what_it_kept_and_no_note_walked_the_names
             "%gpumon summary on",
             "kept_late = np.ones(2**24)",
             "%gpumon summary off",
-            "print('WALKS', nbgpumon.monitor()._leak_watch._ids.full_walks)",
+            "print('WALKS', "
+            "nbgpumon.monitor()._session.cells_pipeline._leak_watch._ids.full_walks)",
         ],
         timeout=240,
     )

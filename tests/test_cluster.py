@@ -354,7 +354,9 @@ def test_a_recording_keeps_the_nodes_and_loads_them_back(prometheus, tmp_path):
     try:
         s.record(path)
         s.read_cluster(prometheus.url)
-        wait_for(lambda: s._recording.writer.node_rows_written >= 10, 20, "node rows in the file")
+        wait_for(
+            lambda: s.recording_control.writer.node_rows_written >= 10, 20, "node rows in the file"
+        )
     finally:
         s.close()
     live = s.cluster

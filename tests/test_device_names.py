@@ -98,7 +98,9 @@ def test_the_widget_sends_each_gpus_cuda_label_and_again_when_the_mapping_change
         widget = mon.widget()
         labels = [(d["index"], d["cuda_index"], d["cuda_label"]) for d in widget.devices]
         assert labels == [(0, None, NOT_VISIBLE), (1, 0, "cuda:0")]
-        mon.device_source.remap_cuda(["GPU-bbbb", "GPU-aaaa"])  # as torch's UUIDs would say: 1,0
+        mon._session.device_source.remap_cuda(
+            ["GPU-bbbb", "GPU-aaaa"]
+        )  # as torch's UUIDs would say: 1,0
         mon._publisher._publish_status()
         labels = [(d["index"], d["cuda_index"], d["cuda_label"]) for d in widget.devices]
         assert labels == [(0, 1, "cuda:1"), (1, 0, "cuda:0")]

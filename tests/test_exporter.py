@@ -127,7 +127,7 @@ def _after_one_tick(nvml: object) -> str:
     mon = Monitor(nvml_module=nvml)
     try:
         mon.stop()
-        mon.sampler.tick()
+        mon._session.sampler.tick()
         return SessionCollector(mon).text()
     finally:
         mon.close()
@@ -137,7 +137,7 @@ def _sampled(mon: Monitor) -> None:
     """Ticks until the PCIe rates (differenced between two detail reads) have a value."""
 
     def ready() -> bool:
-        mon.sampler.tick()
+        mon._session.sampler.tick()
         return not math.isnan(mon.timeline.latest()["gpu0.nvml.pcie_tx"])
 
     until(ready, "a PCIe rate")
@@ -194,7 +194,7 @@ def test_an_allocator_s_gauges_carry_its_framework_and_the_process_rank(monkeypa
     gpu.use(3 * GIB, pool=8 * GIB)
     gpu.use(2 * GIB)  # JAX's peak stays at 3 GiB
     _install(monkeypatch, fake_jax({"cuda": FakeJaxClient([gpu])}))
-    monitor.sampler.tick()
+    monitor._session.sampler.tick()
     text = SessionCollector(monitor, rank=process_rank()).text()
     labels = {
         "gpu": "0", "UUID": "GPU-aaaa", "modelName": "Fake H200", "Hostname": HOST,
@@ -232,17 +232,19 @@ def test_cells_are_counted_by_outcome_and_the_last_one_is_described(monkeypatch,
     assert [v for _, v in samples(text, "nbgpumon_cells_total")] == [0, 0, 0, 0]
     assert samples(text, "nbgpumon_last_cell_duration_seconds") == []  # no cell yet
 
-    ledger = monitor.ledger
-    ledger.end(ledger.begin("cell", "a = 1", 1))
-    ledger.end(ledger.begin("cell", "1/0", 2), status="error", error="ZeroDivisionError")
+    ledger = monitor._session.ledger
+    ledger.add(ledger.end(ledger.begin("cell", "a = 1", 1)))
+    ledger.add(
+        ledger.end(ledger.begin("cell", "1/0", 2), status="error", error="ZeroDivisionError")
+    )
     opened = ledger.begin("cell", "x = jnp.ones(...)", 3)
     region = ledger.begin("region", "epoch 1", 3)  # a region is no cell
-    ledger.end(region)
+    ledger.add(ledger.end(region))
     text = collector.text()
     assert value(text, "nbgpumon_running_cell", Hostname=HOST) == 3
     gpu.use(3 * GIB)
     gpu.use(GIB)
-    record = ledger.end(opened)
+    record = ledger.add(ledger.end(opened))
     text = collector.text()
     assert value(text, "nbgpumon_running_cell") == 0
     by_status = {labels["status"]: v for labels, v in samples(text, "nbgpumon_cells_total")}
@@ -260,7 +262,9 @@ def test_the_cell_counter_keeps_counting_when_the_ledger_drops_its_oldest_record
         mon.stop()
         collector = SessionCollector(mon)
         for count in range(1, 6):
-            mon.ledger.end(mon.ledger.begin("cell", f"x = {count}", count))
+            mon._session.ledger.add(
+                mon._session.ledger.end(mon._session.ledger.begin("cell", f"x = {count}", count))
+            )
             collector.collect()  # a scrape after each cell
         assert len(mon.records) == 2
         text = collector.text()

@@ -124,7 +124,7 @@ def cupy_gpu(monkeypatch):
     mon = Monitor(nvml_module=nvml)
     cupy = FakeCupy()
     monkeypatch.setitem(sys.modules, "cupy", cupy)
-    mon.allocator("cupy")._contexts = FakeContexts({0})
+    mon._session.allocator("cupy")._contexts = FakeContexts({0})
     mon.config.cupy_peak_hook = True
     try:
         yield mon, cupy
@@ -188,7 +188,8 @@ def test_fit_arms_cupys_peak_hook_for_its_run_and_disarms_it_after(cupy_gpu):
     ]
     assert result.fits["cupy"].ok
     assert (
-        not mon.allocator("cupy").peak_resettable and not mon.allocator("cupy").hook_wanted
+        not mon._session.allocator("cupy").peak_resettable
+        and not mon._session.allocator("cupy").hook_wanted
     )  # as it was
 
 

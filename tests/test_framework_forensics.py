@@ -11,12 +11,13 @@ import types
 import pytest
 
 from nbgpumon._forensics import holder_scan
-from nbgpumon._forensics.postmortem import OomFacts, failing_framework, fixes, parse_message, report
+from nbgpumon._forensics.postmortem import OomFacts, failing_framework, parse_message
 from nbgpumon._forensics.tracing import recorder
 from nbgpumon._sources.base import AllocatorStats
 from nbgpumon._sources.frameworks import plugin
 from nbgpumon._sources.frameworks.holder_walk import HolderKinds
 from nbgpumon._sources.frameworks.out_of_memory import OutOfMemory
+from nbgpumon._views.oom_text import fixes, report
 
 from fake_shell import by_name, shell_with
 

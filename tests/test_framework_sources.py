@@ -10,10 +10,11 @@ import pytest
 
 import nbgpumon
 from nbgpumon import Monitor
-from nbgpumon._forensics.release import MemoryNow, freed_line
+from nbgpumon._forensics.release import Freed, MemoryNow
 from nbgpumon._sources.cuda_contexts import CudaContexts
 from nbgpumon._sources.frameworks.cupy.allocator import CupyAllocatorSource
 from nbgpumon._sources.frameworks.jax.allocator import JaxAllocatorSource
+from nbgpumon._views.freed_text import freed_line
 from nbgpumon._views.status_text import status_lines
 from nbgpumon._views.text import cells_table, summary_line
 
@@ -127,10 +128,10 @@ def test_a_jax_cell_keeps_its_bytes_and_its_peak_is_exact_only_when_it_sets_a_hi
 ):
     gpu = FakeJaxDevice(0)
     install(monkeypatch, fake_jax({"cuda": FakeJaxClient([gpu])}))
-    opened = monitor.ledger.begin("cell", "x = jnp.ones(...)", 1)
+    opened = monitor._session.ledger.begin("cell", "x = jnp.ones(...)", 1)
     gpu.use(3 * GIB)
     gpu.use(GIB)
-    first = monitor.ledger.end(opened)
+    first = monitor._session.ledger.add(monitor._session.ledger.end(opened))
     (jax,) = first.devices[0].frameworks
     assert (jax.framework, jax.allocated_delta, jax.peak_allocated, jax.peak_exact) == (
         "jax",
@@ -139,9 +140,9 @@ def test_a_jax_cell_keeps_its_bytes_and_its_peak_is_exact_only_when_it_sets_a_hi
         True,
     )
     assert summary_line(first).startswith("[1] peak 3.0 GiB · kept 1.0 GiB")
-    opened = monitor.ledger.begin("cell", "y = x + 1", 2)
+    opened = monitor._session.ledger.begin("cell", "y = x + 1", 2)
     gpu.use(2 * GIB)  # below the old high: JAX's counter can't say this cell's peak
-    second = monitor.ledger.end(opened)
+    second = monitor._session.ledger.add(monitor._session.ledger.end(opened))
     (jax,) = second.devices[0].frameworks
     assert jax.peak_exact is False and jax.peak_allocated == 2 * GIB
     assert summary_line(second).startswith("[2] peak ≥2.0 GiB · kept 1.0 GiB")
@@ -150,15 +151,15 @@ def test_a_jax_cell_keeps_its_bytes_and_its_peak_is_exact_only_when_it_sets_a_hi
 def test_a_cupy_cell_gets_an_exact_peak_from_the_hook_on_its_thread(monkeypatch, monitor):
     cupy = FakeCupy()
     install(monkeypatch, {"cupy": cupy})
-    monitor.allocator("cupy")._contexts = FakeContexts({0})
+    monitor._session.allocator("cupy")._contexts = FakeContexts({0})
     monitor.config.cupy_peak_hook = True
     cupy.malloc(0, GIB)  # before the cell: kept from earlier
-    opened = monitor.ledger.begin("cell", "y = cp.ones(...)", 3)
+    opened = monitor._session.ledger.begin("cell", "y = cp.ones(...)", 3)
     assert len(cupy.hooks) == 1  # armed on this thread when the cell began
     cupy.malloc(0, 2 * GIB)
     cupy.free(0, 2 * GIB)
     cupy.malloc(0, GIB)
-    record = monitor.ledger.end(opened)
+    record = monitor._session.ledger.add(monitor._session.ledger.end(opened))
     (usage,) = record.devices[0].frameworks
     assert usage.framework == "cupy" and usage.peak_exact
     assert (usage.allocated_before, usage.allocated_after, usage.peak_allocated) == (
@@ -173,11 +174,11 @@ def test_a_cupy_cell_gets_an_exact_peak_from_the_hook_on_its_thread(monkeypatch,
 def test_by_default_a_cupy_peak_is_sampled_and_no_hook_slows_its_allocations(monkeypatch, monitor):
     cupy = FakeCupy()
     install(monkeypatch, {"cupy": cupy})
-    monitor.allocator("cupy")._contexts = FakeContexts({0})
-    opened = monitor.ledger.begin("cell", "t = cp.ones(...); del t", 5)
+    monitor._session.allocator("cupy")._contexts = FakeContexts({0})
+    opened = monitor._session.ledger.begin("cell", "t = cp.ones(...); del t", 5)
     cupy.malloc(0, 2 * GIB)
     cupy.free(0, 2 * GIB)
-    record = monitor.ledger.end(opened)
+    record = monitor._session.ledger.add(monitor._session.ledger.end(opened))
     assert cupy.hooks == []
     (usage,) = record.devices[0].frameworks
     assert usage.peak_exact is False and usage.retained == 0
@@ -185,7 +186,9 @@ def test_by_default_a_cupy_peak_is_sampled_and_no_hook_slows_its_allocations(mon
     status = "\n".join(status_lines(monitor.status()))
     assert "%config GPUMon.cupy_peak_hook = True makes them exact" in status
     monitor.config.cupy_peak_hook = True
-    monitor.ledger.end(monitor.ledger.begin("cell", "pass", 6))
+    monitor._session.ledger.add(
+        monitor._session.ledger.end(monitor._session.ledger.begin("cell", "pass", 6))
+    )
     assert len(cupy.hooks) == 1
     monitor.config.cupy_peak_hook = False  # off again: disarmed at once
     assert cupy.hooks == []
@@ -195,11 +198,11 @@ def test_torch_jax_and_cupy_in_one_cell_each_get_their_own_figures(monkeypatch, 
     gpu = FakeJaxDevice(0)
     cupy = FakeCupy()
     install(monkeypatch, {**fake_jax({"cuda": FakeJaxClient([gpu])}), "cupy": cupy})
-    monitor.allocator("cupy")._contexts = FakeContexts({0})
-    opened = monitor.ledger.begin("cell", "both()", 4)
+    monitor._session.allocator("cupy")._contexts = FakeContexts({0})
+    opened = monitor._session.ledger.begin("cell", "both()", 4)
     gpu.use(GIB)
     cupy.malloc(0, 2 * GIB)
-    record = monitor.ledger.end(opened)
+    record = monitor._session.ledger.add(monitor._session.ledger.end(opened))
     assert record.frameworks == ["jax", "cupy"]
     line = summary_line(record)
     # CuPy without its hook: a sampled lower bound
@@ -218,12 +221,12 @@ def test_torch_jax_and_cupy_in_one_cell_each_get_their_own_figures(monkeypatch, 
 def test_free_says_when_only_an_allocators_idle_cache_came_back():
     before = MemoryNow(allocated=GIB, reserved=3 * GIB, rss=None)
     after = MemoryNow(allocated=GIB, reserved=GIB, rss=None)
-    line = freed_line(before, after, [], 0)
+    line = freed_line(Freed(before, after, (), 0))
     assert line.startswith("nbgpumon free: no output, _ or stored traceback held")
     assert line.endswith(
         "unused cache given back to the driver: GPU: allocated 0 B, reserved -2.0 GiB"
     )
-    assert freed_line(after, after, [], 0).endswith("(your variables are never touched)")
+    assert freed_line(Freed(after, after, (), 0)).endswith("(your variables are never touched)")
 
 
 def test_a_recording_keeps_each_framework_and_an_older_one_reads_as_torch(
@@ -253,20 +256,20 @@ def test_with_several_frameworks_up_a_cell_shows_the_ones_it_changed_by_name(mon
     gpu = FakeJaxDevice(0)
     cupy = FakeCupy()
     install(monkeypatch, {**fake_jax({"cuda": FakeJaxClient([gpu])}), "cupy": cupy})
-    monitor.allocator("cupy")._contexts = FakeContexts({0})
+    monitor._session.allocator("cupy")._contexts = FakeContexts({0})
     gpu.use(GIB)
-    opened = monitor.ledger.begin("cell", "c = cp.random.rand(...)", 6)
+    opened = monitor._session.ledger.begin("cell", "c = cp.random.rand(...)", 6)
     cupy.malloc(0, 4 * GIB)
     cupy.free(0, 3 * GIB)
-    record = monitor.ledger.end(opened)
+    record = monitor._session.ledger.add(monitor._session.ledger.end(opened))
     line = summary_line(record)
     # the 4 GiB the pool took (and keeps cached) is why NVML grew by more than the 1 GiB kept
     assert line.startswith("[6] CuPy: peak ≥1.0 GiB, pool +4.0 GiB, kept 1.0 GiB · "), line
     assert "JAX" not in line  # it holds 1 GiB, but this cell did nothing with it
     row = cells_table([record]).text.splitlines()[1]
     assert "CuPy ≥1.0 GiB" in row and "JAX" not in row
-    opened = monitor.ledger.begin("cell", "%gpumon free", 7)
-    idle = monitor.ledger.end(opened)
+    opened = monitor._session.ledger.begin("cell", "%gpumon free", 7)
+    idle = monitor._session.ledger.add(monitor._session.ledger.end(opened))
     assert "JAX" not in summary_line(idle) and "CuPy" not in summary_line(idle)
 
 
@@ -284,12 +287,12 @@ def test_a_value_carried_from_before_the_cell_is_no_sampled_peak_of_it(monkeypat
         row[columns.index("gpu0.jax.allocated")] = jax_allocated
         monitor.timeline.append(t, row)
 
-    opened = monitor.ledger.begin("cell", "y = x + 1", 8)
+    opened = monitor._session.ledger.begin("cell", "y = x + 1", 8)
     start = opened.start
     sample(start + 0.1, 5 * GIB)  # carried: read during the previous cell
     sample(start + 0.7, GIB)  # the first read inside this cell, and the ones after it
     sample(start + 1.2, 2 * GIB)
     monkeypatch.setattr("nbgpumon._ledger.ledger.wall_clock", lambda: start + 1.5)
-    record = monitor.ledger.end(opened)
+    record = monitor._session.ledger.add(monitor._session.ledger.end(opened))
     (jax,) = record.devices[0].frameworks
     assert (jax.peak_allocated, jax.peak_exact) == (2 * GIB, False)

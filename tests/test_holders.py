@@ -9,10 +9,11 @@ import pytest
 
 from nbgpumon._api.holders import HolderReport
 from nbgpumon._forensics import holder_scan as holders
-from nbgpumon._forensics.postmortem import OomFacts, failing_framework, fixes, parse_message
+from nbgpumon._forensics.postmortem import OomFacts, failing_framework, parse_message
 from nbgpumon._ledger.outcome import is_out_of_memory
 from nbgpumon._sources.base import AllocatorStats
 from nbgpumon._views.holders_text import holders_lines
+from nbgpumon._views.oom_text import fixes
 
 from fake_shell import by_name, shell_with
 

@@ -111,7 +111,8 @@ def test_nbgpumon_s_own_monitor_is_no_holder_of_the_user_s_arrays():
         data = np.ones(2**18)  # 2 MiB
         shell = shell_with(mon=mon, data=data)
         mon._shell = lambda: shell
-        mon._leaks(shell)  # the monitor now refers to the shell, as after a cell
+        # the monitor now refers to the shell, as after a cell
+        mon._session.cells_pipeline._leaks(shell)
         found = by_name(holders.scan(shell, "host"))
         assert found == {"data": 2 * 2**20}, found
     finally:

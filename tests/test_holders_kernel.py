@@ -16,7 +16,7 @@ HOLDERS = (
     "scan = nbgpumon.holders('host')\n"
     "print('HOLDERS=' + json.dumps({h.name: [h.bytes, h.hidden] for h in scan.holders}))"
 )
-RSS = "print('RSS=' + str(nbgpumon.monitor().host.rss()))"
+RSS = "print('RSS=' + str(nbgpumon.monitor()._session.host.rss()))"
 
 
 def _by_source(runs):

@@ -232,12 +232,12 @@ def _ledger_memory(source: Callable[[int], str], cells: int) -> tuple[int, list]
     its records."""
     mon = Monitor(nvml_module=fake_pynvml(devices=[{"name": "Fake H200"}]))
     try:
-        ledger = mon.ledger
-        ledger.end(ledger.begin("cell", "warm up", 0, source="warm up"))
+        ledger = mon._session.ledger
+        ledger.add(ledger.end(ledger.begin("cell", "warm up", 0, source="warm up")))
         tracemalloc.start()
         try:
             for i in range(cells):
-                ledger.end(ledger.begin("cell", "", i + 1, source=source(i)))
+                ledger.add(ledger.end(ledger.begin("cell", "", i + 1, source=source(i))))
             held = tracemalloc.get_traced_memory()[0]
         finally:
             tracemalloc.stop()

@@ -92,10 +92,10 @@ def test_fork_while_the_sampler_runs_does_not_hang_the_child():
             "for i in range(30):\n"
             "    pid = os.fork()\n"
             "    if pid == 0:\n"
-            "        mon.sampler.tick(); mon.timeline.latest(); mon.timeline.window()\n"
+            "        mon._session.sampler.tick(); mon.timeline.latest(); mon.timeline.window()\n"
             "        with nbgpumon.track('in child'):\n"
             "            pass\n"
-            "        os._exit(0 if not mon.sampler.running else 3)\n"
+            "        os._exit(0 if not mon._session.sampler.running else 3)\n"
             "    deadline = time.time() + 5\n"
             "    while True:\n"
             "        done, status = os.waitpid(pid, os.WNOHANG)\n"
@@ -105,7 +105,7 @@ def test_fork_while_the_sampler_runs_does_not_hang_the_child():
             "        if time.time() > deadline:\n"
             "            os.kill(pid, 9); os.waitpid(pid, 0); hung += 1; break\n"
             "        time.sleep(0.002)\n"
-            "print('HUNG', hung, 'RUNNING', mon.sampler.running)",
+            "print('HUNG', hung, 'RUNNING', mon._session.sampler.running)",
         ],
         env=fake_nvml_env(devices=[{"name": "Slow GPU"}], call_delay=0.001),
         timeout=180,

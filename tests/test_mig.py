@@ -43,14 +43,15 @@ MACHINE = {"devices": [H200]}
 LABEL = "gpu0-mig1 NVIDIA H200 MIG 1g.18gb (cuda:0)"
 WAIT_FOR_READS = (  # a condition with a deadline: the slow cadence (processes) has run twice
     "import time, nbgpumon\n_m = nbgpumon.monitor()\n_d = time.monotonic() + 30\n"
-    "while (not _m.device_source.processes or _m.sampler.ticks < 25) and time.monotonic() < _d:\n"
+    "while (not _m._session.device_source.processes or _m._session.sampler.ticks < 25) "
+    "and time.monotonic() < _d:\n"
     "    time.sleep(0.02)\n"
-    "print('READ', bool(_m.device_source.processes) and _m.sampler.ticks >= 25)"
+    "print('READ', bool(_m._session.device_source.processes) and _m._session.sampler.ticks >= 25)"
 )
 WAIT_FOR_TICKS = (  # ... or only that the sampler has ticked 25 times since the load
     "import time, nbgpumon\n_m = nbgpumon.monitor()\n_d = time.monotonic() + 30\n"
-    "while _m.sampler.ticks < 25 and time.monotonic() < _d:\n    time.sleep(0.02)\n"
-    "print('TICKS', _m.sampler.ticks >= 25, _m.sampler.running)"
+    "while _m._session.sampler.ticks < 25 and time.monotonic() < _d:\n    time.sleep(0.02)\n"
+    "print('TICKS', _m._session.sampler.ticks >= 25, _m._session.sampler.running)"
 )
 GROW = (  # the instance's NVML "used" grows by 2 GiB during this cell, as a real allocation's
     "import pynvml  # the fake, first on the kernel's path\n"
@@ -59,10 +60,10 @@ GROW = (  # the instance's NVML "used" grows by 2 GiB during this cell, as a rea
 
 
 TICKED = (  # every view after it sees the grown memory: the sampler has read it since GROW
-    "import time, nbgpumon\n_m = nbgpumon.monitor()\n_w = _m.sampler.ticks + 2\n"
+    "import time, nbgpumon\n_m = nbgpumon.monitor()\n_w = _m._session.sampler.ticks + 2\n"
     "_d = time.monotonic() + 30\n"
-    "while _m.sampler.ticks < _w and time.monotonic() < _d:\n    time.sleep(0.01)\n"
-    "print('TICKED', _m.sampler.ticks >= _w)"
+    "while _m._session.sampler.ticks < _w and time.monotonic() < _d:\n    time.sleep(0.01)\n"
+    "print('TICKED', _m._session.sampler.ticks >= _w)"
 )
 
 
@@ -264,7 +265,7 @@ def test_the_cluster_view_reads_the_exporter_s_mig_device_back_as_dcgm_s(monkeyp
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", MIG_1)
     mon = Monitor(nvml_module=fake_pynvml(**MACHINE))
     try:
-        mon.sampler.tick()
+        mon._session.sampler.tick()
         text = SessionCollector(mon, hostname="node-a").text()
     finally:
         mon.close()
@@ -298,7 +299,7 @@ def test_a_recording_keeps_the_mig_device_and_reads_a_malformed_one_as_none(monk
     mon = Monitor(nvml_module=fake_pynvml(**MACHINE))
     try:
         mon.record(tmp_path / "run.sqlite")
-        mon.sampler.tick()
+        mon._session.sampler.tick()
     finally:
         mon.close()
     (device,) = nbgpumon.load(tmp_path / "run.sqlite").devices

@@ -97,17 +97,17 @@ def test_a_lost_gpu_mid_run_keeps_the_sampler_going_and_says_why():
     mon = Monitor(nvml_module=fake)
     try:
         for _ in range(3):
-            mon.sampler.tick()
+            mon._session.sampler.tick()
         before = mon.timeline.latest()
         assert before["gpu0.nvml.mem_used"] == 3 * 2**30
         fake.configure({**ONE_GPU, "lost_after": 0})
         fake._state["initialised"] = True
         for _ in range(3):
-            mon.sampler.tick()
-        assert mon.sampler.ticks == 6
-        assert mon.sampler.error == ""
+            mon._session.sampler.tick()
+        assert mon._session.sampler.ticks == 6
+        assert mon._session.sampler.error == ""
         assert math.isnan(mon.timeline.latest()["gpu0.nvml.mem_used"])
-        assert mon.device_source.status.startswith("GPU lost: gpu0")
+        assert mon._session.device_source.status.startswith("GPU lost: gpu0")
         assert any("(LOST)" in line for line in status_lines(mon.status()))
     finally:
         mon.close()
@@ -123,16 +123,18 @@ def test_in_a_kernel_a_lost_gpu_prints_nothing_into_any_cell():
     runs = run_cells(
         [
             "%load_ext nbgpumon",
-            "import nbgpumon, time\nmon = nbgpumon.monitor()\nt0 = mon.sampler.ticks\n"
+            "import nbgpumon, time\nmon = nbgpumon.monitor()\nt0 = mon._session.sampler.ticks\n"
             "deadline = time.monotonic() + 60",
             # the cells run while the GPU is lost under them
-            "while 'GPU lost' not in mon.device_source.status and time.monotonic() < deadline:\n"
+            "while 'GPU lost' not in mon._session.device_source.status and "
+            "time.monotonic() < deadline:\n"
             "    time.sleep(0.05)\n"
-            "lost_at = mon.sampler.ticks",
-            "while mon.sampler.ticks < lost_at + 5 and time.monotonic() < deadline:\n"
+            "lost_at = mon._session.sampler.ticks",
+            "while mon._session.sampler.ticks < lost_at + 5 and time.monotonic() < deadline:\n"
             "    time.sleep(0.05)",
-            "print('TICKS', lost_at - t0, mon.sampler.ticks - lost_at, mon.sampler.running,\n"
-            "      repr(mon.device_source.status))",
+            "print('TICKS', lost_at - t0, mon._session.sampler.ticks - lost_at, "
+            "mon._session.sampler.running,\n"
+            "      repr(mon._session.device_source.status))",
             "%gpumon status",
         ],
         env=env,
@@ -180,7 +182,8 @@ def test_in_a_kernel_status_names_the_unsupported_metric():
         [
             "%load_ext nbgpumon",
             "import nbgpumon, time\nmon, deadline = nbgpumon.monitor(), time.monotonic() + 60\n"
-            "while not mon.device_source.disabled_reads() and time.monotonic() < deadline:\n"
+            "while not mon._session.device_source.disabled_reads() and time.monotonic() "
+            "< deadline:\n"
             "    time.sleep(0.05)",  # the first detail read finds it out
             "%gpumon status",
         ],

@@ -91,13 +91,13 @@ def test_a_lost_gpu_in_a_gil_keeping_call_says_the_same_as_through_the_binding(w
     fake = fake_pynvml(**ONE_GPU)
     mon = Monitor(nvml_module=fake if way == "kept" else through_the_binding_only(fake))
     try:
-        assert mon.device_source.library.gil_kept == (KEPT if way == "kept" else ())
-        mon.sampler.tick()
+        assert mon._session.device_source.library.gil_kept == (KEPT if way == "kept" else ())
+        mon._session.sampler.tick()
         fake.configure({**ONE_GPU, "lost_after": 0})  # from the next device call on
         fake._state["initialised"] = True
-        mon.sampler.tick()
-        assert mon.device_source.status == "GPU lost: gpu0 (reset or reboot needed)"
-        assert mon.sampler.error == ""
+        mon._session.sampler.tick()
+        assert mon._session.device_source.status == "GPU lost: gpu0 (reset or reboot needed)"
+        assert mon._session.sampler.error == ""
         assert (fake.c_calls if way == "kept" else fake.binding_calls).get(KEPT[0]) == 1
     finally:
         mon.close()

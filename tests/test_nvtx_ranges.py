@@ -10,8 +10,9 @@ from types import ModuleType, SimpleNamespace
 
 import pytest
 
+from nbgpumon._api.monitor import Monitor
 from nbgpumon._session.nvtx_ranges import NvtxRanges, range_name
-from nbgpumon._session.session import Session
+from nbgpumon._views.cell_text import cell_lines
 
 from fake_shell import shell_with
 from notebook_runner import run_cells
@@ -52,19 +53,18 @@ def torch(monkeypatch):
 
 @pytest.fixture
 def session(torch):
-    session = Session(nvml_module=None, shell=lambda: shell_with())
+    session = Monitor(nvml_module=None, shell=lambda: shell_with())
     yield session
     session.close()
 
 
-def run(session: Session, count: int, source: str, body=None, error=None) -> None:
-    """One cell, as the hooks run it: start, ``body()``, end (with ``error`` if it raised)."""
-    session.cell_started(count, source)
-    opened = session.ledger.begin("cell", source, count, source=source)
+def run(session: Monitor, count: int, source: str, body=None, error=None):
+    """One cell, as the hooks run it: begin, ``body()``, end (with ``error`` if it raised)."""
+    opened = session.cell_pipeline.begin(count, source)
     if body is not None:
         body()
-    record = session.ledger.end(opened, "error" if error else "ok", str(error or ""), count)
-    session.after_cell(record, error)
+    status = "error" if error else "ok"
+    return session.cell_pipeline.end(opened, status, str(error or ""), count, error)
 
 
 def test_off_by_default_no_range_is_pushed(session, torch):
@@ -166,9 +166,7 @@ def test_a_region_on_another_thread_pushes_and_pops_there(session, torch):
 def test_a_push_that_fails_turns_nvtx_off_with_one_line(session, torch):
     session.nvtx(True)
     torch.cuda.nvtx.fail = RuntimeError("NVTX functions not installed.\nmore")
-    session.cell_started(1, "x = 1")
-    opened = session.ledger.begin("cell", "x = 1", 1)
-    _, text = session.after_cell(session.ledger.end(opened, "ok", "", 1), None)
+    text = "\n".join(cell_lines(run(session, 1, "x = 1"), summary=False))
     assert text == (
         "nbgpumon: NVTX range_push failed; NVTX ranges off: RuntimeError: NVTX functions not "
         "installed."
@@ -189,7 +187,7 @@ def test_the_setting_turns_ranges_on_and_off(session, torch, capsys):
 
 def test_closing_the_session_closes_an_open_range(session, torch):
     session.nvtx(True)
-    session.cell_started(1, "%unload_ext nbgpumon")
+    session.cell_pipeline.begin(1, "%unload_ext nbgpumon")
     session.close()
     assert torch.cuda.nvtx.calls() == ["push [1] %unload_ext nbgpumon", "pop"]
 

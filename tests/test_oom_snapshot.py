@@ -17,6 +17,7 @@ import pytest
 from IPython.core.compilerop import CachingCompiler
 from test_tracing import KERNEL_FRAMES, FakeCuda, block, frame, snapshot
 
+from nbgpumon._api.monitor import Monitor
 from nbgpumon._forensics.oom_snapshot import (
     NOT_TRACING,
     TRACING_NOT_YET,
@@ -24,7 +25,7 @@ from nbgpumon._forensics.oom_snapshot import (
     candidate_names,
     flight_record,
 )
-from nbgpumon._session.session import Session
+from nbgpumon._views.cell_text import cell_lines
 
 from fake_shell import shell_with
 
@@ -77,7 +78,7 @@ def kernel(fake_torch):
     """A session (no GPU, sampler not started) over a shell with IPython's own compiler."""
     shell = shell_with()
     shell.compile = CachingCompiler()
-    session = Session(nvml_module=None, shell=lambda: shell)
+    session = Monitor(nvml_module=None, shell=lambda: shell)
     yield SimpleNamespace(session=session, shell=shell, torch=fake_torch)
     session.close()
 
@@ -87,8 +88,7 @@ def run_oom_cell(kernel, count: int = 4):
     and 4 MiB from before tracing began (no stack). Returns (record, text under the cell)."""
     session, torch = kernel.session, kernel.torch
     filename = kernel.shell.compile.cache(CELL, count)
-    session.cell_started(count, CELL)
-    opened = session.ledger.begin("cell", "import torch", count, source=CELL)
+    opened = session.cell_pipeline.begin(count, CELL)
     torch.cuda.allocations += 2
     torch.cuda.segments = snapshot(
         block(0x10000000, 4 * MIB, []),
@@ -96,8 +96,13 @@ def run_oom_cell(kernel, count: int = 4):
         block(0x10000000 + 4 * MIB + 2 * GIB, MIB, [frame(filename, 3), *KERNEL_FRAMES]),
     )["segments"]
     error = oom()
-    record = session.ledger.end(opened, "oom", f"OutOfMemoryError: {error}", count)
-    return session.after_cell(record, error)
+    return ended(session, opened, f"OutOfMemoryError: {error}", count, error)
+
+
+def ended(session, opened, error_line, count, error):
+    """The cell's end, as the hooks run it: (record, text under the cell, no summary)."""
+    outcome = session.cell_pipeline.end(opened, "oom", error_line, count, error)
+    return outcome.record, "\n".join(cell_lines(outcome, summary=False))
 
 
 def snapshot_path(text: str) -> str:
@@ -204,12 +209,10 @@ def test_a_cell_that_initialised_cuda_gets_no_snapshot_yet(kernel):
     kernel.torch.cuda.initialised = False
     assert "armed" in kernel.session.trace(True)
     filename = kernel.shell.compile.cache(CELL, 2)
-    kernel.session.cell_started(2, CELL)
-    opened = kernel.session.ledger.begin("cell", "import torch", 2, source=CELL)
+    opened = kernel.session.cell_pipeline.begin(2, CELL)
     kernel.torch.cuda.initialised = True  # this cell brought CUDA up, then ran out
     kernel.torch.cuda.segments = snapshot(block(0x1000, GIB, [frame(filename, 2)]))["segments"]
-    record = kernel.session.ledger.end(opened, "oom", "OutOfMemoryError", 2)
-    _, text = kernel.session.after_cell(record, oom())
+    _, text = ended(kernel.session, opened, "OutOfMemoryError", 2, oom())
     assert f"  {TRACING_NOT_YET}" in text.splitlines()
     assert kernel.torch.full_snapshots == 0
     _, text = run_oom_cell(kernel, count=3)  # the next one is recorded
@@ -242,3 +245,19 @@ def test_file_names_next_to_a_recording_and_in_a_folder():
     ]
     assert next(candidate_names("/tmp/nbgpumon-oom-x/", None)) == "/tmp/nbgpumon-oom-x/oom.pickle"
     assert len(list(candidate_names("/d/r", 1))) == 100
+
+
+def test_a_cell_that_keeps_blocks_while_tracing_gets_its_lines_in_the_record(kernel):
+    assert kernel.session.trace(True).startswith("allocation tracing on")
+    session, torch = kernel.session, kernel.torch
+    filename = kernel.shell.compile.cache(CELL, 5)
+    opened = session.cell_pipeline.begin(5, CELL)
+    torch.cuda.allocations += 1
+    torch.cuda.segments = snapshot(
+        block(0x10000000, GIB * 2, [frame(filename, 2), *KERNEL_FRAMES])
+    )["segments"]
+    outcome = session.cell_pipeline.end(opened, "ok", "", 5, None)
+    line = "[5] line 2: big = torch.empty(2**31, dtype=torch.uint8, device='cuda') — 2.0 GiB"
+    assert outcome.record.traced == (line,)
+    assert session.records[-1] is outcome.record  # stored once, its lines in it
+    assert cell_lines(outcome, summary=False) == [f"nbgpumon trace: {line}"]

@@ -170,7 +170,7 @@ def test_a_failing_write_stops_the_recording_with_a_status_and_keeps_what_was_wr
     try:
         mon.start()
         print(mon.record(tmp_path / "fail.sqlite"))
-        recorder = mon._recording.writer
+        recorder = mon._session.recording_control.writer
         _wait_for(lambda: recorder.rows_written >= 5, 60, "rows written")
 
         def full(db):  # the disk fills up: sqlite3's own error for it
@@ -181,7 +181,7 @@ def test_a_failing_write_stops_the_recording_with_a_status_and_keeps_what_was_wr
         path = tmp_path / "fail.sqlite"
         assert mon.recording.startswith(f"recording stopped: the disk holding {path} is full; ")
         assert "of samples before it are in the file" in mon.recording
-        assert mon.sampler.running  # the sampler never noticed
+        assert mon._session.sampler.running  # the sampler never noticed
     finally:
         mon.close()
     assert len(nbgpumon.load(tmp_path / "fail.sqlite").times) >= 5

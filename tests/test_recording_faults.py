@@ -34,7 +34,7 @@ from kernel_client import Kernel
 # fixed sleep); it prints the figures the test compares with what loads back.
 WAIT = (
     "import time as _t, nbgpumon as _n\n"
-    "_r = _n.monitor()._recording.writer\n"
+    "_r = _n.monitor()._session.recording_control.writer\n"
     "_d = _t.monotonic() + 60\n"
     "while not ({cond}) and _t.monotonic() < _d:\n"
     "    _t.sleep(0.02)\n"

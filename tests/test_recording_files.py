@@ -66,13 +66,13 @@ def recording(tmp_path_factory: pytest.TempPathFactory) -> Path:
         mon.record(path)
         deadline = time.time() + 60
         i = 0
-        while mon._recording.writer.rows_written < 400 and time.time() < deadline:
+        while mon._session.recording_control.writer.rows_written < 400 and time.time() < deadline:
             with mon.track(f"region {i}"):
                 i += 1
             if i % 10 == 0:
                 mon.mark(f"mark {i}")
             time.sleep(0.01)
-        assert mon._recording.writer.rows_written >= 400
+        assert mon._session.recording_control.writer.rows_written >= 400
         mon.record(None)
     finally:
         mon.close()
@@ -193,7 +193,7 @@ def test_a_schema_1_file_gets_a_schema_2_session_and_both_load_under_today_s_nam
     mon = Monitor(nvml_module=fake_pynvml(devices=[{"name": "Fake H200", "used": 3 * 2**30}]))
     try:
         assert mon.record(path) == f"recording to {path} (session 2)"
-        mon.sampler.tick()  # at least one sample, whatever the thread has done
+        mon._session.sampler.tick()  # at least one sample, whatever the thread has done
         mon.record(None)
     finally:
         mon.close()
@@ -455,7 +455,7 @@ def test_raw_seconds_0_keeps_every_sample_and_the_setting_reaches_the_writer(tmp
     mon = Monitor(GPUMon(record_raw_seconds=120))
     try:
         mon.record(tmp_path / "set.sqlite")
-        assert mon._recording.writer.compactor.raw_seconds == 120
+        assert mon._session.recording_control.writer.compactor.raw_seconds == 120
     finally:
         mon.close()
     with pytest.raises(TraitError, match=r"^GPUMon.record_raw_seconds is a number of seconds"):

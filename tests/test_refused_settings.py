@@ -41,10 +41,10 @@ STATE = (
     "import nbgpumon, time\n"
     "m = nbgpumon.monitor()\n"
     "deadline = time.monotonic() + 30\n"
-    "while m.sampler.ticks < 2 and time.monotonic() < deadline:\n"
+    "while m._session.sampler.ticks < 2 and time.monotonic() < deadline:\n"
     "    time.sleep(0.01)\n"
     "c = m.config\n"
-    "print('STATE', m.sampler.running, m.sampler.ticks >= 2, repr(m.recording))\n"
+    "print('STATE', m._session.sampler.running, m._session.sampler.ticks >= 2, repr(m.recording))\n"
     "print('SETTINGS', {n: getattr(c, n) for n in c.trait_names(config=True)})\n"
     "print('SHELL', dict(get_ipython().config.get('GPUMon', {})))"
 )

@@ -49,7 +49,7 @@ def test_every_metric_is_declared_once_with_its_unit_panel_and_label():
 def test_the_timeline_columns_are_the_registry_s_for_each_device(monitor):
     columns = list(monitor.timeline.columns)
     expected = []
-    for source in [s.name for s in monitor.sampler.sources]:  # nvml, torch, host, ...
+    for source in [s.name for s in monitor._session.sampler.sources]:  # nvml, torch, host, ...
         found = metrics_of(source)
         expected += [m.column(d) for d in (0, 1) for m in found if m.scope == "gpu"]
         expected += [m.column() for m in found if m.scope == "host"]
@@ -61,8 +61,8 @@ def test_the_timeline_columns_are_the_registry_s_for_each_device(monitor):
 
 def test_a_tick_fills_each_source_s_columns(monitor):
     monitor.stop()
-    monitor.sampler.tick()
-    assert monitor.sampler.error == ""
+    monitor._session.sampler.tick()
+    assert monitor._session.sampler.error == ""
     row = monitor.timeline.latest()
     for device, used in ((0, 3 * 2**30), (1, 5 * 2**30)):
         assert row[metric("nvml", "mem_used").column(device)] == used
@@ -121,7 +121,7 @@ def test_a_recording_opens_in_the_live_chart():
 
 def test_the_snapshot_lists_every_metric_with_a_value_under_its_panel(monitor):
     monitor.stop()
-    monitor.sampler.tick()
+    monitor._session.sampler.tick()
     text = snapshot_view(monitor).text
     assert "  memory: used (NVML) 3.0 GiB · " in text and "total 141 GiB" in text
     assert "  util: GPU 42% · memory " in text

@@ -268,12 +268,12 @@ def test_a_live_monitor_without_gpu_shows_host_memory_and_refreshes(host_only_mo
     mon = host_only_monitor
     try:
         for _ in range(5):
-            mon.sampler.tick()
+            mon._session.sampler.tick()
             time.sleep(0.01)
         for n in (1, 2):
-            opened = mon.ledger.begin("cell", f"keep{n} = bytearray(2**24)  # {XSS}", n)
+            opened = mon._session.ledger.begin("cell", f"keep{n} = bytearray(2**24)  # {XSS}", n)
             globals()[f"_keep{n}"] = bytearray(2**24)
-            mon.ledger.end(opened, "ok", "")
+            mon._session.ledger.add(mon._session.ledger.end(opened, "ok", ""))
         with mon.track("epoch 1"):
             time.sleep(0.01)
         mon.mark("after the cells")
@@ -297,8 +297,8 @@ def test_a_live_monitor_without_gpu_shows_host_memory_and_refreshes(host_only_mo
         assert "&lt;img src=x onerror=alert(1)&gt;" in report.listing.value
         assert "<img" not in report.listing.value
 
-        opened = mon.ledger.begin("cell", "x = 3", 3)
-        mon.ledger.end(opened, "ok", "")
+        opened = mon._session.ledger.begin("cell", "x = 3", 3)
+        mon._session.ledger.add(mon._session.ledger.end(opened, "ok", ""))
         before = report.memory_lines[0]
         report.refresh_button.click()
         assert before.comm is None  # the replaced marks were closed
@@ -329,12 +329,12 @@ def test_a_live_monitor_with_a_gpu_draws_nvml_memory_and_utilization():
         pytest.skip("needs an NVIDIA GPU")
     try:
         for _ in range(4):
-            mon.sampler.tick()
+            mon._session.sampler.tick()
         report = report_widget(mon)
         assert report.memory_lines[0].labels == ["used (NVML)"]
         assert [line.labels for line in report.util_lines] == [["GPU util"], ["memory util"]]
         assert report.util_figure in report.children
-        name = mon.device_source.devices[0].name
+        name = mon._session.device_source.devices[0].name
         assert f"GPU(s): gpu0 {name}" in report.title.value or f"GPU: gpu0 {name}" in (
             report.title.value
         )

@@ -103,7 +103,7 @@ def test_status_says_what_the_sampler_costs_in_a_real_kernel():
         [
             "%load_ext nbgpumon",
             "import time, nbgpumon\n_m = nbgpumon.monitor()\n_d = time.monotonic() + 30\n"
-            "while _m.sampler.ticks < 25 and time.monotonic() < _d:\n    time.sleep(0.02)",
+            "while _m._session.sampler.ticks < 25 and time.monotonic() < _d:\n    time.sleep(0.02)",
             "%gpumon status",
         ],
         env=fake_nvml_env(devices=[{"name": "Fake H200"}]),

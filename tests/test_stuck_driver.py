@@ -25,16 +25,16 @@ SETUP = "import json, os, threading, time, nbgpumon, pynvml\nmon = nbgpumon.moni
 STICK = (
     "pynvml._config['call_delay'] = 2.0\n"
     "_d = time.monotonic() + 30\n"
-    "while not mon.device_ask.silent_for() and time.monotonic() < _d:\n"
+    "while not mon._session.device_ask.silent_for() and time.monotonic() < _d:\n"
     "    time.sleep(0.02)\n"
-    "print('SILENT', bool(mon.device_ask.silent_for()))"
+    "print('SILENT', bool(mon._session.device_ask.silent_for()))"
 )
 UNSTICK = (
     "pynvml._config['call_delay'] = 0\n"
     "_d = time.monotonic() + 30\n"
-    "while mon.device_ask.silent_for() and time.monotonic() < _d:\n"
+    "while mon._session.device_ask.silent_for() and time.monotonic() < _d:\n"
     "    time.sleep(0.02)\n"
-    "print('ANSWERING', not mon.device_ask.silent_for())"
+    "print('ANSWERING', not mon._session.device_ask.silent_for())"
 )
 LAST = "print('LAST=' + json.dumps([(r.device_unavailable, r.devices[0].nvml_used_after) for r in nbgpumon.cells()[-1:]]))"  # noqa: E501
 
@@ -153,7 +153,8 @@ def test_with_nvml_stuck_a_fork_neither_waits_nor_hangs_and_unload_returns_at_on
     k.run("old = mon")
     seconds, _ = timed(k, "%unload_ext nbgpumon")
     assert seconds < 1.0, f"%unload_ext took {seconds:.2f} s with the sampler stuck"
-    k.run("old_ticks, old_rows = old.sampler.ticks, old.timeline.cursor")  # from now on: none
+    # from now on: none
+    k.run("old_ticks, old_rows = old._session.sampler.ticks, old.timeline.cursor")
     # the driver answers again; the old thread's call returns into a stopped sampler
     reload = (
         "pynvml._config['call_delay'] = 0\n"
@@ -165,8 +166,9 @@ def test_with_nvml_stuck_a_fork_neither_waits_nor_hangs_and_unload_returns_at_on
         "    time.sleep(0.02)\n"
         "new = nbgpumon.monitor()\n"
         "print('AFTER', len(samplers()),\n"
-        "      old.sampler.ticks - old_ticks + old.timeline.cursor - old_rows, new is not old,\n"
-        "      new.sampler.running)"
+        "      old._session.sampler.ticks - old_ticks + old.timeline.cursor - old_rows,\n"
+        "      new is not old,\n"
+        "      new._session.sampler.running)"
     )
     out = stdout(k.run(reload))
     assert out.splitlines()[-1].split() == ["AFTER", "1", "0", "True", "True"], out
@@ -186,7 +188,8 @@ def test_load_with_nvml_stuck_at_start_is_bounded_and_says_so_then_tells_when_it
     assert SILENT.search(text(msgs)), text(msgs)
     wait = (
         "_d = time.monotonic() + 30\n"
-        "while 'answered after' not in mon.devices_started_late() and time.monotonic() < _d:\n"
+        "while 'answered after' not in mon._session.devices_started_late() and "
+        "time.monotonic() < _d:\n"
         "    time.sleep(0.05)\n"
         "pynvml._config['init_delay'] = 0"
     )

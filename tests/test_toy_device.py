@@ -33,7 +33,7 @@ from nbgpumon._sources.devices.protocol import DeviceSource
 from nbgpumon._api.exporter_families import SessionCollector
 
 mon = Monitor(new_device_source=toy_device.ToyDevices)
-toy = mon.device_source
+toy = mon._session.device_source
 assert isinstance(toy, DeviceSource), "the toy does not implement the protocol"
 mon.start()
 assert mon.wait_for_samples(), "no sample"
@@ -105,7 +105,10 @@ def test_this_process_registers_no_toy_metric():
 def test_nvmls_source_implements_the_protocol_the_session_asks():
     mon = Monitor(nvml_module=fake_pynvml())
     try:
-        assert isinstance(mon.device_source, DeviceSource)
-        assert (mon.device_source.name, mon.device_source.label) == ("nvml", "NVML")
+        assert isinstance(mon._session.device_source, DeviceSource)
+        assert (mon._session.device_source.name, mon._session.device_source.label) == (
+            "nvml",
+            "NVML",
+        )
     finally:
         mon.close()

@@ -17,9 +17,9 @@ from nbgpumon._forensics.tracing import (
     AllocationTracer,
     TracedAllocation,
     attribute_blocks,
-    format_traced,
     live_block_keys,
 )
+from nbgpumon._views.traced_text import format_traced
 
 MIB = 2**20
 GIB = 2**30

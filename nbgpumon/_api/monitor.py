@@ -1,9 +1,12 @@
 """``Monitor``: this process's session with its views (the live chart, the static picture, the
-frames and the advice). What ``nbgpumon.monitor()`` returns."""
+frames and the advice). What ``nbgpumon.monitor()`` returns: it holds the session privately
+and shows the public API only (docs/python-api.md), plus what the magics and ``_ipython`` use;
+views read it as a ``SessionData``."""
 
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Callable, Iterable, Mapping
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
@@ -11,13 +14,21 @@ from typing import TYPE_CHECKING, Any
 from traitlets import TraitError
 
 from .._foundation.errors import UsageError
+from .._ledger.records import CellRecord
+from .._sampling.timeline import Timeline
+from .._session.cell_pipeline import CellPipeline
+from .._session.cluster_control import CLUSTER_WAIT
 from .._session.config import GPUMon
-from .._session.session import Session, no_shell
+from .._session.live_data import LiveData
+from .._session.region import Region
+from .._session.session import FIRST_SAMPLE_WAIT, Session, no_shell
+from .._views.traced_text import format_traced
 from .exporter import Exporter, process_rank
 
 if TYPE_CHECKING:
     import pandas
 
+    from .._forensics.holder_scan import HolderScan
     from .._sources.devices.protocol import DeviceSource
     from .._views.fit_result import FitResult
     from .._views.static_view import StaticView
@@ -27,9 +38,9 @@ if TYPE_CHECKING:
 # ``%load_ext``: together they cost more than the rest of loading (docs/benchmarks.md).
 
 
-class Monitor(Session):
+class Monitor(LiveData):
     """Everything nbgpumon measures in this process, and the views of it. Usable without
-    IPython."""
+    IPython. ``_session`` is the one door to the internals (tests)."""
 
     def __init__(
         self,
@@ -38,13 +49,138 @@ class Monitor(Session):
         shell: Callable[[], Any] = no_shell,
         new_device_source: Callable[[], DeviceSource] | None = None,
     ) -> None:
-        super().__init__(config, nvml_module, shell, new_device_source)
+        self._session = session = Session(config, nvml_module, shell, new_device_source)
+        self.config = session.config
+        self._shell = shell
+        self._read_as(session)  # the SessionData face: the session's own
+        session.exporter_line_of = lambda: self.exporter_line
+        session.cells_pipeline.on_changed = self._ledger_changed
+        session.cells_pipeline.on_opened = self._cell_opened
+        session.cells_pipeline.traced_line = format_traced  # the record's trace lines
         self._publisher: Publisher | None = None
         self._static_views: list[StaticView] = []
         self._exporter: Exporter | None = None
         self._collector: Any = None  # the exporter's SessionCollector, kept across restarts
         self._syncing_export = False  # set while export() writes GPUMon.export_port/host
         self.config.observe(self._export_setting_changed, names=_EXPORT_SETTINGS)
+
+    # -- the session's public face --------------------------------------------------------
+    @property
+    def closed(self) -> bool:
+        return self._session.closed
+
+    @property
+    def timeline(self) -> Timeline:
+        """The samples: ``latest()``, ``since(cursor)``, ``window(t0, t1)``."""
+        return self._session.timeline
+
+    @property
+    def cell_pipeline(self) -> CellPipeline:
+        """The order of a cell's life, for IPython's cell events (``_ipython/cell_hooks.py``)."""
+        return self._session.cells_pipeline
+
+    @property
+    def has_gpu(self) -> bool:
+        return self._session.has_gpu
+
+    @property
+    def device_status(self) -> str:
+        """The device source's status ("ok", or why there is no GPU)."""
+        return self._session.device_source.status
+
+    @property
+    def device_mapping_note(self) -> str:
+        """How the CUDA numbering was worked out, where that needs saying ("" else)."""
+        return self._session.device_source.mapping_note
+
+    def start(self) -> None:
+        """Start sampling (no-op when running)."""
+        self._session.start()
+
+    def stop(self) -> None:
+        """Stop sampling; the timeline and ledger stay readable."""
+        self._session.stop()
+
+    def wait_for_samples(self, timeout: float = FIRST_SAMPLE_WAIT) -> bool:
+        """Wait (at most ``timeout`` s) for the sampler's first sample; True once there is one."""
+        return self._session.wait_for_samples(timeout)
+
+    def cells(self) -> list[CellRecord]:
+        """The ledger, oldest first (cells and regions)."""
+        return self._session.cells()
+
+    def holders(self, device: str | None = None, budget: float = 0.05) -> HolderScan:
+        """What holds memory now, biggest first: variables, ``Out[N]``, ``_``, tracebacks.
+
+        ``device``: "cuda", "cuda:N" or "host"; by default "cuda" once a framework (torch,
+        JAX, CuPy) has the GPU up in this kernel, else "host". Stops after ``budget`` seconds
+        with a partial answer. "cuda" on a machine with no GPU is a UsageError that says so.
+        """
+        from .holders import HolderReport  # the scan, which prints as its words
+
+        return HolderReport.of(self._session.memory.holders(device, budget))
+
+    def free(self) -> str:
+        """Drop what IPython's hidden references hold (outputs, ``_``, stored tracebacks),
+        collect garbage and give torch's cache and CuPy's unused pool blocks back; never a
+        variable of yours. Says what came back.
+        """
+        from .._views.freed_text import freed_line
+
+        return freed_line(self._session.memory.free())
+
+    def record(self, path: str | os.PathLike[str] | None) -> str:
+        """Record to the SQLite file ``path`` from now on (None: stop); one line back.
+
+        ``path`` is a new file (missing folders are made, and the line says so) or an earlier
+        recording, which gets a new session. Anything else raises :class:`RecordingError`,
+        and then the recording that was running goes on untouched.
+        """
+        return self._session.record(path)
+
+    @property
+    def recording(self) -> str:
+        """What the recorder is doing, as one line ("" when there is none)."""
+        return self._session.recording
+
+    def tell_recording(self) -> str:
+        """:attr:`recording`, for a line printed now (main thread): a notice of the same
+        words is then not said again at the cell's end."""
+        return self._session.recording_control.tell()
+
+    def mark(self, label: str) -> None:
+        """Put a labelled marker on the timeline at this instant."""
+        self._session.cells_pipeline.mark(label)
+
+    def track(self, label: str) -> Region:
+        """A region inside a cell, recorded like a cell: ``with mon.track("epoch 3"): ...``."""
+        return self._session.cells_pipeline.track(label)
+
+    def trace(self, on: bool) -> str:
+        """Turn allocation tracing on or off; one line saying what happened."""
+        return self._session.tracing_control.trace(on)
+
+    @property
+    def tracing(self) -> str:
+        """ "on", "armed" (waiting for CUDA), or "off", plus the last problem if any."""
+        return self._session.tracing
+
+    def nvtx(self, on: bool | None) -> str:
+        """Turn NVTX cell ranges on or off (None: say whether they are); one line back."""
+        return self._session.tracing_control.nvtx(on)
+
+    def read_cluster(
+        self,
+        url: str | None,
+        match: str | None = None,
+        host_label: str | None = None,
+        wait: float = CLUSTER_WAIT,
+    ) -> str:
+        """Read other nodes' GPUs from the Prometheus server at ``url`` from now on (None:
+        stop); ``match``: label matchers that narrow it (None: GPUMon.prometheus_match);
+        ``host_label``: the label naming a GPU's node (None: GPUMon.cluster_host_label).
+        Waits up to ``wait`` seconds for the first answer; one line back."""
+        return self._session.read_cluster(url, match, host_label, wait)
 
     def close(self) -> None:
         """Stop sampling for good, stop the exporter, close the widget, release the devices."""
@@ -60,7 +196,7 @@ class Monitor(Session):
         for view in self._static_views:
             view.close()
         self._static_views.clear()
-        super().close()
+        self._session.close()
 
     # -- the Prometheus exporter ----------------------------------------------------------
     def export(self, port: int | None, host: str | None = None, *, retry: str = "") -> str:
@@ -162,7 +298,7 @@ class Monitor(Session):
         self._static_views.append(view)
         return view
 
-    def ledger_changed(self) -> None:
+    def _ledger_changed(self) -> None:
         """Tell the widget and the static pictures that a cell was recorded or a mark set
         (main thread: what the sampler's thread sent may never have shown, as in Colab)."""
         if self._publisher is not None:
@@ -170,7 +306,7 @@ class Monitor(Session):
         for view in self._static_views:
             view.refresh()
 
-    def cell_opened(self) -> None:
+    def _cell_opened(self) -> None:
         """A cell's measurement has begun (main thread): the widget shows it as running."""
         if self._publisher is not None:
             self._publisher.running_changed()
@@ -209,14 +345,14 @@ class Monitor(Session):
 
         if self.closed:
             raise UsageError("this monitor is closed; nbgpumon.monitor() gives the current one")
-        return FitResult(run_fit(self, step, sizes, limit, margin, label, warmup))
+        return FitResult(run_fit(self._session, step, sizes, limit, margin, label, warmup))
 
     def advise(self) -> str:
         """Hints from what this session measured, each with the numbers behind it."""
         from .._session.advice import live_evidence
         from .._views.advisor import advise, hints_text
 
-        return hints_text(advise(live_evidence(self, self._shell())))
+        return hints_text(advise(live_evidence(self._session, self._shell())))
 
 
 _EXPORT_SETTINGS = ["export_port", "export_host"]

@@ -25,7 +25,7 @@ from typing import Any
 
 from .._foundation.errors import failure_line
 from .._foundation.units import format_bytes
-from .tracing import TracedAllocation, attribute_blocks, format_traced
+from .tracing import TracedAllocation, attribute_blocks
 
 KEEP = 5  # snapshot files kept per kernel: an OOM loop must not fill the disk
 LARGEST = 5  # groups of live blocks the post-mortem lists
@@ -36,7 +36,7 @@ _NAMES_TRIED = 100  # oom-12.pickle, oom-12-2.pickle, ...: then give up with one
 class FlightRecord:
     """What the post-mortem says about the memory snapshot of one out-of-memory cell."""
 
-    largest: tuple[str, ...]  # formatted groups of live blocks, biggest first
+    largest: tuple[TracedAllocation, ...]  # groups of live blocks, biggest first
     line: str  # "memory snapshot: PATH (...)", or why there is none
     path: str | None = None  # the file written, if any
 
@@ -51,29 +51,16 @@ def candidate_names(base: str, execution_count: int | None) -> Iterator[str]:
         yield f"{base}{dot}{stem}-{n}.pickle"
 
 
-def format_live(a: TracedAllocation) -> str:
-    """One group of live blocks, as the trace lines write it; blocks without a Python stack
-    were allocated before tracing began, or by autograd or another thread."""
-    if not a.line and not a.source:
-        size = format_bytes(a.bytes) + (f" in {a.blocks} blocks" if a.blocks > 1 else "")
-        on = f" on cuda:{a.device}" if a.device else ""
-        return (
-            "no Python stack (allocated before tracing began, by autograd or by another "
-            f"thread) — {size}{on}"
-        )
-    return format_traced(a)
-
-
 def largest_live(
     snapshot: Any,
     filename_map: Mapping[str, int],
     execution_count: int | None,
     getline: Callable[[str, int], str] = linecache.getline,
     n: int = LARGEST,
-) -> tuple[str, ...]:
+) -> tuple[TracedAllocation, ...]:
     """The ``n`` biggest groups of all live blocks in ``snapshot`` by cell and line."""
     found = attribute_blocks(snapshot, set(), filename_map, execution_count, getline=getline)
-    return tuple(format_live(a) for a in found[:n])
+    return tuple(found[:n])
 
 
 class SnapshotStore:

@@ -1,5 +1,6 @@
-"""The out-of-memory post-mortem printed under a cell that failed with GPU out of memory:
-torch's ``OutOfMemoryError``, JAX's ``RESOURCE_EXHAUSTED`` or CuPy's ``OutOfMemoryError``.
+"""The facts of the out-of-memory post-mortem printed under a cell that failed with GPU out of
+memory (its sentences are ``_views/oom_text.py``'s): torch's ``OutOfMemoryError``, JAX's
+``RESOURCE_EXHAUSTED`` or CuPy's ``OutOfMemoryError``.
 
 It works from evidence only: what the message says was requested, the device's free and total
 memory (NVML), each framework's allocated and reserved bytes on the device, the holders
@@ -12,10 +13,10 @@ exception or its frames once it returns.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
-from .._foundation.units import format_bytes
 from .._sources.frameworks import Framework, framework, frameworks
 from .._sources.frameworks.out_of_memory import OutOfMemory
 from . import holder_scan
@@ -23,8 +24,9 @@ from . import holder_scan
 if TYPE_CHECKING:
     from .._ledger.records import CellRecord
     from .._sources.base import AllocatorStats
-    from .._sources.devices.protocol import GpuProcess
+    from .._sources.devices.protocol import GpuDevice, GpuProcess
     from .holder_scan import HolderScan
+    from .tracing import TracedAllocation
 
 _UNIT = {"B": 1, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2**40}
 _UNIT.update({"KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12})
@@ -47,9 +49,40 @@ class OomFacts:
     processes: tuple[GpuProcess, ...]
     framework: str = ""  # the plug-in that ran out ("torch"); "": the first registered
     # the flight recorder (allocation tracing on): live blocks by cell line, biggest first
-    largest: tuple[str, ...] = ()
+    largest: tuple[TracedAllocation, ...] = ()
     snapshot_line: str = ""  # where torch's memory snapshot was saved, or why none was
     device_label: str = ""  # the device source its figures come from, as users write it
+    # the plug-ins' own words for the frameworks named here (filled in from the registry)
+    words: PluginWords | None = None
+
+    def __post_init__(self) -> None:
+        if self.words is None:
+            names = {self.framework or _first(), *self.allocators}
+            object.__setattr__(self, "words", plugin_words(names, self.framework))
+
+
+@dataclass(frozen=True)
+class PluginWords:
+    """What the framework plug-ins say in a post-mortem: their labels, and their fixes."""
+
+    who: str  # the label of the framework that ran out ("PyTorch")
+    labels: Mapping[str, str]  # framework name -> its label
+    idle_fixes: Mapping[str, str]  # framework name -> Framework.oom.idle_fix ({size}, {other})
+    general_fix: str  # the last fix offered: the failing framework's
+
+
+def plugin_words(names: set[str], failing: str) -> PluginWords:
+    """The registry's words for the frameworks ``names``; ``failing``: the one that ran out."""
+    labels = {}
+    for name in names:
+        plugin = framework(name)
+        labels[name] = plugin.label if plugin is not None else name
+    return PluginWords(
+        who=labels.get(failing or _first(), failing or _first()),
+        labels=labels,
+        idle_fixes={name: _oom_of(name).idle_fix for name in names},
+        general_fix=_oom_of(failing).general_fix,
+    )
 
 
 def parse_message(message: str) -> tuple[int | None, int | None]:
@@ -83,44 +116,6 @@ def _oom_of(name: str) -> OutOfMemory:
     return known[0].oom if known else OutOfMemory()  # type: ignore[return-value]
 
 
-def fixes(facts: OomFacts) -> list[str]:
-    """What to try, most bytes back first; the generic advice last."""
-    ranked: list[tuple[int, str]] = []
-    holders = facts.holders.holders if facts.holders else ()
-    variables = [h for h in holders if not h.hidden]
-    hidden = [h for h in holders if h.hidden]
-    if variables:
-        names = sorted({h.name.split(" (", 1)[0] for h in variables[:3]})
-        size = sum(h.bytes for h in variables[:3])
-        them = "them" if len(names) > 1 else "it"
-        ranked.append(
-            (size, f"del {', '.join(names)} ({format_bytes(size)}) if you no longer need {them}")
-        )
-    if hidden:
-        size = sum(h.bytes for h in hidden)
-        what = ", ".join(dict.fromkeys(_hidden_kind(h.name) for h in hidden))
-        ranked.append((size, f"%gpumon free: drops {what} ({format_bytes(size)})"))
-    for name, stats in facts.allocators.items():
-        idle = stats.reserved - stats.allocated
-        if idle >= FRAGMENTED:
-            ranked.append((idle, _idle_cache_fix(name, idle, name != facts.framework)))
-    others = [p for p in facts.processes if not p.is_this_kernel and p.used_memory]
-    if others:
-        size = sum(p.used_memory or 0 for p in others)
-        who = ", ".join(_process_name(p) for p in others[:3])
-        ranked.append((size, f"other processes hold {format_bytes(size)} on this GPU: {who}"))
-    ranked.sort(key=lambda r: -r[0])
-    return [text for _, text in ranked] + [_oom_of(facts.framework).general_fix]
-
-
-def _idle_cache_fix(name: str, idle: int, other: bool) -> str:
-    """What gives back ``idle`` bytes that framework ``name`` holds but does not use."""
-    text = _oom_of(name).idle_fix
-    return text.format(
-        size=format_bytes(idle), other=" (another framework's cache)" if other else ""
-    )
-
-
 def failing_framework(error: BaseException) -> str:
     """Which framework raised ``error``: from its type's module, else from a plug-in's wording
     (JAX's ``RESOURCE_EXHAUSTED``), else the first registered plug-in."""
@@ -143,90 +138,42 @@ def _first() -> str:
     return plugins[0].name if plugins else ""
 
 
-def _label(name: str) -> str:
-    plugin = framework(name)
-    return plugin.label if plugin is not None else name
+class Evidence(Protocol):
+    """What a post-mortem reads of the session, now (the session's MemoryControl)."""
+
+    @property
+    def device_label(self) -> str: ...
+    @property
+    def gpus(self) -> Sequence[GpuDevice]: ...
+    def memory_used(self) -> list[int | None] | None: ...
+    def allocator_reads(self) -> dict[str, dict[int, AllocatorStats]]: ...
+    def gpu_framework_active(self) -> bool: ...
+    def processes_on(self, device: str) -> list[GpuProcess]: ...
 
 
-def _hidden_kind(name: str) -> str:
-    if name.startswith("Out["):
-        return "outputs (Out, _N)"
-    if name.startswith("traceback"):
-        return "the stored traceback"
-    if name.startswith("_"):
-        return "_, __, ___"
-    return "the last result"
-
-
-def _process_name(p: GpuProcess) -> str:
-    pid = "PID ?" if p.pid is None else f"PID {p.pid}"
-    return f"{pid} {p.name} {format_bytes(p.used_memory)}"
-
-
-def report(facts: OomFacts) -> str:
-    """The post-mortem, as lines of plain text."""
-    where = "" if facts.cuda_index is None else f" on cuda:{facts.cuda_index}"
-    if facts.device_name:
-        where += f" ({facts.device_name})"
-    asked = "" if facts.requested is None else f": asked for {format_bytes(facts.requested)}"
-    who = _label(facts.framework or _first())
-    lines = [f"nbgpumon: out of GPU memory ({who}) in {facts.cell}{asked}{where}"]
-    if facts.device_total:
-        lines.append(
-            f"  device: {format_bytes(facts.device_free)} free of "
-            f"{format_bytes(facts.device_total)} ({facts.device_label})"
-        )
-    for name, stats in facts.allocators.items():
-        lines.append(
-            f"  this kernel, {_label(name)}: {format_bytes(stats.allocated)} in use, "
-            f"{format_bytes(stats.reserved)} reserved "
-            f"({format_bytes(stats.reserved - stats.allocated)} reserved but unused)"
-        )
-    scan = facts.holders
-    if scan is not None and scan.holders:
-        top = " · ".join(f"{h.name} {format_bytes(h.bytes)}" for h in scan.holders[:5])
-        lines.append(f"  held by: {top}")
-        if scan.partial:
-            lines.append(f"  ({scan.partial})")
-    elif scan is not None:
-        lines.append("  held by: no tensor found in variables, outputs or tracebacks")
-    for p in facts.processes:
-        mark = " (this kernel)" if p.is_this_kernel else ""
-        lines.append(f"  process: {_process_name(p)}{mark}")
-    if facts.largest:
-        lines.append("  largest live blocks by the cell and line that allocated them:")
-        lines += [f"    {line}" for line in facts.largest]
-    if facts.snapshot_line:
-        lines.append(f"  {facts.snapshot_line}")
-    lines.append("  what to try, most memory back first:")
-    lines += [f"    {n}. {text}" for n, text in enumerate(fixes(facts), 1)]
-    return "\n".join(lines)
-
-
-def gather(mon: Any, shell: Any, record: CellRecord, error: BaseException) -> OomFacts:
-    """The evidence for ``error``'s post-mortem, read now from the session ``mon`` (the
-    failing frames are still held by ``shell``'s stored traceback, so the holder scan names
-    them)."""
+def gather(evidence: Evidence, shell: Any, record: CellRecord, error: BaseException) -> OomFacts:
+    """The evidence for ``error``'s post-mortem, read now (the failing frames are still held
+    by ``shell``'s stored traceback, so the holder scan names them)."""
     text = str(error).strip()
     requested, cuda = parse_message(text)
-    devices = mon.device_source.devices
+    devices = evidence.gpus
     device = next((d for d in devices if cuda is not None and d.cuda_index == cuda), None)
     if device is None and cuda is None and len(devices) == 1:
         device = devices[0]  # one GPU: the message's device is that one
         cuda = device.cuda_index
     free = total = None
     if device is not None:
-        used = mon.device_ask.memory_used() or []  # (None: the device is not answering)
+        used = evidence.memory_used() or []  # (None: the device is not answering)
         now = used[device.index] if device.index < len(used) else None
         total = device.memory_total
         free = None if now is None or not total else total - now
     allocators = {
         name: by_device[cuda]
-        for name, by_device in mon.ledger.read_allocators().items()
+        for name, by_device in evidence.allocator_reads().items()
         if cuda is not None and cuda in by_device
     }
     where = "cuda" if cuda is None else f"cuda:{cuda}"
-    scan = holder_scan.scan(shell, where if mon.gpu_framework_active() else "host")
+    scan = holder_scan.scan(shell, where if evidence.gpu_framework_active() else "host")
     return OomFacts(
         cell=record.name,
         message=text.splitlines()[0] if text else type(error).__name__,
@@ -237,7 +184,7 @@ def gather(mon: Any, shell: Any, record: CellRecord, error: BaseException) -> Oo
         device_total=total,
         allocators=allocators,
         holders=scan,
-        processes=tuple(mon.processes_on(where)),
+        processes=tuple(evidence.processes_on(where)),
         framework=failing_framework(error),
-        device_label=mon.device_source.label,
+        device_label=evidence.device_label,
     )

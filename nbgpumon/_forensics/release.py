@@ -17,7 +17,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .._foundation.units import format_bytes
 from .._sources.base import AllocatorSource
 from .holder_scan import holds_memory, stored_tracebacks
 
@@ -118,30 +117,11 @@ def release(shell: Any, allocators: Sequence[AllocatorSource] = ()) -> tuple[lis
     return cleared, frames
 
 
-def freed_line(before: MemoryNow, after: MemoryNow, cleared: list[str], frames: int) -> str:
-    """``nbgpumon free: 1.0 GiB of GPU memory back (allocated -1.0 GiB, ...); cleared ...``."""
-    what = list(cleared)
-    if frames:
-        what.append(f"the stored traceback ({frames} frame{'s' if frames != 1 else ''})")
-    gpu = ""
-    if before.reserved is not None and after.reserved is not None:
-        gpu = (
-            f"GPU: allocated {_change(before.allocated, after.allocated)}, "
-            f"reserved {_change(before.reserved, after.reserved)}"
-        )
-    if not what:
-        line = (
-            "nbgpumon free: no output, _ or stored traceback held a tensor or array; "
-            "nothing cleared (your variables are never touched)"
-        )
-        gave_back = gpu and after.reserved < before.reserved  # type: ignore[operator]
-        return line + (f"; unused cache given back to the driver: {gpu}" if gave_back else "")
-    parts = [gpu] if gpu else []
-    parts.append(f"host: resident {_change(before.rss, after.rss)}")
-    return f"nbgpumon free: cleared {', '.join(what)}; {'; '.join(parts)}"
+@dataclass(frozen=True)
+class Freed:
+    """What ``%gpumon free`` did: the memory before and after, and what it cleared."""
 
-
-def _change(before: int | None, after: int | None) -> str:
-    if before is None or after is None:
-        return "—"
-    return format_bytes(after - before, signed=True)
+    before: MemoryNow
+    after: MemoryNow
+    cleared: tuple[str, ...]  # "Out[3]", "_", ...
+    frames: int  # traceback frames whose locals were dropped

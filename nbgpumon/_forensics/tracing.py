@@ -25,7 +25,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from .._foundation.errors import failure_line
-from .._foundation.units import format_bytes
 from .._sources.frameworks import frameworks
 from .._sources.frameworks.memory_history import MemoryHistory
 
@@ -45,27 +44,6 @@ class TracedAllocation:
     source: str  # that line's source text, stripped and cut to ~80 chars ("" if unknown)
     caller_cell: int | None  # outermost notebook-cell frame's count when it differs from cell
     caller_line: int | None
-
-
-def format_traced(a: TracedAllocation) -> str:
-    """``[7] line 3: y = torch.empty(…) — 1.0 GiB``; a caller in another cell comes first:
-    ``[7] line 2 → [3] line 5: ... — 1.0 GiB``."""
-    cell = "?" if a.cell is None else a.cell
-    if a.line:
-        where = f"[{cell}] line {a.line}"
-        if a.caller_cell is not None:
-            where = f"[{a.caller_cell}] line {a.caller_line} → {where}"
-        text = f"{where}: {a.source}" if a.source else where
-    else:  # allocated while the cell ran, but no cell frame on its stack
-        text = (
-            f"[{cell}] no cell line ({a.source or 'no Python stack: autograd or another thread'})"
-        )
-    size = format_bytes(a.bytes)
-    if a.blocks > 1:
-        size += f" in {a.blocks} blocks"
-    if a.device:
-        size += f" on cuda:{a.device}"
-    return f"{text} — {size}"
 
 
 # -- pure functions over a snapshot: testable without a GPU --------------------------------

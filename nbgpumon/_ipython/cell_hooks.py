@@ -1,4 +1,4 @@
-"""IPython's pre/post_run_cell events, bound to the ledger: one measurement per cell."""
+"""IPython's pre/post_run_cell events, bound to the cell pipeline: one measurement per cell."""
 
 from __future__ import annotations
 
@@ -6,13 +6,13 @@ import contextlib
 from collections.abc import Callable
 from typing import Any
 
-from .._ledger.ledger import Ledger, Measurement
-from .._ledger.outcome import classify_exception, first_line
-from .._ledger.records import CellRecord
+from .._ledger.ledger import Measurement
+from .._ledger.outcome import classify_exception
+from .._session.cell_pipeline import CellOutcome, CellPipeline
 
 
 class CellHooks:
-    """IPython's pre/post_run_cell events, bound to a ledger. Handles IPython 7.34 (Colab's),
+    """IPython's pre/post_run_cell events, bound to a cell pipeline. Handles IPython 7.34 (Colab's),
     8 and 9.
 
     IPython 9.8 moved the execution-count increment before ``pre_run_cell``; the count is
@@ -30,13 +30,10 @@ class CellHooks:
     def __init__(
         self,
         shell: Any,
-        ledger: Ledger,
-        on_record: Callable[[CellRecord, BaseException | None], None] | None = None,
-        on_start: Callable[[int | None, str], None] | None = None,
-        on_open: Callable[[], None] | None = None,
+        pipeline: CellPipeline,
+        on_outcome: Callable[[CellOutcome], None] | None = None,
     ) -> None:
-        self.shell, self.ledger = shell, ledger
-        self.on_record, self.on_start, self.on_open = on_record, on_start, on_open
+        self.shell, self.pipeline, self.on_outcome = shell, pipeline, on_outcome
         self._open: Measurement | None = None
         self._nested = 0  # run_cell calls inside the open cell
         self._count_at_pre = 0
@@ -65,13 +62,7 @@ class CellHooks:
         raw = getattr(info, "raw_cell", "") or ""
         self._count_at_pre = int(getattr(self.shell, "execution_count", 0) or 0)
         count = self._count_at_pre - self._offset
-        if self.on_start is not None:
-            self.on_start(count, raw)  # (the source names its NVTX range)
-        self._open = self.ledger.begin(
-            "cell", first_line(raw), count, getattr(info, "cell_id", None), source=raw
-        )
-        if self.on_open is not None:  # after begin: the cell's start readings exist now
-            self.on_open()
+        self._open = self.pipeline.begin(count, raw, getattr(info, "cell_id", None))
 
     def post_run_cell(self, result: Any = None) -> None:
         # (IPython gives a store_history=False result the current count, not None: learning
@@ -88,9 +79,9 @@ class CellHooks:
         if isinstance(count, int):
             self._offset = self._count_at_pre - count
         status, error = classify(result)
-        record = self.ledger.end(opened, status, error, execution_count=count)
-        if self.on_record is not None:
-            self.on_record(record, raised(result))
+        outcome = self.pipeline.end(opened, status, error, count, raised(result))
+        if self.on_outcome is not None:
+            self.on_outcome(outcome)
 
 
 def users_cell(info: Any) -> bool:

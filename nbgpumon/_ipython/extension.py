@@ -11,9 +11,9 @@ from .._api.monitor import Monitor
 from .._foundation.errors import RecordingError, UsageError
 from .._foundation.gpu_names import gpu_key, hidden_gpus
 from .._foundation.version import __version__
-from .._ledger.records import CellRecord
+from .._session.cell_pipeline import CellOutcome
 from .._session.config import GPUMon
-from .._views.text import summary_line
+from .._views.cell_text import cell_lines
 from .cell_hooks import CellHooks
 from .magics import GPUMonMagics
 from .shell import current_shell
@@ -43,13 +43,7 @@ def load(ip: Any) -> None:
         config.set_trait(name, config.class_traits()[name].default())
     mon = Monitor(config, shell=current_shell)
     current.replace(mon)
-    hooks = CellHooks(
-        ip,
-        mon.ledger,
-        on_record=lambda record, error: _after_cell(mon, record, error),
-        on_start=mon.cell_started,
-        on_open=mon.cell_opened,
-    )
+    hooks = CellHooks(ip, mon.cell_pipeline, on_outcome=lambda outcome: _after_cell(mon, outcome))
     hooks.register()
     magics = GPUMonMagics(ip, current=current.current)
     ip.register_magics(magics)  # (which adds it to the shell's configurables)
@@ -121,20 +115,12 @@ def _show_usage_errors_as_one_line(ip: Any) -> tuple | None:
     return old_types, old_handler
 
 
-def _after_cell(mon: Monitor, record: CellRecord, error: BaseException | None) -> None:
+def _after_cell(mon: Monitor, outcome: CellOutcome) -> None:
     # Runs in post_run_cell, on the main thread, so printing lands in the cell's output.
-    record, text = mon.after_cell(record, error)
-    del error  # keep no reference to the failing frames past this point
-    mon.ledger_changed()
     if _leaving(_wiring.get("shell")):
         return  # `exit` or `quit`: nothing to say about that cell
-    if mon.ledger.reset_notice_due:
-        mon.ledger.reset_notice_due = False
-        print(f"nbgpumon: {mon.ledger.reset_notice}")  # in its plug-in's words
-    if mon.config.summary:
-        print(summary_line(record))
-    if text:
-        print(text)
+    for line in cell_lines(outcome, mon.config.summary):
+        print(line)
 
 
 def _leaving(shell: Any) -> bool:
@@ -146,7 +132,7 @@ def _leaving(shell: Any) -> bool:
 def _loaded_line(mon: Monitor) -> str:
     interval = f"every {mon.config.interval:g} s"
     if mon.has_gpu:
-        devices = mon.device_source.devices
+        devices = mon.devices
         names = sorted({d.name for d in devices})
         hidden = hidden_gpus(d.index for d in devices if d.cuda_index is None)
         note = f" ({hidden})" if hidden else ""
@@ -157,12 +143,9 @@ def _loaded_line(mon: Monitor) -> str:
             f"{note} {interval}; %gpumon status for details"
         )
         # what CUDA_VISIBLE_DEVICES asked for and did not get, where the user set it
-        return (
-            f"{line}\nnbgpumon: {mon.device_source.mapping_note}"
-            if mon.device_source.mapping_note
-            else line
-        )
+        note = mon.device_mapping_note
+        return f"{line}\nnbgpumon: {note}" if note else line
     return (
-        f"nbgpumon {__version__}: no GPU ({mon.device_source.status}); recording host memory per "
+        f"nbgpumon {__version__}: no GPU ({mon.device_status}); recording host memory per "
         f"cell {interval}"
     )

@@ -19,7 +19,7 @@ from .._foundation.errors import RecordingError
 from .._foundation.errors import UsageError as Problem
 from .._ledger.ledger import MAX_LABEL
 from .._session.config import GPUMon
-from .._session.session import check_label_length
+from .._session.labels import check_label_length
 from .._views.text import cells_table, cluster_view, holders_view, snapshot_view, status_view
 from .subcommands import BY_NAME, COMMAND_NAMES, HELP, LINE, help_text, parse_arguments
 

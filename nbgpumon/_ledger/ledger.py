@@ -37,7 +37,7 @@ from .._sources.devices.protocol import DeviceSource
 from .._sources.frameworks import facts_of
 from .._sources.host import HostSource
 from .cell_source import SOURCE_BUDGET, BoundedSource, SourceTable, bound_source
-from .records import AllocatorUsage, CellRecord, DeviceUsage, Retention, records_after
+from .records import AllocatorUsage, CellRecord, DeviceUsage, records_after
 
 RSS = metric("host", "rss")
 PEAK_MODES = ("reset", "preserve")
@@ -171,7 +171,8 @@ class Ledger:
         error: str = "",
         execution_count: int | None = None,
     ) -> CellRecord:
-        """Close a measurement begun with :meth:`begin` and store its record."""
+        """Close a measurement begun with :meth:`begin`: its record, not stored yet (the cell
+        pipeline adds what forensics found, then :meth:`add` stores it once)."""
         end = wall_clock()
         duration = time.perf_counter() - opened.started
         sampled = self._stop_tracking(opened)
@@ -217,12 +218,12 @@ class Ledger:
             **_source_fields(source, self._sources),
         )
         self._count += 1
-        self._store(record)
         return record
 
-    def _store(self, record: CellRecord) -> None:
-        """Append ``record``, letting go of what the ledger no longer keeps: the oldest record
-        when it is full, and the oldest records' sources while the sources are over budget."""
+    def add(self, record: CellRecord) -> CellRecord:
+        """Store ``record`` (from :meth:`end`) and return it, letting go of what the ledger no
+        longer keeps: the oldest record when it is full, and the oldest records' sources while
+        the sources are over budget."""
         if len(self._records) == self._records.maxlen:
             self._sources.release(self._records[0].source)
             self._sourceless = max(0, self._sourceless - 1)
@@ -235,18 +236,7 @@ class Ledger:
                     old, source="", source_cut=True
                 )
             self._sourceless += 1
-
-    def annotate(
-        self, record: CellRecord, retention: Retention | None, traced: tuple[str, ...] = ()
-    ) -> CellRecord:
-        """The record with who holds what it kept and its traced allocations; replaces it in
-        the ledger."""
-        updated = dataclasses.replace(record, retention=retention, traced=traced)
-        for i in range(len(self._records) - 1, -1, -1):
-            if self._records[i] is record:
-                self._records[i] = updated
-                break
-        return updated
+        return record
 
     def mark(self, label: str) -> None:
         """Remember a labelled instant (shown by views as a vertical marker)."""

@@ -19,12 +19,12 @@ class Region:
         self,
         ledger: Ledger,
         label: str,
-        on_end: Callable[[CellRecord], None] | None = None,
+        store: Callable[[CellRecord], object],
         ranges: NvtxRanges | None = None,
     ) -> None:
         self._ledger = ledger
         self.label = label
-        self._on_end = on_end
+        self._store = store  # the cell pipeline's: the ledger and the recording
         self._ranges = ranges  # NVTX ranges, when %gpumon nvtx is on
         self._range: int | None = None
         self._open: Measurement | None = None
@@ -56,8 +56,7 @@ class Region:
             self._range = None
         status, error = classify_exception(exc)
         self.record = self._ledger.end(opened, status, error)
-        if self._on_end is not None:
-            self._on_end(self.record)
+        self._store(self.record)
 
     def __call__(self, *args: object, **kwargs: object) -> None:
         raise UsageError(

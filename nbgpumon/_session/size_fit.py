@@ -119,7 +119,7 @@ def run_fit(
             if error:
                 ran_out = (warmed, error)
         for size in order if ran_out is None else ():
-            region = session.track(f"{label} size={size}")
+            region = session.cells_pipeline.track(f"{label} size={size}")
             error = _call(step, size, region)
             assert region.record is not None
             rows.append((size, region.record))

@@ -30,6 +30,7 @@ from .._foundation.metrics import DEVICE, device_of
 from .._foundation.units import byte_unit, format_bytes, format_local, format_seconds
 from .._ledger.records import CellRecord
 from .._session.data import SessionData
+from .._session.live_data import LiveData
 from .axis import bytes_axis, percent_axis, time_ticks, value_ticks
 from .panels import PALETTE, Series, chart_panels
 from .report_nodes import MAX_NODE_LINES, NodeSeries, node_series
@@ -169,7 +170,7 @@ class Report(widgets.VBox):
 
     def __init__(self, source: Any) -> None:
         self._source = source
-        self._live = hasattr(source, "ledger")
+        self._live = isinstance(source, LiveData)  # (a recording is never refreshed)
         self._syncing = False  # set while one brush clears the other
         self.data = _session_data(source)
 

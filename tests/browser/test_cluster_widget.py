@@ -49,7 +49,7 @@ def feed(count):
                 "pod": {XSS!r} if (k, gpu) == (0, "gpu1") else "",
                 "namespace": "ml" if (k, gpu) == (0, "gpu1") else "",
             }}
-    nodes = nbgpumon.monitor().node_timeline()
+    nodes = nbgpumon.monitor()._session.node_timeline()
     now = time.time()
     for t in (now - 15, now):
         nodes.add(NodeReading(t, values, gpus))

@@ -1,0 +1,186 @@
+"""A cell's life, in one place and in its order: begin (the waits and notes before it, the
+ledger's start readings, its NVTX range last) and end (the range first, the ledger's end
+readings, the forensics, then the record stored once, recorded, and the views told). Regions
+(``track()``) store their records through it too. It returns data; the words are the views'."""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from .._foundation.errors import UsageError
+from .._ledger.ledger import Ledger, Measurement
+from .._ledger.outcome import first_line, is_host_out_of_memory
+from .._ledger.records import CellRecord, Retention
+from .._sampling.sampler import PREPARE_WAIT, Sampler
+from .config import GPUMon
+from .labels import check_label_length
+from .memory_control import MemoryControl
+from .recording_control import RecordingControl
+from .region import Region
+from .tracing_control import TracingControl
+
+if TYPE_CHECKING:
+    from .._forensics.leaks import LeakWatch
+    from .._forensics.postmortem import OomFacts
+    from .._forensics.tracing import TracedAllocation
+
+
+@dataclass(frozen=True)
+class CellOutcome:
+    """What a cell's end found: its record as stored, and what to tell about it."""
+
+    record: CellRecord
+    traced: tuple[TracedAllocation, ...] = ()  # what it left alive, by line (tracing on)
+    oom: OomFacts | None = None  # the post-mortem's facts (a GPU out-of-memory error)
+    reset_notice: str = ""  # a plug-in's words on the first reset of its peak counter
+    range_error: str = ""  # the NVTX ranges' new problem
+    notices: tuple[str, ...] = ()  # the recorder's lines (invariant 14)
+
+
+class CellPipeline:
+    """Owns the order of a cell's begin and end (main thread)."""
+
+    def __init__(
+        self,
+        config: GPUMon,
+        shell: Callable[[], Any],
+        sampler: Sampler,
+        ledger: Ledger,
+        tracing: TracingControl,
+        memory: MemoryControl,
+        recording: RecordingControl,
+        traced_line: Callable[[TracedAllocation], str] | None = None,
+    ) -> None:
+        self.config, self._shell, self._sampler, self.ledger = config, shell, sampler, ledger
+        self._tracing, self._memory, self._recording = tracing, memory, recording
+        self._leak_watch: LeakWatch | None = None
+        # how a record keeps its traced allocations, as lines (the views' words: the Monitor
+        # gives them; a bare session keeps none)
+        self.traced_line = traced_line
+        # what views hear of: a record stored or a mark set; a cell's measurement begun
+        self.on_changed: Callable[[], None] = _nothing
+        self.on_opened: Callable[[], None] = _nothing
+
+    def begin(
+        self, execution_count: int | None, source: str, cell_id: str | None = None
+    ) -> Measurement:
+        """Before a cell: the namespace noted (ids only) for the leak verdict, what is alive
+        on the GPU when tracing, the start readings, then its NVTX range (last: it covers the
+        cell, not nbgpumon's work before it)."""
+        self._sampler.wait_until_prepared(PREPARE_WAIT)  # (a cell run at once after loading)
+        shell = self._shell()
+        if shell is not None:
+            self._leaks(shell).cell_started()
+            self._tracing.cell_started(execution_count)
+        opened = self.ledger.begin(
+            "cell", first_line(source), execution_count, cell_id, source=source
+        )
+        self._tracing.open_range(execution_count, source)
+        self.on_opened()  # after begin: the cell's start readings exist now
+        return opened
+
+    def end(
+        self,
+        opened: Measurement,
+        status: str,
+        error: str,
+        execution_count: int | None,
+        exception: BaseException | None,
+    ) -> CellOutcome:
+        """After a cell: its range ended (first: it covers the cell's work), the end readings,
+        who holds what it kept (over the threshold), what it left alive by line (tracing on),
+        an out-of-memory post-mortem's facts; then its record stored, recorded, told."""
+        self._tracing.close_range()
+        # whether the recorder was on while the cell ran (a cell that initialised CUDA turns
+        # it on at its end)
+        traced_during_cell = self._tracing.active
+        record = self.ledger.end(opened, status, error, execution_count=execution_count)
+        shell = self._shell()
+        outcome = CellOutcome(record)
+        try:
+            if shell is not None:
+                outcome = self._forensics(shell, record, exception, traced_during_cell)
+        finally:  # a forensics that failed still leaves the cell's record
+            del exception  # keep no reference to the failing frames past this point
+            self.store(outcome.record)
+        notices = tuple(self._recording.notices()) if shell is not None else ()
+        reset_notice = ""
+        if self.ledger.reset_notice_due:
+            self.ledger.reset_notice_due = False
+            reset_notice = self.ledger.reset_notice
+        return dataclasses.replace(outcome, reset_notice=reset_notice, notices=notices)
+
+    def mark(self, label: str) -> None:
+        """Put a labelled marker on the timeline at this instant."""
+        if not isinstance(label, str) or not label.strip():
+            raise UsageError('mark() takes a non-empty label: nbgpumon.mark("warm-up done")')
+        check_label_length("mark", label)
+        self.ledger.mark(label.strip())
+        self._recording.add_mark(*self.ledger.marks[-1])
+        self.on_changed()
+
+    def track(self, label: str) -> Region:
+        """A region inside a cell, recorded like a cell: ``with mon.track("epoch 3"): ...``."""
+        if not isinstance(label, str) or not label.strip():
+            raise UsageError('track() takes a non-empty label: with nbgpumon.track("epoch 3"): ...')
+        check_label_length("track", label)
+        store = functools.partial(self.store, tell=False)
+        return Region(self.ledger, label.strip(), store, ranges=self._tracing.nvtx_ranges)
+
+    def store(self, record: CellRecord, tell: bool = True) -> CellRecord:
+        """Keep ``record`` in the ledger and record it, once per record; tell the views
+        (``tell``; a region's record shows with its cell's, at that cell's end)."""
+        self.ledger.add(record)
+        self._recording.add_cell(record)
+        if tell:
+            self.on_changed()
+        return record
+
+    def _forensics(
+        self, shell: Any, record: CellRecord, exception: BaseException | None, traced: bool
+    ) -> CellOutcome:
+        range_error = self._tracing.range_error_news()
+        retention: Retention | None = self._leaks(shell).verdict(record, self.config.leak_threshold)
+        found = self._tracing.cell_finished(record.execution_count)
+        line = self.traced_line
+        lines = tuple(line(a) for a in found) if line is not None else ()
+        record = dataclasses.replace(record, retention=retention, traced=lines)
+        oom = None
+        # host MemoryError is "oom" in the ledger too, but this post-mortem is about the GPU
+        if (
+            exception is not None
+            and record.status == "oom"
+            and not is_host_out_of_memory(exception)
+            and self.config.oom_report
+        ):
+            from .._forensics.postmortem import gather
+
+            oom = gather(self._memory, shell, record, exception)
+            if _flight_records(oom.framework):
+                flight = self._tracing.oom_flight_record(shell, record, traced)
+                oom = dataclasses.replace(oom, **flight)
+        return CellOutcome(record, found, oom, range_error=range_error)
+
+    def _leaks(self, shell: Any) -> LeakWatch:
+        if self._leak_watch is None or self._leak_watch.shell is not shell:
+            from .._forensics.leaks import LeakWatch  # (and the holder scan): first cell's end
+
+            self._leak_watch = LeakWatch(shell)
+        return self._leak_watch
+
+
+def _flight_records(name: str) -> bool:
+    """Whether an out-of-memory error of framework ``name`` gets the flight recorder: its
+    plug-in records allocation history."""
+    from .._sources.frameworks import framework
+
+    plugin = framework(name)
+    return plugin is not None and plugin.memory_history is not None
+
+
+def _nothing() -> None:
+    """No view listens yet."""

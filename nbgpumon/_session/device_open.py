@@ -1,0 +1,58 @@
+"""The device source's start at ``%load_ext``: waited for with a deadline, so that a driver
+that does not answer leaves a session without GPUs rather than a kernel that hangs."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from .._sampling.device_ask import DeviceAsk
+from .._sampling.sampler import Sampler
+from .._sources.devices.protocol import DeviceSource
+
+# Seconds %load_ext waits for the device source to start and list its GPUs (a healthy driver:
+# ~10 ms); past it the session goes on without GPUs and the start carries on in the background.
+OPEN_WAIT = 1.0
+
+
+def open_devices(
+    new_source: Callable[[], DeviceSource],
+) -> tuple[DeviceSource, DeviceAsk, DeviceSource | None]:
+    """A device source started on a worker, waited for at most OPEN_WAIT, and its asker. A
+    driver that does not answer by then gives a source never opened (no GPU: the timeline's
+    columns are fixed at load), and the one still starting, whose answer status reports."""
+    source = new_source()
+    ask = DeviceAsk(source)
+    if ask.run(source.open, OPEN_WAIT) is not None:
+        return source, ask, None
+    ask.close()  # its worker ends when the start returns
+    idle = new_source()  # never opened: no device, no call to its library
+    idle.not_started(
+        f"{idle.label} is not answering: not started {OPEN_WAIT:g} s after loading; "
+        "%gpumon status says when it answers"
+    )
+    return idle, DeviceAsk(idle), source
+
+
+def started_late(late: DeviceSource | None) -> str:
+    """For status, where the device source was still starting after OPEN_WAIT: how that went
+    ("" if it started in time)."""
+    if late is None:
+        return ""
+    if late.reading_since:
+        waited = late.not_answering_for()
+        return f"{late.label} has not answered for {waited:.1f} s (still starting)"
+    if not late.available:
+        return f"{late.label} answered after {late.last_took:.1f} s: {late.status}"
+    return (
+        f"{late.label} answered after {late.last_took:.1f} s, with {len(late.devices)} "
+        "GPU(s): %reload_ext nbgpumon watches them"
+    )
+
+
+def close_devices(source: DeviceSource, ask: DeviceAsk, sampler: Sampler, stopped: bool) -> None:
+    """Release the device source at once, or, where a thread is still in a call to it, once
+    that call returns (never waited for): shutting it down under that call is no fix."""
+    if stopped and not source.asking_since:
+        source.close()
+    else:  # once the sampler's thread has ended, and then once the ask's worker is out of it
+        sampler.when_ended(lambda: ask.when_idle(source.close))
