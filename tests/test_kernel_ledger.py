@@ -156,6 +156,21 @@ def test_cells_frame_is_a_dataframe_of_the_ledger():
     assert int(words[2]) == pytest.approx(32 * 2**20, rel=0.02)
 
 
+def test_numpys_first_fold_is_not_charged_to_a_cell_that_only_waits():
+    """The sampler's first fold with numpy grows the process by about 0.6 MiB; it happens before
+    a cell's start readings, so a cell that allocates nothing and outlasts a bucket's close
+    keeps (nearly) nothing on the host."""
+    runs = run_cells(
+        [
+            "%load_ext nbgpumon\nimport numpy",  # numpy loaded, no bucket folded with it yet
+            "import time; time.sleep(1.5)",  # a bucket closes while it runs
+            "import nbgpumon\nprint('KEPT', nbgpumon.cells()[-1].rss_delta)",
+        ]
+    )
+    kept = int(runs[2].stdout.split()[1])
+    assert kept < 0.3 * 2**20, kept
+
+
 # -- a cell's source: kept up to 64 KiB, hashed whole -------------------------------------
 LIMIT = 64 * 1024
 BEGIN_ALIKE = ["import numpy as np\nx = np.ones(8)", "import numpy as np\ny = np.zeros(8)"]

@@ -15,6 +15,7 @@ from .._foundation.errors import UsageError
 from .._ledger.ledger import Ledger, Measurement
 from .._ledger.outcome import first_line, is_host_out_of_memory
 from .._ledger.records import CellRecord, Retention
+from .._sampling.rings import warm_numpy_fold
 from .._sampling.sampler import PREPARE_WAIT, Sampler
 from .config import GPUMon
 from .labels import check_label_length
@@ -72,6 +73,7 @@ class CellPipeline:
         on the GPU when tracing, the start readings, then its NVTX range (last: it covers the
         cell, not nbgpumon's work before it)."""
         self._sampler.wait_until_prepared(PREPARE_WAIT)  # (a cell run at once after loading)
+        warm_numpy_fold()  # numpy's first fold, before the start readings: not the cell's
         shell = self._shell()
         if shell is not None:
             self._leaks(shell).cell_started()
