@@ -8,6 +8,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+from js_code import js_code
+
 PACKAGE = Path(__file__).resolve().parents[1] / "nbgpumon"
 HOME = Path("_sources", "devices", "nvml")  # NVML's device source, under the package
 WORD = "nvml"
@@ -127,3 +129,24 @@ def test_the_scan_catches_a_module_that_reads_nvml_by_name(tmp_path):
     home.mkdir(parents=True)
     (home / "source.py").write_text("name = 'nvml'\n")  # at home: allowed
     assert scan(tmp_path / "nbgpumon") == {("_session/status.py", "nvml"): [2]}
+
+
+def js_naming(source: str) -> list[int]:
+    """The lines of a front-end module whose code (not its comments) says "nvml"."""
+    return [n for n, code in js_code(source) if WORD in code.lower()]
+
+
+def test_the_front_end_asks_for_the_device_group_not_nvml():
+    """The browser finds the device's columns by their ``group`` ("device") and ``metric``."""
+    front = PACKAGE.parent / "js" / "src"
+    found = {
+        path.name: lines
+        for path in sorted(front.glob("*.js"))
+        if (lines := js_naming(path.read_text(encoding="utf-8")))
+    }
+    assert not found, found
+
+
+def test_the_front_end_scan_reads_code_and_not_comments():
+    code = '// NVML says\n/* nvml\n */ const used = /^gpu\\d+\\.nvml\\.mem_used$/;\nf("nvml");\n'
+    assert js_naming(code) == [3, 4]

@@ -13,6 +13,8 @@ import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
+from js_code import js_code
+
 from nbgpumon._sources.frameworks import frameworks
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -93,25 +95,13 @@ def python_names(source: str, pattern: re.Pattern[str]) -> Iterator[tuple[int, s
                 yield getattr(node, "lineno", 0), found, text
 
 
-_JS_TOKENS = re.compile(
-    r"""(?P<comment>//[^\n]*|/\*.*?\*/)|(?P<text>"(?:\\.|[^"\\\n])*"|'(?:\\.|[^'\\\n])*'"""
-    r"""|`(?:\\.|[^`\\])*`|[^/"'`]+|/)""",
-    re.DOTALL,
-)
-
-
 def js_names(source: str, pattern: re.Pattern[str]) -> Iterator[tuple[int, str, str]]:
     """The same for a front-end module, its comments left out (what holds the name: its line)."""
     lines = source.splitlines()
-    for token in _JS_TOKENS.finditer(source):
-        text = token.group("text")
-        if text is None:
-            continue
-        first = source.count("\n", 0, token.start())
-        for i, part in enumerate(text.split("\n")):
-            found = named_in(part, pattern)
-            if found:
-                yield first + i + 1, found, lines[first + i].strip()
+    for number, part in js_code(source):
+        found = named_in(part, pattern)
+        if found:
+            yield number, found, lines[number - 1].strip()
 
 
 def _owner(path: str) -> str | None:
