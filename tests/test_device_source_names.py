@@ -15,7 +15,7 @@ HOME = Path("_sources", "devices", "nvml")  # NVML's device source, under the pa
 WORD = "nvml"
 
 # What still names NVML outside its home, by (file under nbgpumon/, the name or string), each
-# with why. The coordinator shrinks it; a name that is gone from its file fails the test too.
+# with why; a name that is gone from its file fails the test too, so the list stays true.
 ALLOWED: dict[tuple[str, str], str] = {
     # the one place that picks the default device source, and the fault tests' boundary
     # (a fake NVML module: Session(nvml_module=...), Monitor(nvml_module=...))

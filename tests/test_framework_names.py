@@ -24,9 +24,6 @@ PLUGINS = Path("nbgpumon/_sources/frameworks")
 ALLOWED = {
     "nbgpumon/_sources/frameworks/__init__.py": "imports the built-in plug-ins, in display order",
 }
-# Files other helpers of issue 29 are moving into the plug-ins at the same time; the coordinator
-# empties this once their branches are merged.
-NOT_YET: dict[str, str] = {}
 
 
 def framework_words() -> frozenset[str]:
@@ -138,13 +135,13 @@ def violations(
 
 
 def test_no_framework_is_named_outside_its_plug_in():
-    found = violations(ROOT, skip=[*ALLOWED, *NOT_YET])
+    found = violations(ROOT, skip=[*ALLOWED])
     assert not found, "framework names outside their plug-ins:\n" + "\n".join(found)
 
 
 def test_each_file_allowed_still_names_a_framework():
-    # an entry that no longer has a name to excuse goes (NOT_YET empties as branches merge)
-    for rel in [*ALLOWED, *NOT_YET]:
+    # an entry that no longer has a name to excuse goes
+    for rel in ALLOWED:
         path = ROOT / rel
         assert path.exists(), rel
         names = python_names if path.suffix == ".py" else js_names
