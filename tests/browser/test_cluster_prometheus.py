@@ -6,6 +6,7 @@ three hosts with their GPUs' numbers. The Lab screenshot of "all nodes" is docs/
 
 from __future__ import annotations
 
+import re
 import socket
 from pathlib import Path
 
@@ -60,6 +61,10 @@ def test_a_real_prometheus_server_s_nodes_show_in_the_chart(page, open_notebook,
         expect(nb.in_output(5, ".nbgpumon-nodes [data-panel]")).to_have_count(6)
         expect(nb.in_output(5, ".nbgpumon-cluster-status")).to_contain_text(
             f"3 nodes, 6 GPUs from {server.url}, every 1 s"
+        )
+        # the picture has a time axis once the nodes' samples span 2 s (answers every 1 s)
+        expect(nb.in_output(5, ".nbgpumon-shown").first).to_have_text(
+            re.compile(r"^([2-9]|\d{2,}) s of data$"), timeout=30_000
         )
         _to_top(nb.in_output(5, ".nbgpumon-widget").first)
         nb.screenshot(f"cluster_widget_prometheus_{jupyter.kind}")
