@@ -150,7 +150,8 @@ class CellPipeline:
         found = self._tracing.cell_finished(record.execution_count)
         line = self.traced_line
         lines = tuple(line(a) for a in found) if line is not None else ()
-        record = dataclasses.replace(record, retention=retention, traced=lines)
+        if retention is not None or lines:  # (a copy of the record only when there is news)
+            record = dataclasses.replace(record, retention=retention, traced=lines)
         oom = None
         # host MemoryError is "oom" in the ledger too, but this post-mortem is about the GPU
         if (
