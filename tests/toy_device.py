@@ -6,11 +6,12 @@ registers its metrics in the global registry: import it in a child process
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from typing import Any
 
 from nbgpumon._foundation.metrics import DEVICE, LIMIT, SERIES, Metric, columns_for, register
-from nbgpumon._sources.devices.protocol import DeviceFacts, GpuDevice, GpuProcess
+from nbgpumon._sources.devices.protocol import DeviceFacts, GpuDevice, GpuProcess, ProcessUtil
 
 GIB = 2**30
 
@@ -38,7 +39,6 @@ class ToyDevices:
     def __init__(self, total: int = 8 * GIB) -> None:
         self.total, self.used, self.util = total, GIB, 42.0
         self.devices: list[GpuDevice] = []
-        self.processes: list[GpuProcess] = []
         self.mig_devices: list[list[Any] | None] = []
         self.mapping_note = ""
         self.reading_since = self.asking_since = self.last_took = 0.0
@@ -105,3 +105,13 @@ class ToyDevices:
 
     def read_mig_used(self, migs: Sequence[Any]) -> list[int | None]:
         return [None for _ in migs]
+
+    # processes
+    def read_processes(self) -> list[GpuProcess]:
+        return [GpuProcess(0, os.getpid(), self.used, "toy kernel", True)] if self.devices else []
+
+    def read_process_utilization(self) -> list[ProcessUtil]:
+        return []
+
+    def accounted_peak(self, index: int, pid: int) -> int | None:
+        return None

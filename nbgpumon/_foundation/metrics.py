@@ -33,7 +33,8 @@ class Metric:
     export: str = ""  # the exporter's metric family (Prometheus naming, base units); "": none
     # its line's colour in every picture (chart, report, static SVG); "": a palette's
     color: str = ""
-    # what reads it: DEVICE (a device source), FRAMEWORK (a framework's allocator), HOST,
+    # what reads it: DEVICE (a device source), PROCESS (the process list's split), FRAMEWORK (a
+    # framework's allocator), HOST,
     # NODE (a remote GPU through Prometheus); set by :func:`register`
     group: str = ""
 
@@ -65,10 +66,11 @@ def _node(name: str, unit: str, panel: str, label: str, chart: str = "", color: 
 # What reads a metric. The registry lists the groups in this order (a panel's lines follow it),
 # and each group's metrics in the order they were registered.
 DEVICE = "device"  # a device source: the device's own view (NVML's, _sources/devices/)
+PROCESS = "process"  # this kernel's process and its children on each GPU (_sources/processes/)
 FRAMEWORK = "framework"  # a framework plug-in's allocator: this kernel's view
 HOST = "host"  # this kernel's host memory and the machine's
 NODE = "node"  # another node's GPU, read from a Prometheus server
-GROUPS = (DEVICE, FRAMEWORK, HOST, NODE)
+GROUPS = (DEVICE, PROCESS, FRAMEWORK, HOST, NODE)
 
 _groups: dict[str, list[Metric]] = {group: [] for group in GROUPS}
 _BY_KEY: dict[tuple[str, str], Metric] = {}

@@ -23,7 +23,7 @@ from __future__ import annotations
 import collections
 import dataclasses
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -110,6 +110,10 @@ class Ledger:
     # -- reading --------------------------------------------------------------------------
     def records(self) -> list[CellRecord]:
         return list(self._records)
+
+    def newest_first(self) -> Iterable[CellRecord]:
+        """The records from the newest back (main thread: stop early to pay only for those)."""
+        return reversed(self._records)
 
     def records_after(self, index: int) -> tuple[int, list[CellRecord]]:
         """The oldest record's index and the records newer than ``index`` (main thread)."""
@@ -237,6 +241,18 @@ class Ledger:
                 )
             self._sourceless += 1
         return record
+
+    def replace(self, record: CellRecord) -> bool:
+        """Put ``record`` in the place of the stored record of its index (a child's figures
+        brought up to date); False when the ledger no longer keeps that record."""
+        records = self._records
+        if not records:
+            return False
+        position = record.index - records[0].index
+        if not 0 <= position < len(records) or records[position].index != record.index:
+            return False
+        records[position] = dataclasses.replace(record, source=records[position].source)
+        return True
 
     def mark(self, label: str) -> None:
         """Remember a labelled instant (shown by views as a vertical marker)."""

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from .._sources.frameworks import frameworks
+from .._sources.processes.children import ChildUsage, child_from_dict
 
 
 def _delta(before: int | None, after: int | None) -> int | None:
@@ -132,6 +133,9 @@ class CellRecord:
     # Why the device source's figures at its start or end are missing ("NVML not answering":
     # a driver that kept the reading past its deadline); "" when both were read. Never stale.
     device_unavailable: str = ""
+    # the processes it started (children, their children) that used a GPU, as last seen: a
+    # child that outlives its cell is brought up to date in the ledger while it runs
+    children: tuple[ChildUsage, ...] = ()
 
     @property
     def nvml_unavailable(self) -> str:
@@ -220,6 +224,7 @@ def record_from_dict(d: dict) -> CellRecord:
         holders = tuple((str(name), int(size)) for name, size in retention.get("holders", ()))
         fields["retention"] = Retention(retention["device"], holders, retention.get("note", ""))
     fields["traced"] = tuple(fields.get("traced", ()))
+    fields["children"] = tuple(child_from_dict(c) for c in fields.get("children", ()))
     for old, new in _OLD_RECORD_NAMES.items():
         if old in fields:
             fields[new] = fields.pop(old)

@@ -195,6 +195,10 @@ class RecordingWriter:
     def add_mark(self, t: float, label: str) -> None:
         self._queue.put(("mark", (t, label)))
 
+    def update_cell(self, record: CellRecord) -> None:
+        """``record`` again, newer: its children (TEMPORARY: written as a new row)."""
+        self._queue.put(("cell", record))
+
     def stop(self) -> None:
         """Write what is pending, then stop; the file stays complete and readable."""
         self._stop.set()

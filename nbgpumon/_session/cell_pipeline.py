@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from .._forensics.leaks import LeakWatch
     from .._forensics.postmortem import OomFacts
     from .._forensics.tracing import TracedAllocation
+    from .children_control import ChildrenControl
 
 
 @dataclass(frozen=True)
@@ -54,9 +55,11 @@ class CellPipeline:
         tracing: TracingControl,
         memory: MemoryControl,
         recording: RecordingControl,
+        children: ChildrenControl | None = None,
         traced_line: Callable[[TracedAllocation], str] | None = None,
     ) -> None:
         self.config, self._shell, self._sampler, self.ledger = config, shell, sampler, ledger
+        self.children = children
         self._tracing, self._memory, self._recording = tracing, memory, recording
         self._leak_watch: LeakWatch | None = None
         # how a record keeps its traced allocations, as lines (the views' words: the Monitor
@@ -73,6 +76,8 @@ class CellPipeline:
         on the GPU when tracing, the start readings, then its NVTX range (last: it covers the
         cell, not nbgpumon's work before it)."""
         self._sampler.wait_until_prepared(PREPARE_WAIT)  # (a cell run at once after loading)
+        if self.children is not None:
+            self.children.settle()  # (what an earlier cell's children did since)
         warm_numpy_fold()  # numpy's first fold, before the start readings: not the cell's
         shell = self._shell()
         if shell is not None:
@@ -101,6 +106,8 @@ class CellPipeline:
         # it on at its end)
         traced_during_cell = self._tracing.active
         record = self.ledger.end(opened, status, error, execution_count=execution_count)
+        if self.children is not None:
+            record = self.children.charge(record)  # (the processes it started)
         shell = self._shell()
         outcome = CellOutcome(record)
         try:

@@ -20,7 +20,7 @@ _INTERVAL_EXAMPLE = "; e.g. %config GPUMon.{name} = 0.25"
 # is, an example to end the line with).
 _RANGES: dict[str, tuple[Callable[[float], bool], str, str]] = {
     **dict.fromkeys(
-        ("interval", "allocator_interval", "detail_interval", "slow_interval"),
+        ("interval", "allocator_interval", "detail_interval", "slow_interval", "process_interval"),
         (lambda v: MIN_INTERVAL <= v <= MAX_INTERVAL, _INTERVAL_SAYS, _INTERVAL_EXAMPLE),
     ),
     "leak_threshold": (lambda v: v >= 0, "is a number of bytes >= 0 (0: off)", ""),
@@ -63,6 +63,11 @@ class GPUMon(Configurable):
     ).tag(config=True)
     slow_interval = Float(
         2.0, help="Seconds between reads of process lists, power limit, system memory."
+    ).tag(config=True)
+    process_interval = Float(
+        0.25,
+        help="Seconds between looks at this kernel's child processes; while it has any, the "
+        "GPUs' process lists are read this often too (a child's peak is the highest of them).",
     ).tag(config=True)
     peak_mode = Enum(
         PEAK_MODES,

@@ -11,8 +11,9 @@ from .._foundation.errors import UsageError
 from .._ledger.ledger import Ledger
 from .._sampling.device_ask import DeviceAsk
 from .._sources.base import AllocatorSource, AllocatorStats
-from .._sources.devices.protocol import DeviceSource, GpuDevice, GpuProcess
+from .._sources.devices.protocol import DeviceSource, GpuDevice
 from .._sources.host import HostSource
+from .._sources.processes.on_gpu import ProcessOnGpu
 
 if TYPE_CHECKING:
     from .._forensics.holder_scan import HolderScan
@@ -30,9 +31,11 @@ class MemoryControl:
         host: HostSource,
         ledger: Ledger,
         shell: Callable[[], Any],
+        processes: Callable[[], Sequence[ProcessOnGpu]] = list,
     ) -> None:
         self._devices, self._ask, self._allocators = devices, ask, tuple(allocators)
         self._host, self._ledger, self._shell = host, ledger, shell
+        self._processes = processes  # the GPUs' processes, who each is (ChildrenControl's)
 
     def holders(self, device: str | None = None, budget: float = 0.05) -> HolderScan:
         """What holds memory now, biggest first: variables, ``Out[N]``, ``_``, tracebacks.
@@ -66,11 +69,11 @@ class MemoryControl:
         cleared, frames = release(self._shell(), self._allocators)
         return Freed(before, self._memory_now(), tuple(cleared), frames)
 
-    def processes_on(self, device: str) -> list[GpuProcess]:
+    def processes_on(self, device: str) -> list[ProcessOnGpu]:
         """Processes the device source lists on ``device`` ("cuda", "cuda:N"; none for "host")."""
         if device == "host":
             return []
-        procs = list(self._devices.processes)
+        procs = list(self._processes())
         if ":" in device:
             cuda = int(device.split(":")[1])
             on = [d.index for d in self._devices.devices if d.cuda_index == cuda]

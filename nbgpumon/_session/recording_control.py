@@ -92,6 +92,11 @@ class RecordingControl:
         if self.writer is not None:
             self.writer.add_cell(record)
 
+    def update_cell(self, record: CellRecord) -> None:
+        """A record already recorded, brought up to date (its children's newest figures)."""
+        if self.writer is not None:
+            self.writer.update_cell(record)
+
     def add_mark(self, time: float, label: str) -> None:
         if self.writer is not None:
             self.writer.add_mark(time, label)

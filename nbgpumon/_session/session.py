@@ -23,12 +23,14 @@ from .._sampling.node_timeline import NodeTimeline
 from .._sampling.sampler import Sampler, timeline_columns
 from .._sampling.timeline import Timeline
 from .._sources.allocator_columns import AllocatorColumns
-from .._sources.base import ALLOCATOR, DETAIL, SLOW, AllocatorSource
+from .._sources.base import ALLOCATOR, DETAIL, PROCESSES, SLOW, AllocatorSource
 from .._sources.devices.nvml import NvmlSource  # the default device source
 from .._sources.devices.protocol import DeviceSource
 from .._sources.frameworks import frameworks, plugin_settings
 from .._sources.host import HostSource
+from .._sources.processes.source import ProcessSource
 from .cell_pipeline import CellPipeline
+from .children_control import ChildrenControl
 from .cluster_control import CLUSTER_WAIT, ClusterControl
 from .cluster_control import SETTINGS as CLUSTER_SETTINGS
 from .config import GPUMon
@@ -42,14 +44,18 @@ from .status import live_status
 from .tracing_control import TracingControl
 
 _LIVE_SETTINGS = [
-    "interval", "allocator_interval", "detail_interval", "slow_interval", "peak_mode",
+    "interval", "allocator_interval", "detail_interval", "slow_interval", "process_interval",
+    "peak_mode",
     "record_path", "prometheus_url", "prometheus_match", "cluster_interval",
     "cluster_timeout", "cluster_host_label", "nvtx",
     *(setting.name for _, setting in plugin_settings()),  # the plug-ins' own (cupy_peak_hook)
 ]  # fmt: skip
 # a plug-in's own setting -> (its plug-in's name, the setting): passed on to its source
 _PLUGIN_SETTINGS = {setting.name: (plugin.name, setting) for plugin, setting in plugin_settings()}
-_INTERVALS = {"allocator_interval": ALLOCATOR, "detail_interval": DETAIL, "slow_interval": SLOW}
+_INTERVALS = {
+    "allocator_interval": ALLOCATOR, "detail_interval": DETAIL, "slow_interval": SLOW,
+    "process_interval": PROCESSES,
+}  # fmt: skip
 FIRST_SAMPLE_WAIT = 2.0  # seconds a snapshot or a new exporter waits for the first sample
 # Seconds close() (%unload_ext) waits for the sampler's thread; one stuck in the driver ends
 # when its call returns, writing nothing.
@@ -85,15 +91,19 @@ class Session(LiveData):
         for name, (plugin, setting) in _PLUGIN_SETTINGS.items():
             setting.apply(self.allocator(plugin), getattr(cfg, name))  # type: ignore[arg-type]
         self.host = HostSource()
+        # this kernel's children and the GPUs' processes (who each one is)
+        self.process_source = ProcessSource(self.device_source, cfg.process_interval)
         # The timeline's sources, in column order; a new source is one more entry here.
         sources = [
             self.device_source,
+            self.process_source,
             *(AllocatorColumns(allocator, self.device_source) for allocator in self.allocators),
             self.host,
         ]
         self.timeline = Timeline(timeline_columns(sources))
         intervals = {
-            ALLOCATOR: cfg.allocator_interval, DETAIL: cfg.detail_interval, SLOW: cfg.slow_interval
+            ALLOCATOR: cfg.allocator_interval, DETAIL: cfg.detail_interval,
+            SLOW: cfg.slow_interval, PROCESSES: cfg.process_interval,
         }  # fmt: skip
         self.sampler = Sampler(sources, self.timeline, interval=cfg.interval, intervals=intervals)
         # (the source, not self: the sampler must not keep the session alive)
@@ -112,11 +122,13 @@ class Session(LiveData):
             cfg, self.timeline, info, cluster.recorded_nodes
         )
         self.tracing_control = tracing = TracingControl(cfg, shell, recording)
+        self.children = ChildrenControl(self.process_source, self.ledger, recording.update_cell)
         self.memory = MemoryControl(
-            self.device_source, self.device_ask, self.allocators, self.host, self.ledger, shell
-        )
+            self.device_source, self.device_ask, self.allocators, self.host, self.ledger, shell,
+            self.children.processes_now,
+        )  # fmt: skip
         self.cells_pipeline = CellPipeline(
-            cfg, shell, self.sampler, self.ledger, tracing, self.memory, recording
+            cfg, shell, self.sampler, self.ledger, tracing, self.memory, recording, self.children
         )
         LiveData.__init__(
             self, self.device_source, self.timeline, self.ledger, self.sampler, cluster,
@@ -134,6 +146,7 @@ class Session(LiveData):
             self.sampler.set_interval(value)
         elif name in _INTERVALS:
             self.sampler.intervals[_INTERVALS[name]] = value
+            self.process_source.interval = self.config.process_interval
         elif name == "peak_mode":
             self.ledger.peak_mode = value
         elif name in _PLUGIN_SETTINGS:
@@ -222,6 +235,7 @@ class Session(LiveData):
         return next((a for a in self.allocators if a.name == name), None)
 
     def cells(self) -> list[CellRecord]:  # the ledger, oldest first (cells and regions)
+        self.children.settle()  # (a child's newest figures in its cell's record)
         return self.ledger.records()
 
     def read_cluster(

@@ -10,6 +10,7 @@ from typing import Any
 from .._foundation.gpu_names import gpu_key
 from .._sources.base import STEADY_PERIOD, AllocatorSource, AllocatorStats
 from .._sources.frameworks import facts_of, frameworks
+from .._sources.processes.on_gpu import ProcessOnGpu
 from .data_devices import Device
 from .status_facts import (
     AllocatorOnDevice,
@@ -141,9 +142,11 @@ def _framework(mon: Session, source: AllocatorSource, reads: Reads) -> Framework
 
 def _processes(mon: Session, devices: tuple[Device, ...]) -> tuple[ProcessFacts, ...]:
     keys = {d.index: d.key for d in devices}  # a MIG device's: its instance's
-    return tuple(
-        ProcessFacts(
-            keys.get(p.index, f"gpu{p.index}"), p.pid, p.name, p.is_this_kernel, p.used_memory
-        )
-        for p in mon.device_source.processes
-    )
+    return tuple(_process_facts(p, keys) for p in mon.children.processes_now())
+
+
+def _process_facts(p: ProcessOnGpu, keys: dict[int, str]) -> ProcessFacts:
+    return ProcessFacts(
+        keys.get(p.index, f"gpu{p.index}"), p.pid, p.name, p.is_this_kernel, p.used_memory,
+        p.is_child, p.started_by, p.rank, p.job, p.other_user, p.kernel,
+    )  # fmt: skip

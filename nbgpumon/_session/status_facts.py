@@ -7,6 +7,7 @@ recorder's line), never sentences made for a view."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from .data_devices import Device
 
@@ -96,6 +97,12 @@ class ProcessFacts:
     name: str
     is_this_kernel: bool
     used_memory: int | None  # bytes
+    is_child: bool = False  # started by this kernel (or by a process it started)
+    started_by: int | None = None  # a child's: the execution count of the cell that started it
+    rank: int | None = None  # a job's worker's RANK
+    job: str = ""
+    other_user: bool = False  # another user's: nothing more is said
+    kernel: Any = None  # another Jupyter kernel's identity (notebook, kernel id, idle seconds)
 
 
 @dataclass(frozen=True, slots=True)

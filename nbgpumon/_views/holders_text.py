@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .._foundation.units import format_bytes
+from .process_words import process_who
 
 if TYPE_CHECKING:
     from .._forensics.holder_scan import HolderScan
@@ -32,7 +33,7 @@ def holders_lines(scan: HolderScan, limit: int = 20) -> list[str]:
     if scan.partial:
         lines.append(f"  ({scan.partial})")
     for p in scan.processes:
-        who = "this kernel" if p.is_this_kernel else p.name
+        who = process_who(p)
         pid = "PID ?" if p.pid is None else f"PID {p.pid}"
         lines.append(f"  process on gpu{p.index}: {pid} {who} {format_bytes(p.used_memory)}")
     return lines

@@ -7,6 +7,7 @@ from typing import Any
 
 from .._forensics.postmortem import FRAGMENTED, OomFacts, PluginWords
 from .._foundation.units import format_bytes
+from .process_words import process_who
 from .traced_text import format_live
 
 
@@ -38,8 +39,7 @@ def report(facts: OomFacts) -> str:
     elif scan is not None:
         lines.append("  held by: no tensor found in variables, outputs or tracebacks")
     for p in facts.processes:
-        mark = " (this kernel)" if p.is_this_kernel else ""
-        lines.append(f"  process: {_process_name(p)}{mark}")
+        lines.append(f"  process: {_process_name(p)}")
     if facts.largest:
         lines.append("  largest live blocks by the cell and line that allocated them:")
         lines += [f"    {format_live(a)}" for a in facts.largest]
@@ -100,5 +100,5 @@ def _hidden_kind(name: str) -> str:
 
 def _process_name(p: Any) -> str:
     pid = getattr(p, "pid", None)
-    name, used = getattr(p, "name", ""), getattr(p, "used_memory", None)
-    return f"{'PID ?' if pid is None else f'PID {pid}'} {name} {format_bytes(used)}"
+    used = getattr(p, "used_memory", None)
+    return f"{'PID ?' if pid is None else f'PID {pid}'} {process_who(p)} {format_bytes(used)}"

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from .._foundation.gpu_names import cuda_label, hidden_gpus
 from .._foundation.units import format_bytes
+from .process_words import process_who
 
 if TYPE_CHECKING:
     from .._session.status_facts import (
@@ -74,7 +75,7 @@ def process_lines(status: Status) -> list[str]:
     """The processes on the GPUs now, one line each."""
     lines = []
     for p in status.processes:
-        who = "this kernel" if p.is_this_kernel else p.name
+        who = process_who(p)
         pid = "PID unknown" if p.pid is None else f"PID {p.pid}"
         lines.append(f"{p.key}: {pid} {who}: {format_bytes(p.used_memory)}")
     return lines

@@ -12,7 +12,11 @@ and describe the machine in the environment variable ``NBGPUMON_FAKE_NVML`` (JSO
      "lost_after": 50,                # after this many device calls, GPU_IS_LOST for all
      "call_delay": 0.001,             # seconds each device call takes
      "init_delay": 2.0,               # seconds nvmlInit takes (a driver stuck at start)
-     "processes": [{"pid": "self", "used": 1048576}, {"pid": 0, "used": null}]}
+     "processes": [{"pid": "self", "used": 1048576}, {"pid": 0, "used": null},
+                   {"pid": "descendants", "used_from": "/tmp/gpu-use"}]}   # real children
+
+A device with ``"accounting": true`` has the driver's per-process accounting on: the highest
+figure each process was listed with is its accounted peak (or the ``peak`` its file says).
 
 A GPU with ``"mig": [...]`` is in MIG mode, each entry one MIG device (a compute instance of a
 GPU instance) with its own memory, as a real driver answers on its handle:
@@ -270,11 +274,77 @@ def nvmlDeviceGetFieldValues(handle: _Handle, field_ids: list[int]):
 def nvmlDeviceGetComputeRunningProcesses(handle: _Handle):
     d = _device(handle, "nvmlDeviceGetComputeRunningProcesses")
     out = []
-    for p in d.get("processes", _config.get("processes", [])):
-        pid = os.getpid() if p.get("pid") == "self" else int(p.get("pid", 0))
-        used = p.get("used")
+    for pid, used, _ in _listed(handle, d):
         out.append(SimpleNamespace(pid=pid, usedGpuMemory=used))
     return out
+
+
+def _listed(handle: _Handle, d: dict):
+    """(pid, used, figures) of each process on the device. ``{"pid": "descendants",
+    "used_from": DIR}`` lists every live descendant of this process that has a file
+    ``DIR/<pid>`` holding JSON ``{"used": bytes, "sm": percent, "peak": bytes}``: real child
+    processes, each saying what it holds."""
+    for p in d.get("processes", _config.get("processes", [])):
+        if p.get("pid") == "descendants":
+            for pid in _descendants():
+                try:
+                    with open(os.path.join(p["used_from"], str(pid))) as f:
+                        figures = json.load(f)
+                except (OSError, ValueError):
+                    continue
+                used = int(figures.get("used", 0))
+                key = (handle.value, pid)
+                _peaks[key] = max(_peaks.get(key, 0), int(figures.get("peak", used)))
+                yield pid, used, figures
+        else:
+            pid = os.getpid() if p.get("pid") == "self" else int(p.get("pid", 0))
+            yield pid, p.get("used"), p
+
+
+_peaks: dict[tuple[int, int], int] = {}  # (handle, pid) -> highest used listed: "accounting"
+
+
+def _descendants() -> list[int]:
+    found, queue = [], [os.getpid()]
+    while queue:
+        pid = queue.pop()
+        try:
+            tids = os.listdir(f"/proc/{pid}/task")
+        except OSError:
+            continue
+        for tid in tids:
+            try:
+                with open(f"/proc/{pid}/task/{tid}/children") as f:
+                    kids = [int(k) for k in f.read().split()]
+            except OSError:
+                continue
+            found += kids
+            queue += kids
+    return found
+
+
+def nvmlDeviceGetProcessUtilization(handle: _Handle, last_seen_us: int):
+    d = _device(handle, "nvmlDeviceGetProcessUtilization")
+    now_us = int(time.time() * 1e6)
+    samples = [
+        SimpleNamespace(pid=pid, timeStamp=now_us, smUtil=int(f["sm"]), memUtil=0)
+        for pid, _, f in _listed(handle, d)
+        if isinstance(f, dict) and "sm" in f
+    ]
+    if not samples or now_us <= last_seen_us:
+        raise NVMLError(NVML_ERROR_NOT_FOUND)
+    return samples
+
+
+def nvmlDeviceGetAccountingMode(handle: _Handle) -> int:
+    return 1 if _device(handle, "nvmlDeviceGetAccountingMode").get("accounting") else 0
+
+
+def nvmlDeviceGetAccountingStats(handle: _Handle, pid: int):
+    d = _device(handle, "nvmlDeviceGetAccountingStats")
+    if not d.get("accounting") or (handle.value, pid) not in _peaks:
+        raise NVMLError(NVML_ERROR_NOT_FOUND)
+    return SimpleNamespace(maxMemoryUsage=_peaks[(handle.value, pid)], isRunning=1)
 
 
 nvmlDeviceGetComputeRunningProcesses_v3 = nvmlDeviceGetComputeRunningProcesses

@@ -48,6 +48,16 @@ class GpuProcess:
     is_this_kernel: bool
 
 
+@dataclass(frozen=True, slots=True)
+class ProcessUtil:
+    """One of the driver's per-process utilization samples."""
+
+    index: int  # its GPU's :attr:`GpuDevice.index`
+    pid: int
+    time: float  # unix seconds
+    sm: float  # percent of the sample period a kernel of this process ran
+
+
 @runtime_checkable
 class DeviceSource(Protocol):
     """A source of per-GPU figures: a timeline source (``name``, ``metrics``, ``columns()``,
@@ -58,7 +68,6 @@ class DeviceSource(Protocol):
     label: str  # how users write it, in the words views show ("NVML")
     metrics: tuple[Any, ...]
     devices: list[GpuDevice]  # dense by ``index``; empty: no GPU (``status`` says why)
-    processes: list[GpuProcess]  # compute processes, refreshed at the slow cadence
     # per device index, its MIG devices (each with ``name``, ``uuid``, ``profile``,
     # ``gpu_instance``, ``compute_instance``); None where MIG mode is off
     mig_devices: list[list[Any] | None]
@@ -139,6 +148,20 @@ class DeviceSource(Protocol):
 
     def read_mig_used(self, migs: Sequence[Any]) -> list[int | None]:
         """Memory in use on each of ``migs`` (entries of ``mig_devices``), bytes."""
+        ...
+
+    # -- processes (the sampler's thread, at the process cadence) -------------------------
+    def read_processes(self) -> list[GpuProcess]:
+        """The compute processes on every device now, this kernel's marked."""
+        ...
+
+    def read_process_utilization(self) -> list[ProcessUtil]:
+        """The driver's per-process utilization samples since the last call, every device."""
+        ...
+
+    def accounted_peak(self, index: int, pid: int) -> int | None:
+        """The driver's exact peak memory of ``pid`` on device ``index``, bytes, where its
+        accounting is on (it keeps exited processes' too); else None."""
         ...
 
 

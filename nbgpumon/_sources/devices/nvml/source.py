@@ -11,7 +11,7 @@ from types import ModuleType
 from ...._foundation.metrics import columns_for
 from ...base import CADENCES, DETAIL, REPEAT, SLOW
 from ...proc_file import read_proc
-from ..protocol import DeviceFacts, GpuDevice, GpuProcess, MigPart
+from ..protocol import DeviceFacts, GpuDevice, GpuProcess, MigPart, ProcessUtil
 from .cuda_devices import cuda_view, map_by_uuid
 from .held_calls import DeviceReads
 from .library import NA, NvmlLibrary, shadowing_note
@@ -63,6 +63,8 @@ class _DeviceState:
     gpu_handle: object  # the GPU's: power, temperature, clocks and PCIe are the whole GPU's
     pcie: dict[int, _Counter] = field(default_factory=dict)
     last_sample_us: int = 0
+    last_process_sample_us: int = 0  # the newest per-process utilization sample taken
+    accounting: bool = False  # the driver's per-process accounting is on (read at start)
     # this device's values as the last read left them: each tick copies them and fills in
     # what it reads, so what slower cadences read is carried
     values: list[float | None] = field(default_factory=lambda: [None] * len(FAST_METRICS))
@@ -84,7 +86,6 @@ class NvmlSource:
         self.mig_devices: list[list[MigDevice] | None] = []
         self._state: list[_DeviceState] = []
         self.mapping_note = ""
-        self.processes: list[GpuProcess] = []  # read at the slow cadence
         self._pid = os.getpid()
         # How long NVML keeps its callers waiting (monotonic seconds; 0.0: no call waits): the
         # sampler's read, another thread's ask (one at a time: BoundedCall), and how long the
@@ -134,6 +135,8 @@ class NvmlSource:
             else:
                 self._state.append(_DeviceState(h, h))
             self.devices.append(device)
+            # (asked, not queried: accounting off or unsupported is an answer, not a fault)
+            self._state[-1].accounting = lib.probe("nvmlDeviceGetAccountingMode", h) == 1
         self.read_slow()
         return True
 
@@ -215,13 +218,13 @@ class NvmlSource:
         Memory and utilization are read on every call: two NVML calls a device (memory alone
         with ``REPEAT`` due, utilization carried: see STEADY_PERIOD). With ``DETAIL`` due,
         temperature, power, SM clock and PCIe rates are refreshed too, and with ``SLOW`` the
-        power limit and the process list; otherwise their last values are carried.
+        power limit; otherwise their last values are carried. (The process list is the process
+        source's: ``read_processes``.)
         """
         start = self.reading_since = time.monotonic()  # (inline: a call costs a tick µs)
         try:
             if SLOW in due:
                 self.read_slow()
-                self.processes = self.read_processes()
             details = DETAIL in due
             fresh = REPEAT not in due  # utilization too (else the last reading stays in the row)
             changes = self.library.changes
@@ -409,6 +412,40 @@ class NvmlSource:
                     )
                 )
         return found
+
+    def read_process_utilization(self) -> list[ProcessUtil]:
+        """Per-process SM utilization samples (the driver's, ~every 1/6 s) since the last call."""
+        found: list[ProcessUtil] = []
+        for i, state in enumerate(self._state):
+            got = self.library.query(
+                "nvmlDeviceGetProcessUtilization",
+                state.handle,
+                state.last_process_sample_us,
+                device=i,
+                metric="process_utilization",
+            )  # (NotFound: no sample since then, a missing value)
+            for sample in got if isinstance(got, list) else []:
+                stamp, pid = int(getattr(sample, "timeStamp", 0)), getattr(sample, "pid", 0)
+                if stamp > state.last_process_sample_us and pid:
+                    sm = getattr(sample, "smUtil", None)
+                    if isinstance(sm, (int, float)) and 0 <= sm <= 100:
+                        found.append(ProcessUtil(i, int(pid), stamp / 1e6, float(sm)))
+            newest = max((int(u.time * 1e6) for u in found if u.index == i), default=0)
+            state.last_process_sample_us = max(state.last_process_sample_us, newest)
+        return found
+
+    def accounted_peak(self, index: int, pid: int) -> int | None:
+        if not 0 <= index < len(self._state) or not self._state[index].accounting:
+            return None
+        stats = self.library.query(
+            "nvmlDeviceGetAccountingStats",
+            self._state[index].handle,
+            pid,
+            device=index,
+            metric="accounting_stats",
+        )
+        peak = getattr(stats, "maxMemoryUsage", None) if stats is not NA else None
+        return peak if isinstance(peak, int) and 0 <= peak < 2**63 else None
 
     def notes(self) -> list[str]:
         """What to know about the NVML binding, for status (the shadowing check costs ~30 ms:

@@ -1,0 +1,113 @@
+"""The children of this kernel, charged to the cells that started them: a cell's record gets
+the children that started while it ran, and a child that outlives its cell (or is first seen
+after the cell's end) brings that cell's record up to date in the ledger and the recording.
+
+The process source follows the children on the sampler's thread; this runs on the main
+thread, at cells' ends and when a view asks, and reads only what the source has copied out.
+Its cost follows the children that changed, never the number of cells.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Iterable
+
+from .._ledger.ledger import Ledger
+from .._ledger.records import CellRecord
+from .._sources.processes.children import ChildUsage
+from .._sources.processes.on_gpu import ProcessOnGpu
+from .._sources.processes.source import ProcessSource
+
+# A child's start is read to a clock tick (10 ms) and a cell's from its first reading: a child
+# this much before a cell's start is still the cell's.
+START_SLACK = 0.05
+MAX_CHILDREN = 64  # kept in one record: a cell that starts thousands keeps its first ones
+
+
+class ChildrenControl:
+    """Charges children to cells; says which cell started a child."""
+
+    def __init__(
+        self,
+        processes: ProcessSource,
+        ledger: Ledger,
+        rerecord: Callable[[CellRecord], None],
+    ) -> None:
+        self.processes, self._ledger, self._rerecord = processes, ledger, rerecord
+        self._settled = 0  # the source's ``changes`` when last settled
+        self.on_changed: Callable[[], None] = _nothing  # a record was brought up to date
+
+    def charge(self, record: CellRecord) -> CellRecord:
+        """``record`` (a cell's, at its end) with the children that started while it ran."""
+        if record.kind != "cell":
+            return record
+        mine = _started_in(self.processes.children(), record)
+        return dataclasses.replace(record, children=mine) if mine else record
+
+    def settle(self) -> None:
+        """Bring up to date the records of children that started, grew or ended since the
+        last call (a child first seen after its cell ended is added to it)."""
+        changes = self.processes.changes
+        if changes == self._settled:
+            return
+        self._settled = changes
+        children = self.processes.children()
+        by_cell: dict[int, CellRecord] = {}
+        for child in children:
+            record = self._cell_of(child.started)
+            if record is not None:
+                by_cell.setdefault(record.index, record)
+        changed = False
+        for record in by_cell.values():
+            mine = _started_in(children, record, record.children)
+            if mine != record.children:
+                updated = dataclasses.replace(record, children=mine)
+                if self._ledger.replace(updated):
+                    self._rerecord(updated)
+                    changed = True
+        if changed:
+            self.on_changed()
+
+    def processes_now(self) -> list[ProcessOnGpu]:
+        """The GPUs' processes at the last read, each child with the cell that started it."""
+        return [
+            dataclasses.replace(p, started_by=self.started_by(p.child_started))
+            if p.child_started is not None
+            else p
+            for p in self.processes.processes
+        ]
+
+    def started_by(self, started: float) -> int | None:
+        """The execution count of the cell running when a child started at ``started``."""
+        record = self._cell_of(started)
+        return record.execution_count if record is not None else None
+
+    def _cell_of(self, started: float) -> CellRecord | None:
+        """The stored cell whose run holds ``started``: searched from the newest (children
+        are recent), so the cost is the cells since, not all of them."""
+        for record in self._ledger.newest_first():
+            if record.kind != "cell":
+                continue
+            if record.start - START_SLACK <= started <= record.start + record.duration:
+                return record
+            if record.start + record.duration < started:
+                return None  # between two cells (started by a thread, or before any cell)
+        return None
+
+
+def _started_in(
+    children: Iterable[ChildUsage], record: CellRecord, known: tuple[ChildUsage, ...] = ()
+) -> tuple[ChildUsage, ...]:
+    """The children that started during ``record``'s run (newest figures), and those it
+    already holds that the source no longer keeps, in order of start."""
+    end = record.start + record.duration
+    found = {(c.pid, c.started): c for c in known}  # (one the source let go of: as last seen)
+    for child in children:
+        if record.start - START_SLACK <= child.started <= end:
+            found[(child.pid, child.started)] = child
+    ordered = sorted(found.values(), key=lambda c: c.started)
+    return tuple(ordered[:MAX_CHILDREN])
+
+
+def _nothing() -> None:
+    pass

@@ -1,0 +1,249 @@
+"""The process source: this kernel's process tree followed at the process cadence, each
+child's GPU figures from the device source's process list, and each GPU's memory split into
+this kernel's, its children's and everyone else's (timeline columns).
+
+While the kernel has children, the GPUs' process lists are read at every scan (4 a second by
+default: a child that lives a second is seen); without, at the slow cadence only. Everything
+runs on the sampler's thread; the main thread reads :meth:`ProcessSource.children` and
+:attr:`ProcessSource.processes`, copies made from plain data.
+"""
+
+from __future__ import annotations
+
+import collections
+import os
+import time
+from typing import TYPE_CHECKING
+
+from ..base import PROCESSES, SLOW
+from .children import ChildRun, ChildUsage
+from .jupyter_kernels import JupyterKernels, KernelIdentity
+from .metrics import LABEL, METRICS, SOURCE
+from .on_gpu import ProcessOnGpu
+from .proc_reads import (
+    argv_of,
+    boot_time,
+    comm_of,
+    environ_of,
+    owner_of,
+    returncode,
+    short_command,
+    started_at,
+)
+from .tree import ProcessTree, Seen
+
+if TYPE_CHECKING:
+    from ..devices.protocol import DeviceSource, GpuProcess
+
+ENDED_KEPT = 256  # ended children kept for the cells that started them (bounded)
+UTIL_EVERY = 4  # process-list reads between two reads of per-process utilization
+YOUNG = 3.0  # seconds a child's command is read at every scan (an exec soon after start)
+COMMAND_EVERY = 8  # scans between two reads of an older child's command
+NAMES_KEPT = 512  # other processes' identities cached (by PID and start)
+
+
+class ProcessSource:
+    """This kernel's children and the GPUs' process split; never raises."""
+
+    name = SOURCE
+    label = LABEL
+    metrics = METRICS
+    changes_on = frozenset({PROCESSES, SLOW})
+
+    def __init__(
+        self,
+        devices: DeviceSource,
+        interval: float = 0.25,
+        root: int | None = None,
+        kernels: JupyterKernels | None = None,
+    ) -> None:
+        self.devices = devices
+        self.interval = interval  # the process cadence's (Session keeps it in step)
+        self.tree = ProcessTree(root)
+        self.root = self.tree.root
+        self.kernels = kernels if kernels is not None else JupyterKernels()
+        self.processes: list[ProcessOnGpu] = []  # the GPUs' processes at the last list read
+        self.runs: dict[int, ChildRun] = {}  # descendants followed now, by PID
+        self.ended: collections.deque[ChildRun] = collections.deque(maxlen=ENDED_KEPT)
+        self.changes = 0  # moves when a child on a GPU starts, ends or grows (views settle)
+        self.error = ""
+        self._uid = os.getuid()
+        self._boot = boot_time()
+        self._values: list[float | None] = []
+        self._lists = 0  # process lists read
+        self._names: dict[tuple[int, int], tuple[str, bool, KernelIdentity | None]] = {}
+
+    @property
+    def status(self) -> str:
+        return self.error or "ok"
+
+    def columns(self) -> list[str]:
+        return [m.column(d.index) for d in self.devices.devices for m in self.metrics]
+
+    def read(self, due: frozenset[str]) -> list[float | None]:
+        width = len(self.devices.devices) * len(self.metrics)
+        if len(self._values) != width:
+            self._values = [None] * width
+        if PROCESSES in due or SLOW in due:
+            try:
+                self._read(SLOW in due)
+                self.error = ""
+            except Exception as exc:  # contained: /proc or the driver said something odd
+                self.error = f"process list: {type(exc).__name__}: {exc}"
+        return list(self._values)
+
+    # -- what the main thread reads -------------------------------------------------------
+    def children(self) -> list[ChildUsage]:
+        """Every child seen on a GPU: those followed now and the latest that ended."""
+        runs = [*list(self.ended), *list(self.runs.values())]
+        return [run.usage(self.interval) for run in runs if run.on_gpu]
+
+    @property
+    def has_children(self) -> bool:
+        return bool(self.runs)
+
+    # -- the sampler's thread -------------------------------------------------------------
+    def _read(self, slow: bool) -> None:
+        now = time.time()
+        had_children = bool(self.runs)
+        self._follow(self.tree.scan(), now)
+        if not self.runs and not had_children and not slow:
+            return  # (one more list once the last child ended: it is gone from the list)
+        listed = self.devices.read_processes() if self.devices.available else []
+        self._lists += 1
+        self._account(listed)
+        if self.runs and self._lists % UTIL_EVERY == 1:
+            for sample in self.devices.read_process_utilization():
+                run = self.runs.get(sample.pid)
+                if run is not None:
+                    total, n = run.util.get(sample.index, (0.0, 0))
+                    run.util[sample.index] = (total + sample.sm, n + 1)
+        self.processes = [self._describe(p) for p in listed]
+
+    def _account(self, listed: list[GpuProcess]) -> None:
+        """Each child's peak from the list; the columns' split of each GPU's memory."""
+        split = {d.index: [0, 0, 0] for d in self.devices.devices}
+        for p in listed:
+            used = p.used_memory or 0
+            parts = split.get(p.index)
+            run = self.runs.get(p.pid) if p.pid is not None else None
+            if parts is not None:
+                parts[0 if p.is_this_kernel else 1 if run is not None else 2] += used
+            if run is None:
+                continue
+            if not run.on_gpu:
+                run.on_gpu = True
+                self.changes += 1
+            if used > run.peaks.get(p.index, -1):
+                run.peaks[p.index] = used
+                self.changes += 1
+            exact = self.devices.accounted_peak(p.index, p.pid)  # type: ignore[arg-type]
+            if exact is not None:
+                run.exact[p.index] = exact
+        self._values = [float(v) for d in self.devices.devices for v in split[d.index]]
+
+    def _follow(self, seen: dict[int, Seen], now: float) -> None:
+        runs = self.runs
+        for pid, entry in seen.items():
+            stat = entry.stat
+            run = runs.get(pid)
+            if run is not None and run.start_ticks != stat.start_ticks:
+                self._end(run)  # the PID was reused: another process
+                run = None
+            if run is None:
+                run = runs[pid] = self._new_run(entry)
+            elif now - run.started < YOUNG or self.tree.scans % COMMAND_EVERY == 0:
+                command = short_command(argv_of(pid), run.command)
+                if command != run.command:  # an exec: what it runs now
+                    run.command = command
+                    _read_rank(run, pid)
+            if stat.state in ("Z", "X"):
+                if stat.exit_code is not None and run.exit_code is None:
+                    run.exit_code = returncode(stat.exit_code)
+            else:
+                run.last_seen = now
+        for pid in [pid for pid in runs if pid not in seen]:
+            self._end(runs[pid])
+
+    def _new_run(self, entry: Seen) -> ChildRun:
+        stat = entry.stat
+        pid = stat.pid
+        run = ChildRun(
+            pid, stat.start_ticks, short_command(argv_of(pid), comm_of(pid)),
+            started_at(stat, self._boot), stat.parent, entry.depth, last_seen=time.time(),
+        )  # fmt: skip
+        parent = self.runs.get(stat.parent)
+        if parent is not None:
+            run.launcher = parent.command
+        _read_rank(run, pid)
+        return run
+
+    def _end(self, run: ChildRun) -> None:
+        self.runs.pop(run.pid, None)
+        run.ended = run.last_seen or time.time()
+        if run.on_gpu:
+            for index in list(run.peaks):
+                exact = self.devices.accounted_peak(index, run.pid)
+                if exact is not None:  # the driver keeps an exited process's accounting
+                    run.exact[index] = exact
+            self.ended.append(run)
+            self.changes += 1
+
+    def _describe(self, p: GpuProcess) -> ProcessOnGpu:
+        """``p`` with who it is."""
+        base = (p.index, p.pid, p.used_memory, p.name, p.is_this_kernel)
+        if p.pid is None or p.is_this_kernel:
+            return ProcessOnGpu(*base)
+        run = self.runs.get(p.pid)
+        if run is not None:
+            return ProcessOnGpu(
+                p.index, p.pid, p.used_memory, run.command, False, run.started, run.rank,
+                run.job,
+            )  # fmt: skip
+        name, other_user, kernel = self._identity(p.pid, p.name)
+        return ProcessOnGpu(
+            p.index, p.pid, p.used_memory, name, False, other_user=other_user, kernel=kernel
+        )
+
+    def _identity(self, pid: int, name: str) -> tuple[str, bool, KernelIdentity | None]:
+        """Who another process is, read once per process (PID and start)."""
+        from .proc_reads import read_stat
+
+        stat = read_stat(pid)
+        key = (pid, stat.start_ticks if stat is not None else -1)
+        known = self._names.get(key)
+        if known is not None and (known[2] is None or known[2].notebook is not None):
+            return known
+        owner = owner_of(pid)
+        if owner is not None and owner != self._uid:
+            found: tuple[str, bool, KernelIdentity | None] = ("another user's process", True, None)
+        else:
+            kernel = self.kernels.identify(pid, argv_of(pid), environ_of(pid))
+            found = (name, False, kernel)
+        if len(self._names) >= NAMES_KEPT:
+            self._names.clear()
+        self._names[key] = found
+        return found
+
+
+def _read_rank(run: ChildRun, pid: int) -> None:
+    """A job's worker's rank and job, from its environment (torchrun, accelerate, Lightning)."""
+    env = environ_of(pid)
+    rank = _int(env.get("RANK"))
+    if rank is None:
+        return
+    run.rank, run.local_rank = rank, _int(env.get("LOCAL_RANK"))
+    run.world_size = _int(env.get("WORLD_SIZE"))
+    run_id = env.get("TORCHELASTIC_RUN_ID", "")
+    master = f"{env.get('MASTER_ADDR', '')}:{env.get('MASTER_PORT', '')}"
+    if run_id and run_id != "none":
+        run.job = run_id
+    else:
+        run.job = master if master != ":" else str(run.parent)
+
+
+def _int(text: str | None) -> int | None:
+    try:
+        return int(text) if text is not None else None
+    except ValueError:
+        return None
