@@ -74,8 +74,12 @@ def test_a_live_status_is_said_from_its_facts():
     assert "  Toy FW: active: cuda:0 1.0 GiB in use, 2.0 GiB reserved; peaks its own way" in lines
     assert "  Other: not imported" in lines
     assert "recording: off (%gpumon record PATH starts one)" in lines
-    assert lines[-1] == "summary after each cell: on; 3 records in the ledger"
+    assert lines[-3] == "summary after each cell: on; 3 records in the ledger"
     assert process_lines(status) == ["gpu0: PID unknown python: 1.0 GiB"]
+    assert lines[-2:] == [
+        "processes on the GPUs (the driver's list):",
+        "  gpu0: PID unknown python: 1.0 GiB",
+    ]
 
 
 def test_a_device_source_that_is_silent_is_said_in_the_line_and_the_lines():

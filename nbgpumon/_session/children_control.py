@@ -10,7 +10,7 @@ Its cost follows the children that changed, never the number of cells.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 
 from .._ledger.ledger import Ledger
 from .._ledger.records import CellRecord
@@ -41,8 +41,18 @@ class ChildrenControl:
         """``record`` (a cell's, at its end) with the children that started while it ran."""
         if record.kind != "cell":
             return record
-        mine = _started_in(self.processes.children(), record)
-        return dataclasses.replace(record, children=mine) if mine else record
+        end = record.start + record.duration
+        mine = [
+            c
+            for c in self.processes.children()
+            if record.start <= c.started <= end
+            # (read to a clock tick: just before the start, and no earlier cell's)
+            or (
+                record.start - START_SLACK <= c.started < record.start
+                and not self._cell_of(c.started)
+            )
+        ]
+        return dataclasses.replace(record, children=_merged((), mine)) if mine else record
 
     def settle(self) -> None:
         """Bring up to date the records of children that started, grew or ended since the
@@ -51,15 +61,14 @@ class ChildrenControl:
         if changes == self._settled:
             return
         self._settled = changes
-        children = self.processes.children()
-        by_cell: dict[int, CellRecord] = {}
-        for child in children:
+        by_cell: dict[int, tuple[CellRecord, list[ChildUsage]]] = {}
+        for child in self.processes.children():
             record = self._cell_of(child.started)
             if record is not None:
-                by_cell.setdefault(record.index, record)
+                by_cell.setdefault(record.index, (record, []))[1].append(child)
         changed = False
-        for record in by_cell.values():
-            mine = _started_in(children, record, record.children)
+        for record, children in by_cell.values():
+            mine = _merged(record.children, children)
             if mine != record.children:
                 updated = dataclasses.replace(record, children=mine)
                 if self._ledger.replace(updated):
@@ -83,28 +92,28 @@ class ChildrenControl:
         return record.execution_count if record is not None else None
 
     def _cell_of(self, started: float) -> CellRecord | None:
-        """The stored cell whose run holds ``started``: searched from the newest (children
-        are recent), so the cost is the cells since, not all of them."""
+        """The stored cell whose run holds ``started``, or else the earliest that began just
+        after it (a start read to a clock tick is up to one early). Searched from the newest
+        (children are recent): the cost is the cells since, not all of them."""
+        near = None
         for record in self._ledger.newest_first():
             if record.kind != "cell":
                 continue
-            if record.start - START_SLACK <= started <= record.start + record.duration:
-                return record
             if record.start + record.duration < started:
-                return None  # between two cells (started by a thread, or before any cell)
-        return None
+                break  # (between two cells: started by a thread, or before any cell)
+            if record.start <= started:
+                return record
+            if record.start - START_SLACK <= started:
+                near = record
+        return near
 
 
-def _started_in(
-    children: Iterable[ChildUsage], record: CellRecord, known: tuple[ChildUsage, ...] = ()
-) -> tuple[ChildUsage, ...]:
-    """The children that started during ``record``'s run (newest figures), and those it
-    already holds that the source no longer keeps, in order of start."""
-    end = record.start + record.duration
-    found = {(c.pid, c.started): c for c in known}  # (one the source let go of: as last seen)
-    for child in children:
-        if record.start - START_SLACK <= child.started <= end:
-            found[(child.pid, child.started)] = child
+def _merged(known: tuple[ChildUsage, ...], newer: list[ChildUsage]) -> tuple[ChildUsage, ...]:
+    """``known`` with ``newer``'s figures in place of theirs (one the source let go of stays
+    as last seen), in order of start."""
+    found = {(c.pid, c.started): c for c in known}
+    for child in newer:
+        found[(child.pid, child.started)] = child
     ordered = sorted(found.values(), key=lambda c: c.started)
     return tuple(ordered[:MAX_CHILDREN])
 

@@ -62,6 +62,7 @@ def _sampler(mon: Session) -> SamplerFacts:
         allocator_interval=cfg.allocator_interval,
         detail_interval=cfg.detail_interval,
         slow_interval=cfg.slow_interval,
+        process_interval=cfg.process_interval,
         ticks=s.ticks,
         last_tick_seconds=s.last_tick_seconds,
         cost=s.cost_report().line(),

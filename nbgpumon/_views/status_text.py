@@ -68,7 +68,11 @@ def status_lines(status: Status) -> list[str]:
     live = status.live
     if live is None:
         return [status.state]
-    return _live_lines(status.state, live)
+    lines = _live_lines(status.state, live)
+    shown = process_lines(status)
+    if shown:
+        lines += ["processes on the GPUs (the driver's list):", *(f"  {p}" for p in shown)]
+    return lines
 
 
 def process_lines(status: Status) -> list[str]:
@@ -104,7 +108,8 @@ def _live_lines(state: str, live: LiveStatus) -> list[str]:
     lines = [
         f"sampler: {running}, {fast} (allocator "
         f"every {s.allocator_interval:g} s, power/temperature/clock/PCIe every "
-        f"{s.detail_interval:g} s, processes every {s.slow_interval:g} s), "
+        f"{s.detail_interval:g} s, processes every {s.slow_interval:g} s, this kernel's "
+        f"children every {s.process_interval:g} s), "
         f"{s.ticks} ticks, last tick {s.last_tick_seconds * 1e6:.0f} µs",
         s.cost,
     ]
