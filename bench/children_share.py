@@ -1,0 +1,114 @@
+"""The sampler's share of a core while this kernel has 8 children alive (target <= 0.5% at
+the defaults), against the same session with none.
+
+A Monitor samples at its defaults for ``--seconds``: first with no child, then with
+``--children`` child processes alive. Where torch can use a GPU, each child holds a CUDA
+context and a tensor (so the GPUs' process lists hold them and the process source reads the
+lists at every scan, 4 a second, and the per-process utilization); elsewhere the children
+only sleep (the process tree is followed; no list holds them). The figure is the sampler's
+own CPU time over the wall time it ran (``cost_report()``); the process cadence's ticks are
+given apart.
+
+    python bench/children_share.py --out DIR [--quick] [--seconds S] [--children N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import time
+
+import cuda_setup
+import result_file
+
+import nbgpumon
+
+TARGET = 0.5  # % of a core at the defaults, 8 children alive (issue 30)
+ON_GPU = (
+    "import sys, time, torch\n"
+    "x = torch.ones(2**20, device='cuda')\n"
+    "torch.cuda.synchronize()\n"
+    "print('ready', flush=True)\n"
+    "time.sleep(float(sys.argv[1]))\n"
+)
+SLEEPS = "import sys, time\nprint('ready', flush=True)\ntime.sleep(float(sys.argv[1]))\n"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--seconds", type=float, default=30.0, help="sampling time per case")
+    parser.add_argument("--children", type=int, default=8)
+
+
+def main() -> None:
+    args = result_file.parse_args(__doc__.splitlines()[0], add_arguments)
+    result = result_file.Result("children_share", args)
+    seconds = 3.0 if args.quick else args.seconds
+    held = cuda_setup.hold_gpu_tensors(result, "children on the GPU")
+    script = ON_GPU if held else SLEEPS
+    mon = nbgpumon.Monitor()
+    session = mon._session
+    result.details.update(gpus=len(session.device_source.devices), children_on_gpu=bool(held))
+    children: list[subprocess.Popen] = []
+    try:
+        for n in (0, args.children):
+            if n:
+                children = [
+                    subprocess.Popen(
+                        [sys.executable, "-c", script, str(seconds + 120)],
+                        stdout=subprocess.PIPE,
+                        text=True,
+                    )
+                    for _ in range(n)
+                ]
+                for child in children:
+                    child.stdout.readline()  # "ready": its context is up
+                _wait_for_children(session, n, held)
+            mon.stop()
+            mon.start()  # the accounting starts again with the thread
+            time.sleep(seconds)
+            report = session.sampler.cost_report()
+            result.log(report.line())
+            processes = report.groups.get("processes")
+            on_gpu = sum(1 for p in session.process_source.processes if p.is_child)
+            result.add(
+                f"sampler thread, defaults, {n} children alive ({on_gpu} on a GPU)",
+                report.core_share * 100,
+                "% of a core",
+                TARGET if n else None,
+                note=f"{report.ticks} ticks in {report.seconds:.1f} s; process ticks "
+                f"{processes.cpu_per_tick * 1e6 if processes else 0:.0f} µs CPU "
+                f"×{processes.ticks if processes else 0}; "
+                f"{report.device_calls_per_second:.0f} NVML calls/s",
+            )
+            result.details[f"{n} children"] = {
+                "core_share": report.core_share,
+                "children_on_gpu": on_gpu,
+                "line": report.line(),
+                "groups": {
+                    name: {"ticks": g.ticks, "cpu_us_per_tick": g.cpu_per_tick * 1e6}
+                    for name, g in report.groups.items()
+                },
+            }
+    finally:
+        for child in children:
+            child.kill()
+            child.wait()
+        mon.close()
+    del held
+    result.finish()
+
+
+def _wait_for_children(session, n: int, on_gpu: bool, timeout: float = 120.0) -> None:
+    """Until the process source follows ``n`` children (and, on a GPU, lists them there)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        followed = len(session.process_source.runs) >= n
+        listed = sum(1 for p in session.process_source.processes if p.is_child) >= n
+        if followed and (listed or not on_gpu):
+            return
+        time.sleep(0.1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,123 @@
+"""The process tree and what /proc says of a process, with real processes: children that
+exit between two reads, a zombie's exit code, a PID that is gone, another user's process,
+and a device source that lists a process that no longer exists."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from nbgpumon._sources.devices.protocol import GpuDevice, GpuProcess
+from nbgpumon._sources.processes.proc_reads import (
+    argv_of,
+    environ_of,
+    owner_of,
+    read_stat,
+    returncode,
+    short_command,
+)
+from nbgpumon._sources.processes.source import ProcessSource
+from nbgpumon._sources.processes.tree import ProcessTree
+
+GONE = 2**22 + 12345  # above the default pid_max's range: no such process
+
+
+def _until(condition, seconds: float = 20.0):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        found = condition()
+        if found:
+            return found
+        time.sleep(0.02)
+    raise AssertionError("not within the deadline")
+
+
+def test_a_pid_that_is_gone_reads_as_nothing():
+    assert read_stat(GONE) is None
+    assert argv_of(GONE) == [] and environ_of(GONE) == {} and owner_of(GONE) is None
+
+
+def test_children_and_grandchildren_are_followed_and_let_go_when_they_exit():
+    tree = ProcessTree()
+    shell = subprocess.Popen(["sh", "-c", "sleep 30 & sleep 30; wait"])
+    try:
+        found = _until(lambda: len(tree.scan()) >= 3 and tree.known)
+        depths = sorted(seen.depth for seen in found.values())
+        assert depths[0] == 1 and depths[-1] == 2  # sh, and its two sleeps
+        assert all(argv_of(pid) for pid in found)
+    finally:
+        shell.kill()
+        shell.wait()
+    # its sleeps are orphans now (reparented): still followed while they live
+    orphans = _until(lambda: [p for p in tree.scan() if p != shell.pid] or None)
+    for pid in orphans:
+        os.kill(pid, 9)
+    _until(lambda: not [p for p in tree.scan() if read_stat(p) and read_stat(p).state != "Z"])
+
+
+def test_a_zombie_says_its_exit_code():
+    child = subprocess.Popen([sys.executable, "-c", "import sys; sys.exit(7)"])
+    stat = _until(lambda: (s := read_stat(child.pid)) and s.state == "Z" and s)
+    assert returncode(stat.exit_code) == 7
+    child.wait()
+    killed = subprocess.Popen(["sleep", "30"])
+    killed.kill()
+    stat = _until(lambda: (s := read_stat(killed.pid)) and s.state == "Z" and s)
+    assert returncode(stat.exit_code) == -9
+    killed.wait()
+
+
+def test_a_long_command_is_cut_short():
+    text = short_command(["/usr/bin/python3", "train.py", *(["--flag"] * 40)])
+    assert text.startswith("python3 train.py --flag") and len(text) == 80
+    assert text.endswith("…")
+
+
+@pytest.mark.skipif(os.getuid() != 0, reason="needs root to start a process as another user")
+def test_another_users_process_is_said_to_be_one_and_nothing_more():
+    stranger = subprocess.Popen(["sleep", "30"], user=65534)  # nobody
+    kernel = subprocess.Popen(["sleep", "30"])  # the "kernel": the stranger is not its child
+    try:
+        devices = _Listing([GpuProcess(0, stranger.pid, 2**30, "sleep", False)])
+        source = ProcessSource(devices, root=kernel.pid)
+        source.read(frozenset({"slow"}))
+        (p,) = source.processes
+        assert p.other_user and p.name == "another user's process" and p.kernel is None
+    finally:
+        for process in (stranger, kernel):
+            process.kill()
+            process.wait()
+
+
+def test_a_listed_process_that_vanished_is_no_error():
+    devices = _Listing([GpuProcess(0, GONE, 2**30, "python", False)])
+    source = ProcessSource(devices)
+    row = source.read(frozenset({"slow"}))
+    assert source.status == "ok"
+    assert row == [0.0, 0.0, float(2**30)]  # this kernel, its children, the others
+    (p,) = source.processes
+    assert not p.is_child and not p.other_user
+
+
+class _Listing:
+    """A device source's process role only: one GPU and the processes it is told."""
+
+    available = True
+    label = "listing"
+
+    def __init__(self, processes: list[GpuProcess]) -> None:
+        self.devices = [GpuDevice(0, "GPU", "GPU-0", 2**34, 0)]
+        self._processes = processes
+
+    def read_processes(self) -> list[GpuProcess]:
+        return list(self._processes)
+
+    def read_process_utilization(self) -> list:
+        return []
+
+    def accounted_peak(self, index: int, pid: int) -> int | None:
+        return None
