@@ -41,16 +41,13 @@ class ChildrenControl:
         """``record`` (a cell's, at its end) with the children that started while it ran."""
         if record.kind != "cell":
             return record
-        end = record.start + record.duration
+        start, end = record.start, record.start + record.duration
         mine = [
             c
-            for c in self.processes.children()
-            if record.start <= c.started <= end
-            # (read to a clock tick: just before the start, and no earlier cell's)
-            or (
-                record.start - START_SLACK <= c.started < record.start
-                and not self._cell_of(c.started)
-            )
+            for c in self.processes.children(since=start - START_SLACK)
+            # (a start is read to a clock tick: one just before the cell's, if no earlier
+            # cell's, is this cell's)
+            if start <= c.started <= end or not self._cell_of(c.started)
         ]
         return dataclasses.replace(record, children=_merged((), mine)) if mine else record
 

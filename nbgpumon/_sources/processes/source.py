@@ -93,9 +93,12 @@ class ProcessSource:
         return list(self._values)
 
     # -- what the main thread reads -------------------------------------------------------
-    def children(self) -> list[ChildUsage]:
-        """Every child seen on a GPU: those followed now and the latest that ended."""
+    def children(self, since: float | None = None) -> list[ChildUsage]:
+        """Every child seen on a GPU (that started at ``since`` or later): those followed now
+        and the latest that ended."""
         runs = [*list(self.ended), *list(self.runs.values())]
+        if since is not None:
+            runs = [run for run in runs if run.started >= since]
         return [run.usage(self.interval) for run in runs if run.on_gpu]
 
     @property
