@@ -43,10 +43,10 @@ MACHINE = {"devices": [H200]}
 LABEL = "gpu0-mig1 NVIDIA H200 MIG 1g.18gb (cuda:0)"
 WAIT_FOR_READS = (  # a condition with a deadline: the slow cadence (processes) has run twice
     "import time, nbgpumon\n_m = nbgpumon.monitor()\n_d = time.monotonic() + 30\n"
-    "while (not _m._session.device_source.processes or _m._session.sampler.ticks < 25) "
+    "while (not _m._session.process_source.processes or _m._session.sampler.ticks < 25) "
     "and time.monotonic() < _d:\n"
     "    time.sleep(0.02)\n"
-    "print('READ', bool(_m._session.device_source.processes) and _m._session.sampler.ticks >= 25)"
+    "print('READ', bool(_m._session.process_source.processes) and _m._session.sampler.ticks >= 25)"
 )
 WAIT_FOR_TICKS = (  # ... or only that the sampler has ticked 25 times since the load
     "import time, nbgpumon\n_m = nbgpumon.monitor()\n_d = time.monotonic() + 30\n"
@@ -241,7 +241,7 @@ def test_a_mig_device_reads_its_own_memory_the_gpu_s_power_and_no_utilization(mo
     assert (row["mem_used"], row["mem_total"]) == (5 * GIB, 76235669504)
     assert row["gpu_util"] is None and row["mem_util"] is None
     assert row["power"] == 310.0 and row["temperature"] == 55  # from the GPU's handle
-    assert [(p.pid, p.used_memory) for p in source.processes] == [(4242, 5 * GIB)]
+    assert [(p.pid, p.used_memory) for p in source.read_processes()] == [(4242, 5 * GIB)]
     assert source.library.disabled_metrics() == {(0, "utilization"): "not supported on this device"}
     assert source.read_memory() == [5 * GIB]  # the ledger's reading
 

@@ -40,6 +40,7 @@ def test_the_fast_calls_reach_nvml_directly_and_the_slower_ones_through_the_bind
     for _ in range(3):
         row = source.read()  # every cadence: fast, detail and slow reads
     source.read_util_samples()
+    source.read_processes()  # (the process source's, at its own cadence)
     assert metric(row, "mem_used") == 3 * 2**30 and metric(row, "mem_reserved") == 512 * 2**20
     assert metric(row, "gpu_util") == 42 and metric(row, "mem_util") == 17
     assert fake.c_calls == {"nvmlDeviceGetMemoryInfo": 3, "nvmlDeviceGetUtilizationRates": 3}

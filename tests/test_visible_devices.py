@@ -24,9 +24,9 @@ MACHINE = {
 }  # fmt: skip
 WAIT_FOR_PROCESSES = (  # a condition with a deadline: the slow cadence read the process list
     "import time, nbgpumon\n_d = time.monotonic() + 30\n"
-    "while not nbgpumon.monitor()._session.device_source.processes and time.monotonic() < _d:\n"
+    "while not nbgpumon.monitor()._session.process_source.processes and time.monotonic() < _d:\n"
     "    time.sleep(0.02)\n"
-    "print('PROCESSES', bool(nbgpumon.monitor()._session.device_source.processes))"
+    "print('PROCESSES', bool(nbgpumon.monitor()._session.process_source.processes))"
 )
 HIDDEN_0 = "gpu0 Fake A (not visible to this kernel)"
 HIDDEN_1 = "gpu1 Fake B (not visible to this kernel)"

@@ -269,7 +269,7 @@ def _kernel_on(visible: str) -> Kernel:
 # Waits (deadline 60 s) until NVML's process list has both kernels, then prints it.
 BOTH_LISTED = (
     "import time, nbgpumon\n_m = nbgpumon.monitor()\n_d = time.monotonic() + 60\n"
-    "_seen = lambda: {p.pid for p in _m._session.device_source.processes} & set(PIDS)\n"
+    "_seen = lambda: {p.pid for p in _m._session.process_source.processes} & set(PIDS)\n"
     "while len(_seen()) < 2 and time.monotonic() < _d:\n"
     "    time.sleep(0.05)\n"
     "from nbgpumon._views.status_text import process_lines\n"
