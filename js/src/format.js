@@ -56,7 +56,9 @@ export function formatBytesAxis(n) {
 
 /**
  * One ledger line, like nbgpumon.text.summary_line:
- * "[12] +1.0 GiB alloc · peak 3.2 GiB · kept 1.0 GiB · host +12 MiB · 12.3 s · GPU 87%".
+ * "[12] +1.0 GiB alloc · peak 3.2 GiB · kept 1.0 GiB · host +12 MiB · 12.3 s · GPU 87%", and
+ * for a cell that started processes "… · children: python train.py ≥3.0 GiB on gpu0, 87%"
+ * (the row's `children`, the kernel's words; plain text, as every tip is).
  */
 export function ledgerLine(cell) {
   const parts = [];
@@ -69,6 +71,7 @@ export function ledgerLine(cell) {
   if (!missing(cell.host_delta)) parts.push(`host ${formatBytes(cell.host_delta, true)}`);
   parts.push(formatSeconds(cellDuration(cell)));
   if (!missing(cell.util_mean)) parts.push(`GPU ${formatPercent(cell.util_mean)}`);
+  if (typeof cell.children === "string" && cell.children) parts.push(`children: ${cell.children}`);
   const status = typeof cell.status === "string" ? cell.status : "";
   if (status && status !== "ok") parts.push(status === "oom" ? "OOM" : status);
   return `${cell.name ?? ""} ${parts.join(" \u00b7 ")}`;

@@ -25,14 +25,29 @@ def cells_frame(records: Sequence[CellRecord]) -> pandas.DataFrame:
     last two columns are ``source_cut`` and ``source`` (up to 64 KiB of the cell's source)."""
     import pandas as pd
 
-    frame = pd.DataFrame([record_row(r) for r in records])
+    frame = pd.DataFrame([frame_row(r) for r in records])
     if frame.empty:
-        return pd.DataFrame(columns=[*RECORD_FIELDS, "start", *TOTALS, *SOURCE_FIELDS])
+        return pd.DataFrame(
+            columns=[*RECORD_FIELDS, "start", *TOTALS, *CHILDREN_FIELDS, *SOURCE_FIELDS]
+        )
     frame = frame.convert_dtypes()  # missing bytes stay integers (<NA>), not floats
     # last even when a later record brings a GPU's or a framework's columns
     frame = frame[[c for c in frame.columns if c not in SOURCE_FIELDS] + list(SOURCE_FIELDS)]
     frame["start"] = utc_times(frame["start"].astype("float64").to_numpy())
     return frame
+
+
+CHILDREN_FIELDS = ("children", "children_peak")
+
+
+def frame_row(record: CellRecord) -> dict:
+    """:func:`record_row` with the processes the cell started: ``children`` (how many) and
+    ``children_peak`` (their GPU peaks summed, bytes; a lower bound unless the driver's
+    accounting gave them; 0 for none)."""
+    row = record_row(record)
+    row["children"] = len(record.children)
+    row["children_peak"] = sum(c.peak for c in record.children)
+    return row
 
 
 def samples_frame(

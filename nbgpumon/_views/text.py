@@ -18,6 +18,7 @@ from .._foundation.gpu_names import gpu_short_label
 from .._foundation.metrics import device_label, device_of, metric, metric_of, source_label
 from .._foundation.units import format_bytes, format_percent, format_seconds, format_value
 from .._ledger.records import AllocatorUsage, CellRecord, DeviceUsage, Retention
+from .children_text import children_count_and_peak, children_text, job_lines
 from .cluster_text import cluster_lines
 from .holders_text import holders_text
 from .status_text import process_lines, status_line, status_lines
@@ -186,7 +187,9 @@ def _device_name(d: DeviceUsage) -> str:
 
 def summary_line(record: CellRecord) -> str:
     """``[12] +1.0 GiB alloc · peak 3.2 GiB · kept 1.0 GiB · 12.3 s · GPU 87%``; with several
-    frameworks, ``[12] torch: peak 3.2 GiB, kept 1.0 GiB · JAX: peak ≥1.0 GiB, kept 0 B · …``."""
+    frameworks, ``[12] torch: peak 3.2 GiB, kept 1.0 GiB · JAX: peak ≥1.0 GiB, kept 0 B · …``;
+    a cell that started processes ends ``· children: python train.py ≥3.0 GiB on gpu0, 87%``
+    (before its status: ``… · children: … · error``)."""
     parts: list[str] = _gpu_parts(record)
     if not parts:
         used = [d.device_used_delta for d in record.devices if d.device_used_delta is not None]
@@ -203,6 +206,8 @@ def summary_line(record: CellRecord) -> str:
     parts.append(format_seconds(record.duration))
     if record.util_mean is not None:
         parts.append(f"GPU {format_percent(record.util_mean)}")
+    if record.children:
+        parts.append(f"children: {children_text(record.children)}")
     if record.status != "ok":
         parts.append(record.status.upper() if record.status == "oom" else record.status)
     return f"{record.name} " + " · ".join(parts)
@@ -242,6 +247,7 @@ _HEADERS = (
     "{device} Δ",  # the device source's label: "NVML Δ"
     "host Δ",
     "host peak",
+    "children",  # how many processes it started, and their peaks summed: "1: ≥3.0 GiB"
     "held by",
     "source",
 )
@@ -276,6 +282,7 @@ def _row(r: CellRecord) -> tuple[str, ...]:
         format_bytes(sum(device), signed=True) if device else (r.device_unavailable or "—"),
         format_bytes(r.rss_delta, signed=True),
         ("" if r.rss_peak_exact else "≥") + format_bytes(r.rss_peak),
+        children_count_and_peak(r.children),
         retention_text(r.retention) if r.retention is not None else "",
         r.label if r.kind == "cell" else "",
     )
@@ -331,7 +338,21 @@ def cells_table(records: Sequence[CellRecord]) -> TextView:
     table = (
         f'<table class="nbgpumon-cells"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
     )
+    jobs = _jobs_text(records)
+    if jobs:  # each job's ranks, under the table (a column would not hold them)
+        lines += ["", jobs]
+        table += f"<pre>{html.escape(jobs)}</pre>"
     return TextView("\n".join(lines), table)
+
+
+def _jobs_text(records: Sequence[CellRecord]) -> str:
+    """``[5] job torchrun train.py: 2 ranks …`` and a line per rank, for each cell (newest
+    first) whose children include the ranks of a job; "" when none do."""
+    lines = []
+    for r in reversed(records):
+        # a job's own line names the cell; its ranks' lines are indented under it
+        lines += [x if x.startswith(" ") else f"{r.name} {x}" for x in job_lines(r.children)]
+    return "\n".join(lines)
 
 
 # -- status -------------------------------------------------------------------------------

@@ -25,6 +25,7 @@ from .._foundation.metrics import describe_columns, device_of, device_role
 from .._foundation.units import format_bytes
 from .._foundation.windows import Chunk, Window
 from .._ledger.records import CellRecord
+from .children_text import children_text
 from .status_text import status_line
 from .svg import timeline_svg
 from .text import framework_figures, retention_text, shown_peak_and_kept, summary_line
@@ -385,6 +386,7 @@ def cell_row(r: CellRecord) -> dict[str, Any]:
             for f in framework_figures(r)
         ],
         "frameworks_named": len(r.frameworks) > 1,  # several up: the table names each one
+        "children": children_text(r.children),  # "python train.py ≥3.0 GiB on gpu0, 87%"
     }  # fmt: skip
 
 

@@ -149,7 +149,8 @@ CELL = Shape(
         "host_delta": NUMBER.or_none(), "summary": STR, "held_by": STR,
         "frameworks": FRAMEWORK_FIGURE.rows("a list of {label, peak, peak_exact, kept}"),
         "frameworks_named": BOOL,
-    }
+    },
+    optional={"children": STR},  # the processes it started, in words ("" for none)
 )  # fmt: skip
 RUNNING = Shape(
     required={
