@@ -21,7 +21,7 @@ from .._sampling.node_timeline import NodeTimeline
 from .file_check import check_recording, connect_readonly, os_reason
 from .node_rows import read_nodes
 from .salvage import lost_parts, rows_until_damage, whole_pages
-from .schema import BUCKETS_SINCE, bucket_columns, device_columns, today_column
+from .schema import BUCKETS_SINCE, CHILDREN_SINCE, bucket_columns, device_columns, today_column
 
 
 @dataclass(frozen=True)
@@ -139,7 +139,8 @@ def _read_session(
         f"SELECT idx, record, {'source' if has_source else 'NULL'} FROM cells WHERE session = ?",
         (sid,),
     )
-    records, unreadable = _records(cell_rows)
+    children, children_error = _children(db, sid, version)
+    records, unreadable = _records(cell_rows, children)
     mark_rows, marks_error = rows_until_damage(
         db, "SELECT time, label FROM marks WHERE session = ?", (sid,)
     )
@@ -149,9 +150,12 @@ def _read_session(
         marks, marks_error = [], marks_error or "a mark's time holds text"
     nodes, server, nodes_error = read_nodes(db, sid)
     samples_error = samples_error or nodes_error
-    if (samples_error or cells_error or marks_error or unreadable) and not cut_short:
+    if (samples_error or cells_error or children_error or marks_error or unreadable) and (
+        not cut_short
+    ):
         # Only a file cut short is read in part: elsewhere, what SQLite did return may be wrong.
-        why = samples_error or cells_error or marks_error or "a cell's record is unreadable"
+        why = samples_error or cells_error or children_error or marks_error
+        why = why or "a cell's record is unreadable"
         raise RecordingError(f"{path} is damaged ({why}); it can't be read")
     damage = ""
     if cut_short:
@@ -160,6 +164,7 @@ def _read_session(
             samples_cut=bool(samples_error),
             cells_read=len(records),
             cells_cut=bool(cells_error),
+            children_cut=bool(children_error),
             cells_unreadable=unreadable,
             marks_read=len(marks),
             marks_cut=bool(marks_error),
@@ -189,15 +194,41 @@ def _read_session(
     )
 
 
-def _records(rows: list[tuple]) -> tuple[list[CellRecord], int]:
+def _children(
+    db: sqlite3.Connection, sid: int, version: int
+) -> tuple[dict[int, list[dict]] | None, str]:
+    """The children rows of session ``sid`` as {cell idx: [ChildUsage fields], by start}, and
+    the error that stopped the read ("" when all were read). None for a session of a schema
+    before 5, whose records keep what their JSON says (no children)."""
+    if version < CHILDREN_SINCE:
+        return None, ""
+    rows, error = rows_until_damage(
+        db, "SELECT idx, started, record FROM children WHERE session = ?", (sid,)
+    )
+    by_cell: dict[int, list[tuple[float, dict]]] = {}
+    for idx, started, text in rows:
+        try:
+            by_cell.setdefault(int(idx), []).append((float(started), json.loads(text)))
+        except (TypeError, ValueError):  # garbage that SQLite reads as text
+            error = error or "a child's row is unreadable"
+    ordered = {i: [f for _, f in sorted(kids, key=lambda k: k[0])] for i, kids in by_cell.items()}
+    return ordered, error
+
+
+def _records(
+    rows: list[tuple], children: dict[int, list[dict]] | None = None
+) -> tuple[list[CellRecord], int]:
     """The cells' records in ledger order, and how many rows held no readable record. A cell
-    run again and again keeps one copy of its source, as in the live ledger."""
+    run again and again keeps one copy of its source, as in the live ledger. ``children``
+    (schema 5) gives each its children by its idx."""
     records, unreadable, sources = [], 0, {}
-    for _, text, source in sorted(rows, key=lambda r: (r[0] is None, r[0] or 0)):
+    for idx, text, source in sorted(rows, key=lambda r: (r[0] is None, r[0] or 0)):
         try:
             fields = json.loads(text)
             if isinstance(source, str):  # NULL: a cell of schema 1 to 3 keeps source ""
                 fields["source"] = sources.setdefault(source, source)
+            if children is not None:
+                fields["children"] = children.get(idx, [])
             records.append(record_from_dict(fields))
         except (TypeError, ValueError, KeyError):
             unreadable += 1

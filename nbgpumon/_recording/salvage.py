@@ -62,6 +62,7 @@ def lost_parts(
     cells_unreadable: int = 0,
     marks_read: int = 0,
     marks_cut: bool = False,
+    children_cut: bool = False,
 ) -> str:
     """What a partial read lost, as a phrase ("" for nothing): "samples after 2026-12-01
     12:03:05 UTC and the cells after the first 4"."""
@@ -74,6 +75,8 @@ def lost_parts(
         parts.append(f"the cells after the first {cells_read}" if cells_read else "all cells")
     elif cells_unreadable:
         parts.append(f"{cells_unreadable} cell{'s' if cells_unreadable > 1 else ''}")
+    if children_cut:
+        parts.append("some cells' children")
     if marks_cut:
         parts.append(f"the marks after the first {marks_read}" if marks_read else "all marks")
     if len(parts) < 2:

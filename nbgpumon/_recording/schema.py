@@ -15,6 +15,12 @@ per device per bucket, with each sample column's mean under its own name and its
 Schema 4 gives each cell its source: ``source`` (at most 64 KiB of it), ``source_cut`` and
 ``source_hash`` (of the whole source) in ``cells``. The JSON ``record`` has the hash and the cut
 but not the text, which is in ``source`` alone. Cells of older sessions have neither: NULL.
+
+Schema 5 gives each cell the processes it started: one ``children`` row per child (session,
+cell ``idx``, ``pid``, ``started``: its key), with flat columns and the whole ``ChildUsage`` as
+JSON in ``record``. The cell's JSON ``record`` no longer holds them. A child that outlives its
+cell rewrites its own row (``INSERT OR REPLACE``), never the cell's. Older sessions have no
+rows there and load with no children.
 """
 
 from __future__ import annotations
@@ -25,8 +31,9 @@ from collections.abc import Sequence
 from .._foundation.metrics import metric_of
 from .._ledger.records import unnamed_figures_owner
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 BUCKETS_SINCE = 3  # the first schema version whose sessions may have sample_buckets rows
+CHILDREN_SINCE = 5  # the first whose cells' children are in the children table
 # SQLite's header field for "which program's file is this" (PRAGMA application_id): "nbgm".
 APPLICATION_ID = int.from_bytes(b"nbgm", "big")
 FORMAT_KEY, FORMAT_VALUE = "format", "nbgpumon"  # the same, in the meta table, for any client
@@ -38,6 +45,8 @@ V1_CELL_COLUMNS = (
 )  # fmt: skip
 SOURCE_COLUMNS = {"source_hash": "TEXT", "source_cut": "INTEGER", "source": "TEXT"}
 CELL_COLUMNS = (*V1_CELL_COLUMNS, *SOURCE_COLUMNS)
+# The children table's flat columns (schema 5), after session and idx, before record.
+CHILD_COLUMNS = ("pid", "command", "started", "ended", "exit_code", "peak", "exact", "rank", "job")
 
 # The tables of schema version 1 as nbgpumon 0.1.0 wrote them, before the marker existed: how a
 # file without the marker is still recognised as a recording. Frozen: a later schema version
@@ -134,6 +143,10 @@ def create_schema(db: sqlite3.Connection, columns: Sequence[str]) -> None:
         CREATE INDEX IF NOT EXISTS sample_buckets_device
             ON sample_buckets (session, device, time);
         CREATE TABLE IF NOT EXISTS marks (session INTEGER, time REAL, label TEXT);
+        CREATE TABLE IF NOT EXISTS children (
+            session INTEGER, idx INTEGER, pid INTEGER, command TEXT, started REAL, ended REAL,
+            exit_code INTEGER, peak INTEGER, exact INTEGER, rank INTEGER, job TEXT, record TEXT,
+            PRIMARY KEY (session, idx, pid, started));
         CREATE TABLE IF NOT EXISTS metrics (
             name TEXT PRIMARY KEY, source TEXT, metric TEXT, unit TEXT, kind TEXT, panel TEXT,
             label TEXT);

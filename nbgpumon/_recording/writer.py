@@ -1,16 +1,17 @@
-"""A crash-safe recording of the session in SQLite: samples, cells, marks.
+"""A crash-safe recording of the session in SQLite: samples, cells (and their children), marks.
 
 A writer thread of its own (never the sampler's) wakes every ``flush_interval`` seconds, takes
-the timeline's new raw rows and whatever cells and marks the main thread queued, writes them in
-one transaction, folds the samples that have aged past the raw window into buckets in the same
-transaction (compaction.py) and commits. The database runs in WAL mode, so a ``kill -9`` of the
-kernel loses at most the rows of the last interval and the file stays readable by any SQLite
-client. A write that fails (a full disk, an I/O error, a file system turned read-only) stops
-the recording; a file deleted, moved or replaced is noticed before the next batch and the
-recording goes on in a new file at the path (or stops, when what is there now is not its to
-write). Either way the thread never raises into the kernel and never prints: it keeps one line,
-:attr:`status`, and a notice the main thread takes once (:meth:`take_notice`) and prints at the
-end of the cell. Schema: docs/recording.md.
+the timeline's new raw rows and whatever cells (each with its children), children brought up
+to date and marks the main thread queued, writes them in one transaction, folds the samples
+that have aged past the raw window into buckets in the same transaction (compaction.py) and
+commits. The database runs in WAL mode, so a ``kill -9`` of the kernel loses at most the rows
+of the last interval and the file stays readable by any SQLite client. A write that fails (a
+full disk, an I/O error, a file system turned read-only) stops the recording; a file deleted,
+moved or replaced is noticed before the next batch and the recording goes on in a new file at
+the path (or stops, when what is there now is not its to write). Either way the thread never
+raises into the kernel and never prints: it keeps one line, :attr:`status`, and a notice the
+main thread takes once (:meth:`take_notice`) and prints at the end of the cell. Schema:
+docs/recording.md.
 """
 
 from __future__ import annotations
@@ -39,12 +40,15 @@ from .faults import FULL, classify, stopped_line
 from .file_check import WRITABLE_HINT, check_record_target, os_reason
 from .file_identity import DELETED, MOVED, SAME, FileIdentity
 from .node_rows import create_node_tables, write_node_samples, write_nodes
-from .schema import CELL_COLUMNS, SCHEMA_VERSION, create_schema, device_columns
+from .schema import CELL_COLUMNS, CHILD_COLUMNS, SCHEMA_VERSION, create_schema, device_columns
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
     from .._ledger.records import CellRecord
+    from .._sources.processes.children import ChildUsage
+
+CELL, CHILDREN, MARK = "cell", "children", "mark"  # what the main thread queues
 
 FLUSH_INTERVAL = 0.5  # seconds between commits: a kill loses at most this much, plus one write
 BATCH_ROWS = 20_000  # timeline rows per transaction at most (a backlog is written in pieces)
@@ -93,7 +97,8 @@ class RecordingWriter:
         self._columns = list(timeline.columns)
         self._by_device = device_columns(self._columns)  # the samples table's row layout
         self._queue: queue.SimpleQueue[tuple[str, Any]] = queue.SimpleQueue()
-        self._unwritten: tuple[list[CellRecord], list[tuple[float, str]]] = ([], [])
+        # (CELL or CHILDREN, record), in the order queued: a cell's row before its updates
+        self._unwritten: tuple[list[tuple[str, CellRecord]], list[tuple[float, str]]] = ([], [])
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._cursor = 0
@@ -190,14 +195,16 @@ class RecordingWriter:
         self.status = f"recording to {self.path}"
 
     def add_cell(self, record: CellRecord) -> None:
-        self._queue.put(("cell", record))
+        """Write ``record`` (its row in ``cells``, and one in ``children`` per child)."""
+        self._queue.put((CELL, record))
 
     def add_mark(self, t: float, label: str) -> None:
-        self._queue.put(("mark", (t, label)))
+        self._queue.put((MARK, (t, label)))
 
     def update_cell(self, record: CellRecord) -> None:
-        """``record`` again, newer: its children (TEMPORARY: written as a new row)."""
-        self._queue.put(("cell", record))
+        """``record`` again, newer (a child grew or ended after its cell): only its children's
+        rows are written again (``INSERT OR REPLACE``), never a second row in ``cells``."""
+        self._queue.put((CHILDREN, record))
 
     def stop(self) -> None:
         """Write what is pending, then stop; the file stays complete and readable."""
@@ -363,7 +370,10 @@ class RecordingWriter:
                 kind, item = self._queue.get_nowait()
             except queue.Empty:
                 break
-            (cells if kind == "cell" else marks).append(item)
+            if kind == MARK:
+                marks.append(item)
+            else:
+                cells.append((kind, item))
         cluster = self._nodes()
         node_columns, node_chunk = (
             cluster[0].since_with_columns(self._node_cursor, limit=BATCH_ROWS)
@@ -381,8 +391,10 @@ class RecordingWriter:
             if new_nodes and cluster is not None and node_chunk is not None:
                 written = write_node_samples(db, self.session_id, node_columns, node_chunk)
                 write_nodes(db, self.session_id, cluster[0].gpus(), cluster[1])
-            for record in cells:
-                self._write_cell(db, record)
+            for kind, record in cells:
+                if kind == CELL:
+                    self._write_cell(db, record)
+                self._write_children(db, record)
             db.executemany(
                 "INSERT INTO marks VALUES (?, ?, ?)", [(self.session_id, t, m) for t, m in marks]
             )
@@ -393,7 +405,7 @@ class RecordingWriter:
             raise
         self._cursor = chunk.end
         self.rows_written += chunk.end - chunk.start
-        self.cells_written += len(cells)
+        self.cells_written += sum(1 for kind, _ in cells if kind == CELL)
         if chunk.end > chunk.start:
             first = self._sampled[0] if self._sampled else float(chunk.times[0])
             self._sampled = (first, float(chunk.times[-1]))
@@ -418,17 +430,41 @@ class RecordingWriter:
 
     def _write_cell(self, db: sqlite3.Connection, record: CellRecord) -> None:
         # Flat columns for any SQLite client; the whole record as JSON for nbgpumon.load(),
-        # but for its source, which is in the source column alone (up to 64 KiB, not twice).
+        # but for its source, which is in the source column alone (up to 64 KiB, not twice),
+        # and its children, which have their own rows (a child's update rewrites only those).
         row = record_row(record)
         row["idx"] = record.index  # "index" is a keyword in SQL
         values = [row.get(c) for c in CELL_COLUMNS]
         whole = dataclasses.asdict(record)
-        del whole["source"]
+        del whole["source"], whole["children"]
         db.execute(
             f"INSERT INTO cells (session, {', '.join(CELL_COLUMNS)}, record) "
             f"VALUES ({', '.join('?' * (len(CELL_COLUMNS) + 2))})",
             (self.session_id, *values, json.dumps(whole, default=_plain)),
         )
+
+    def _write_children(self, db: sqlite3.Connection, record: CellRecord) -> None:
+        # Keyed by (session, idx, pid, started): a child's newer figures replace its row.
+        rows = [
+            (
+                self.session_id,
+                record.index,
+                *_child_columns(c),
+                json.dumps(dataclasses.asdict(c), default=_plain),
+            )
+            for c in record.children
+        ]
+        if rows:
+            db.executemany(
+                f"INSERT OR REPLACE INTO children (session, idx, {', '.join(CHILD_COLUMNS)}, "
+                f"record) VALUES ({', '.join('?' * (len(CHILD_COLUMNS) + 3))})",
+                rows,
+            )
+
+
+def _child_columns(c: ChildUsage) -> tuple[Any, ...]:
+    """A child's flat columns, in CHILD_COLUMNS' order."""
+    return (c.pid, c.command, c.started, c.ended, c.exit_code, c.peak, int(c.exact), c.rank, c.job)
 
 
 def _roll_back(db: sqlite3.Connection) -> None:

@@ -1,6 +1,6 @@
 """Two runs side by side: per matched cell what changed (time, host and GPU memory, per
-framework, utilization) and whether that is a regression. Plain data (each reason a
-:class:`Shift`); the views word it: the table, the frame and the report."""
+framework, utilization, the processes it started) and whether that is a regression. Plain
+data (each reason a :class:`Shift`); the views word it: the table, the frame and the report."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 
 from .._ledger.matching import ONLY_IN_A, ONLY_IN_B, Pair
 from .._ledger.records import AllocatorUsage, CellRecord, DeviceUsage
+from .._sources.processes.children import ChildUsage
 
 MIB = 2**20
 REGRESSION, IMPROVED = "regression", "improved"
@@ -37,6 +38,7 @@ class Figures:
     util: float | None  # mean GPU utilization over the cell, percent
     frameworks: dict[str, tuple[int | None, int | None]] = field(default_factory=dict)
     # framework → (peak, kept) over its GPUs
+    children: tuple[ChildUsage, ...] = ()  # the processes it started that used a GPU
 
     @classmethod
     def of(cls, r: CellRecord) -> Figures:
@@ -53,6 +55,7 @@ class Figures:
             gpu_kept=r.retained,
             util=r.util_mean,
             frameworks=frameworks,
+            children=r.children,
         )
 
 
@@ -73,20 +76,25 @@ def _sum_kept(r: CellRecord, framework: str) -> int | None:
     return _sum(u.retained for u in r.framework_usage(framework))
 
 
-# What a Shift is about: the status, a memory figure (a Figures field), or the time.
+# What a Shift is about: the status, a memory figure (a Figures field), or the time; or a
+# child: its peak GPU memory changed, or it is new in B, or gone from it.
 FAILED, PASSES = "failed", "passes"
 SLOWER, FASTER = "slower", "faster"
+CHILD_PEAK, CHILD_NEW, CHILD_GONE = "child_peak", "child_new", "child_gone"
 
 
 @dataclass(frozen=True)
 class Shift:
     """One reason for a verdict: what moved (FAILED, PASSES, a memory figure such as
     ``"gpu_kept"``, SLOWER or FASTER) from ``before`` (run A) to ``after`` (run B): bytes,
-    seconds, or for FAILED and PASSES the statuses."""
+    seconds, or for FAILED and PASSES the statuses. A child's shift (CHILD_PEAK, CHILD_NEW,
+    CHILD_GONE) is about its peak GPU memory, 0 in the run it is not in, and ``children``
+    holds it as each run has it (None: not in that run)."""
 
     what: str
     before: float | str
     after: float | str
+    children: tuple[ChildUsage | None, ChildUsage | None] = (None, None)
 
 
 @dataclass(frozen=True)
@@ -155,9 +163,55 @@ def _verdict(a: Figures, b: Figures, t: Thresholds) -> tuple[str, tuple[Shift, .
             worse.append(Shift(SLOWER, a.duration, b.duration))
         elif _past(b.duration, a.duration, t.duration_ratio, t.duration_seconds):
             better.append(Shift(FASTER, a.duration, b.duration))
-    if worse:
-        return REGRESSION, tuple(worse)
-    return (IMPROVED, tuple(better)) if better else ("", ())
+    grown, shrunk, said = _children_shifts(a.children, b.children, t)
+    # a child's shift is said whatever the verdict; one past the thresholds also makes it
+    if worse or grown:
+        return REGRESSION, (*worse, *said)
+    if better or shrunk:
+        return IMPROVED, (*better, *said)
+    return "", tuple(said)
+
+
+def _children_shifts(
+    a: Sequence[ChildUsage], b: Sequence[ChildUsage], t: Thresholds
+) -> tuple[bool, bool, list[Shift]]:
+    """The children's shifts, in order (a matched child whose peak moved past the memory
+    thresholds; one only in A or only in B, whatever its peak), and whether one grew or
+    shrank past them (a new child's peak counts as growth from nothing, a gone one's as the
+    opposite)."""
+    grown = shrunk = False
+    said = []
+    for one, two in match_children(a, b):
+        before = one.peak if one is not None else 0
+        after = two.peak if two is not None else 0
+        up = _past(before, after, t.memory_ratio, t.memory_bytes)
+        down = _past(after, before, t.memory_ratio, t.memory_bytes)
+        if one is None:
+            what = CHILD_NEW
+        elif two is None:
+            what = CHILD_GONE
+        elif up or down:
+            what = CHILD_PEAK
+        else:
+            continue  # (a peak that moved less than the thresholds: the same)
+        said.append(Shift(what, before, after, (one, two)))
+        grown, shrunk = grown or up, shrunk or down
+    return grown, shrunk, said
+
+
+def match_children(
+    a: Sequence[ChildUsage], b: Sequence[ChildUsage]
+) -> list[tuple[ChildUsage | None, ChildUsage | None]]:
+    """A cell's children in run A paired with B's: by command (and rank, for a job's
+    workers), then in order of start; (child, None) for one only in A, (None, child) for one
+    only in B. A's order, then B's new ones."""
+    in_a, in_b = _by_command(a), _by_command(b)
+    pairs: list[tuple[ChildUsage | None, ChildUsage | None]] = []
+    for key in dict.fromkeys([*in_a, *in_b]):
+        ones, twos = in_a.get(key, []), in_b.get(key, [])
+        for k in range(max(len(ones), len(twos))):
+            pairs.append((ones[k] if k < len(ones) else None, twos[k] if k < len(twos) else None))
+    return pairs
 
 
 def _past(before: float, after: float, ratio: float, amount: float) -> bool:
@@ -171,3 +225,11 @@ def only_in(changes: Sequence[CellComparison], side: str) -> list[CellRecord]:
     how = ONLY_IN_A if side == "A" else ONLY_IN_B
     records = [c.pair.a if side == "A" else c.pair.b for c in changes if c.pair.how == how]
     return [r for r in records if r is not None]
+
+
+def _by_command(children: Sequence[ChildUsage]) -> dict[tuple[str, int | None], list[ChildUsage]]:
+    """{(command, rank): the children that ran it, in order of start}."""
+    out: dict[tuple[str, int | None], list[ChildUsage]] = {}
+    for child in sorted(children, key=lambda c: c.started):
+        out.setdefault((child.command, child.rank), []).append(child)
+    return out

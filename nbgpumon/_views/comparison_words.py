@@ -1,13 +1,18 @@
 """A comparison worded: each :class:`Shift` as the phrase the table, the frame and the API give
-(``GPU kept ×3.0 (+512 MiB)``, ``failed (error; was ok)``), and the thresholds' line."""
+(``GPU kept ×3.0 (+512 MiB)``, ``failed (error; was ok)``, ``children: python train.py peak
+≥3.0 GiB → ≥4.5 GiB``), and the thresholds' line."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from .._foundation.units import format_bytes, format_seconds
 from .._session.comparison import (
+    CHILD_GONE,
+    CHILD_NEW,
+    CHILD_PEAK,
     FAILED,
     FASTER,
     PASSES,
@@ -17,6 +22,10 @@ from .._session.comparison import (
     Thresholds,
 )
 
+if TYPE_CHECKING:
+    from .._ledger.records import ChildUsage  # (a record's; views don't import sources)
+
+MAX_COMMAND = 40  # characters of a child's command in a reason
 _FIGURE_NAMES = {"host_peak": "host peak", "host_kept": "host kept",
                  "gpu_peak": "GPU peak", "gpu_kept": "GPU kept"}  # fmt: skip
 
@@ -47,10 +56,39 @@ def shift_text(shift: Shift) -> str:
         return f"failed ({shift.after}; was {shift.before})"
     if shift.what == PASSES:
         return f"passes (was {shift.before})"
+    if shift.what in (CHILD_PEAK, CHILD_NEW, CHILD_GONE):
+        return _child_text(shift)
     before, after = float(shift.before), float(shift.after)
     if shift.what in (SLOWER, FASTER):
         return f"{shift.what} {_change(before, after, _seconds)}"
     return f"{_FIGURE_NAMES[shift.what]} {_change(before, after, format_bytes)}"
+
+
+def _child_text(shift: Shift) -> str:
+    """``children: python train.py peak ≥3.0 GiB → ≥4.5 GiB``, ``children: python eval.py
+    (rank 1) new, peak 2.0 GiB``, ``children: python old.py gone (peak was ≥1.0 GiB)``; ``≥``
+    where the peak is the highest sampled figure, a lower bound."""
+    one, two = shift.children
+    child = two if two is not None else one
+    name = _command(child) if child is not None else "a process"
+    if shift.what == CHILD_NEW:
+        return f"children: {name} new, peak {_peak(two)}"
+    if shift.what == CHILD_GONE:
+        return f"children: {name} gone (peak was {_peak(one)})"
+    return f"children: {name} peak {_peak(one)} → {_peak(two)}"
+
+
+def _command(child: ChildUsage) -> str:
+    command = child.command
+    if len(command) > MAX_COMMAND:
+        command = command[: MAX_COMMAND - 1] + "…"
+    return command if child.rank is None else f"{command} (rank {child.rank})"
+
+
+def _peak(child: ChildUsage | None) -> str:
+    if child is None:
+        return "—"
+    return ("" if child.exact else "≥") + format_bytes(child.peak)
 
 
 def thresholds_line(t: Thresholds) -> str:
