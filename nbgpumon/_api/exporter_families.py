@@ -6,7 +6,8 @@ The families come from the registry's ``export`` names (base units, Prometheus n
 the DCGM exporter's label names (``gpu``, ``UUID``, ``modelName``, ``Hostname``; for a MIG
 device, as DCGM labels one, its GPU's index, UUID and model with ``GPU_I_PROFILE`` and
 ``GPU_I_ID``), plus the cell
-context: the running cell's execution count, cells by outcome, the last cell's figures. A value
+context: the running cell's execution count, cells by outcome, the last cell's figures, and the
+processes recent cells started (``exporter_children.py``). A value
 the session does not have (NaN, None) is left out, never exported as NaN.
 
 The HTTP server that serves it sits beside it (``exporter.py``); this module reads only the
@@ -18,7 +19,7 @@ from __future__ import annotations
 import math
 import socket
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.exposition import generate_latest
@@ -29,6 +30,7 @@ from .._foundation.metrics import Metric as RegistryMetric
 from .._foundation.version import __version__
 from .._ledger.records import CellRecord
 from .._session.data import Device, SessionData
+from .exporter_children import child_families
 
 GPU_LABELS = ("gpu", "UUID", "modelName", "Hostname")  # the DCGM exporter's label names
 # ... and, as it labels a MIG device, its GPU instance: only on a machine with one
@@ -161,7 +163,15 @@ class SessionCollector:
                         labels.append(self.rank)
                 self._add(families, m, labels, latest.get(m.column(d.index)), names)
         out: list[Metric] = [f for f in families.values() if f.samples]
-        out += self._cell_families()
+        records = self.data.records
+        out += self._cell_families(records)
+        by_index = {d.index: labels for d, labels in zip(devices, gpu_labels, strict=True)}
+
+        def labels_of(index: int) -> list[str]:  # (a GPU the session no longer lists: its index)
+            known = by_index.get(index)
+            return known if known is not None else _gpu_labels(Device(index, ""), host, gpu_names)
+
+        out += child_families(records, host, gpu_names, labels_of)
         out.append(self._build_info())
         return out
 
@@ -181,9 +191,8 @@ class SessionCollector:
             return  # not measured: left out, not exported as NaN
         family.add_metric(labels, value * _SCALE.get(m.unit, 1.0))
 
-    def _cell_families(self) -> list[Metric]:
+    def _cell_families(self, records: Sequence[CellRecord]) -> list[Metric]:
         host = [self.hostname]
-        records = self.data.records
         self._count_cells(records)
         running = self.data.running()
         count = running.count if running is not None else None
@@ -227,7 +236,7 @@ class SessionCollector:
                     out.append(_gauge(name, help_text, host, value))
         return out
 
-    def _count_cells(self, records: list[CellRecord]) -> None:
+    def _count_cells(self, records: Sequence[CellRecord]) -> None:
         """Count the records not counted yet (those at or above ``_counted_below``)."""
         start = len(records)
         while start > 0 and records[start - 1].index >= self._counted_below:
@@ -265,7 +274,7 @@ def _gauge(name: str, help_text: str, labels: list[str], value: float) -> GaugeM
     return family
 
 
-def _last_cell(records: list[CellRecord]) -> CellRecord | None:
+def _last_cell(records: Sequence[CellRecord]) -> CellRecord | None:
     for record in reversed(records):
         if record.kind == "cell":
             return record

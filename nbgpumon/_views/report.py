@@ -6,7 +6,9 @@ One adapter (``_session_data``) turns a live ``Monitor`` or a ``Recorded`` sessi
 * a memory timeline and a utilization timeline on one shared time axis, with each executed
   cell as a shaded band labelled ``[N]`` and each ``mark()`` as a dashed vertical line;
 * brushing a time range lists the cells overlapping it and highlights their bars;
-* per-cell bars: peak and kept memory, and duration.
+* per-cell bars: peak and kept memory, and duration;
+* the memory panel's lines include each GPU's split between this kernel, the processes it
+  started and every other process, and a listed cell names the processes it started.
 
 Strings from user data (cell sources, region and mark labels) reach the browser either as SVG
 text through d3's ``.text()`` (bqplot labels, axes, tooltips) or HTML-escaped in the listing.
@@ -26,12 +28,13 @@ import ipywidgets as widgets
 import numpy as np
 from bqplot.interacts import BrushIntervalSelector, PanZoom
 
-from .._foundation.metrics import DEVICE, device_of
+from .._foundation.metrics import DEVICE, PROCESS, device_of
 from .._foundation.units import byte_unit, format_bytes, format_local, format_seconds
 from .._ledger.records import CellRecord
 from .._session.data import SessionData
 from .._session.live_data import LiveData
 from .axis import bytes_axis, percent_axis, time_ticks, value_ticks
+from .children_text import children_text
 from .panels import PALETTE, Series, chart_panels
 from .report_nodes import MAX_NODE_LINES, NodeSeries, node_series
 
@@ -145,13 +148,14 @@ def _wanted_columns(columns: Sequence[str]) -> list[str]:
 
 def _legend(series: Series) -> str:
     """A line's name in the report's one legend for all sources: "allocated (torch)",
-    "GPU util", "host RSS"."""
+    "GPU util", "host RSS"; the process split's as it is: "this kernel", "its children",
+    "other processes"."""
     m = series.metric
     if m.scope == "host":
         return f"host {m.label}"
     if m.panel == "util":
         return f"{m.label} util"
-    return m.label if m.group == DEVICE else f"{m.label} ({m.source})"
+    return m.label if m.group in (DEVICE, PROCESS) else f"{m.label} ({m.source})"
 
 
 # -- the widget -------------------------------------------------------------------------------
@@ -367,7 +371,8 @@ class Report(widgets.VBox):
             self._list(None)
 
     def _memory_lines(self, data: _ReportData, times: np.ndarray) -> tuple[list[bq.Lines], str]:
-        """Per GPU: NVML used, torch reserved and allocated; host RSS without GPU columns.
+        """Per GPU: NVML used, the split of it between this kernel, its children and other
+        processes, each framework's reserved and allocated; host RSS without GPU columns.
         Memory lines plot each downsampled row's maximum, so a short peak stays visible."""
         series: list[tuple[np.ndarray, str, str, str]] = []
         panels = chart_panels(data.columns, ("memory",))
@@ -805,6 +810,7 @@ def _listing_html(
             ("" if (r.peak_exact if gpu else r.rss_peak_exact) else "≥") + format_bytes(peak),
             format_bytes(kept, signed=not gpu),
             r.status,
+            children_text(r.children),  # the processes it started: "python train.py ≥3.0 GiB …"
             r.label,
         )
         rows.append(
@@ -815,9 +821,10 @@ def _listing_html(
         )
     more = len(records) - MAX_LISTED
     if more > 0:
-        rows.append(f"<tr><td colspan='7'>… {more} more (brush a shorter range)</td></tr>")
+        rows.append(f"<tr><td colspan='8'>… {more} more (brush a shorter range)</td></tr>")
     header = "".join(
-        f"<th>{h}</th>" for h in ("cell", "start", "time", "peak", "kept", "status", "source")
+        f"<th>{h}</th>"
+        for h in ("cell", "start", "time", "peak", "kept", "status", "children", "source")
     )
     table = (
         "<table class='nbgpumon-report-cells' style='border-collapse:collapse;font-size:12px'>"

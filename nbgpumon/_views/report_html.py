@@ -1,16 +1,19 @@
 """A recorded session as one self-contained HTML page: no script, no network, just the SVG
-timeline of the whole session, the session's facts and the ledger table. Every string from the
-recording is escaped."""
+timeline of the whole session, the session's facts, the ledger table and the processes its
+cells started. Every string from the recording is escaped."""
 
 from __future__ import annotations
 
 import html
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .._foundation.units import format_bytes, format_utc
-from .._session.data import Cluster
+from .._ledger.records import CellRecord
+from .._session.data import Cluster, Device
+from .children_text import children_text
 from .report_nodes import node_series
 from .svg import timeline_svg
 from .text import cells_table
@@ -76,6 +79,7 @@ def session_html(session: Recorded, max_points: int = 1200) -> str:
         for t, label in own_marks
     )
     table = cells_table(records).html
+    children = _children_html(records, devices)
     nodes = _nodes_html(Cluster(session.nodes, session.cluster_server)) if session.nodes else ""
     return (
         "<!doctype html><html><head><meta charset='utf-8'>"
@@ -84,8 +88,27 @@ def session_html(session: Recorded, max_points: int = 1200) -> str:
         f"<div class='timeline'>{picture}</div>"
         + (f"<h2>Marks</h2><ul class='marks'>{marks}</ul>" if marks else "")
         + nodes
-        + f"<h2>Cells</h2>{table}</body></html>"
+        + f"<h2>Cells</h2>{table}{children}</body></html>"
     )
+
+
+def _children_html(records: Sequence[CellRecord], devices: Sequence[Device]) -> str:
+    """Each cell that started processes, with their words: ``[5] children: python train.py
+    ≥3.0 GiB on gpu0, 87%``; "" when no cell did."""
+    keys = {d.index: d.key for d in devices}
+
+    def key(index: int) -> str:
+        return keys.get(index, f"gpu{index}")
+
+    items = [
+        f"<li data-cell='{'' if r.execution_count is None else r.execution_count}'>"
+        f"{html.escape(f'{r.name} children: {children_text(r.children, key)}')}</li>"
+        for r in records
+        if r.kind == "cell" and r.children
+    ]
+    if not items:
+        return ""
+    return f"<h2>Processes the cells started</h2><ul class='children'>{''.join(items)}</ul>"
 
 
 def _nodes_html(cluster: Cluster | None) -> str:
