@@ -52,7 +52,10 @@ def run(tmp_path_factory):
         ".rsplit(')', 1)[1].split()[0] != 'Z':\n"
         "    time.sleep(0.05)\n"
         "    assert time.monotonic() < _d\n"
-        "time.sleep(1.0)  # a zombie the sampler sees (not waited for yet)\n"
+        "_s = _nbg.monitor()._session\n"  # a zombie, not waited for yet, until the sampler saw it
+        "while not any(r.exit_code == 3 for r in list(_s.process_source.runs.values())):\n"
+        "    time.sleep(0.05)\n"
+        "    assert time.monotonic() < _d\n"
         "p3.wait()",
         f"# popen\nkept = subprocess.Popen([{py!r}, {holder!r}, str({GIB}), '50', '120'])",
         WAIT_FOR_CHILD + "print('SEEN', any(p.is_child for p in _s.children.processes_now()))",

@@ -202,6 +202,7 @@ class Session(LiveData):
         if self._late_source is not None and not self._late_source.reading_since:
             self._late_source.close()
         self.host.close()
+        self.process_source.close()
         _open_sessions.discard(self)
 
     @property

@@ -26,6 +26,7 @@ from .proc_reads import (
     comm_of,
     environ_of,
     owner_of,
+    read_stat,
     returncode,
     short_command,
     started_at,
@@ -71,7 +72,8 @@ class ProcessSource:
         self._boot = boot_time()
         self._values: list[float | None] = []
         self._lists = 0  # process lists read
-        self._names: dict[tuple[int, int], tuple[str, bool, KernelIdentity | None]] = {}
+        # other processes' owner, command line and environment, by PID and start
+        self._names: dict[tuple[int, int], tuple[bool, list[str], dict[str, str]]] = {}
 
     @property
     def status(self) -> str:
@@ -209,24 +211,29 @@ class ProcessSource:
         )
 
     def _identity(self, pid: int, name: str) -> tuple[str, bool, KernelIdentity | None]:
-        """Who another process is, read once per process (PID and start)."""
-        from .proc_reads import read_stat
-
+        """Who another process is: its owner, command line and environment read once per
+        process (PID and start); a kernel's notebook and state asked each time (the names'
+        cache: never waited for)."""
         stat = read_stat(pid)
         key = (pid, stat.start_ticks if stat is not None else -1)
         known = self._names.get(key)
-        if known is not None and (known[2] is None or known[2].notebook is not None):
-            return known
-        owner = owner_of(pid)
-        if owner is not None and owner != self._uid:
-            found: tuple[str, bool, KernelIdentity | None] = ("another user's process", True, None)
-        else:
-            kernel = self.kernels.identify(pid, argv_of(pid), environ_of(pid))
-            found = (name, False, kernel)
-        if len(self._names) >= NAMES_KEPT:
-            self._names.clear()
-        self._names[key] = found
-        return found
+        if known is None:
+            owner = owner_of(pid)
+            if owner is not None and owner != self._uid:
+                known = (True, [], {})  # another user's: nothing more is read
+            else:
+                known = (False, argv_of(pid), environ_of(pid))
+            if len(self._names) >= NAMES_KEPT:
+                self._names.clear()
+            self._names[key] = known
+        other_user, argv, environ = known
+        if other_user:
+            return "another user's process", True, None
+        return name, False, self.kernels.identify(pid, argv, environ)
+
+    def close(self) -> None:
+        """No more fetches of the servers' sessions (the session is closing)."""
+        self.kernels.close()
 
 
 def _read_rank(run: ChildRun, pid: int) -> None:
