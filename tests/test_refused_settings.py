@@ -19,6 +19,7 @@ BAD = {
     "allocator_interval": 1e9,
     "detail_interval": -1,
     "slow_interval": "often",
+    "process_interval": "often",
     "peak_mode": "x",
     "summary": "maybe",
     "history": 0,

@@ -16,11 +16,14 @@ from .._ledger.ledger import Ledger
 from .._ledger.records import CellRecord
 from .._sources.processes.children import ChildUsage
 from .._sources.processes.on_gpu import ProcessOnGpu
+from .._sources.processes.proc_reads import has_exited
 from .._sources.processes.source import ProcessSource
 
-# A child's start is read to a clock tick (10 ms) and a cell's from its first reading: a child
-# this much before a cell's start is still the cell's.
-START_SLACK = 0.05
+# A child's start is read to a clock tick (10 ms, cut down), so it may read up to one tick
+# before the instant it began: a cell that began less than this after the start read is the
+# one that started it. (A child forked in the last tick of a cell that the next one follows at
+# once is the next one's: rarer than a child started first thing in a cell.)
+TICK = 0.02
 MAX_CHILDREN = 64  # kept in one record: a cell that starts thousands keeps its first ones
 
 
@@ -38,16 +41,15 @@ class ChildrenControl:
         self.on_changed: Callable[[], None] = _nothing  # a record was brought up to date
 
     def charge(self, record: CellRecord) -> CellRecord:
-        """``record`` (a cell's, at its end) with the children that started while it ran."""
+        """``record`` (a cell's, at its end) with the children that started while it ran:
+        it is the newest cell, so every child that began after its start is its own."""
         if record.kind != "cell":
             return record
         start, end = record.start, record.start + record.duration
         mine = [
-            c
-            for c in self.processes.children(since=start - START_SLACK)
-            # (a start is read to a clock tick: one just before the cell's, if no earlier
-            # cell's, is this cell's)
-            if start <= c.started <= end or not self._cell_of(c.started)
+            _ended_by_now(c, end)
+            for c in self.processes.children(since=start - TICK)
+            if c.started <= end
         ]
         return dataclasses.replace(record, children=_merged((), mine)) if mine else record
 
@@ -89,20 +91,29 @@ class ChildrenControl:
         return record.execution_count if record is not None else None
 
     def _cell_of(self, started: float) -> CellRecord | None:
-        """The stored cell whose run holds ``started``, or else the earliest that began just
-        after it (a start read to a clock tick is up to one early). Searched from the newest
-        (children are recent): the cost is the cells since, not all of them."""
-        near = None
+        """The stored cell that was running when a child that started at ``started`` began:
+        the latest to begin before it (to a tick), if it had not ended. Searched from the
+        newest (children are recent): the cost is the cells since, not all of them."""
         for record in self._ledger.newest_first():
-            if record.kind != "cell":
+            if record.kind != "cell" or record.start > started + TICK:
                 continue
-            if record.start + record.duration < started:
-                break  # (between two cells: started by a thread, or before any cell)
-            if record.start <= started:
+            if record.start + record.duration + TICK >= started:
                 return record
-            if record.start - START_SLACK <= started:
-                near = record
-        return near
+            return None  # between two cells (started by a thread, or before any cell)
+        return None
+
+
+def _ended_by_now(child: ChildUsage, now: float) -> ChildUsage:
+    """``child`` as ended, where it has exited since the sampler last looked (a script that
+    just ended with its shell escape): said now, not at the next look."""
+    if not child.running:
+        return child
+    exited, code = has_exited(child.pid, own_child=child.depth == 1)
+    if not exited:
+        return child
+    return dataclasses.replace(
+        child, ended=now, exit_code=child.exit_code if code is None else code
+    )
 
 
 def _merged(known: tuple[ChildUsage, ...], newer: list[ChildUsage]) -> tuple[ChildUsage, ...]:

@@ -120,3 +120,28 @@ def returncode(wait_status: int) -> int:
     signal that killed it."""
     signal = wait_status & 0x7F
     return -signal if signal else (wait_status >> 8) & 0xFF
+
+
+def has_exited(pid: int, own_child: bool) -> tuple[bool, int | None]:
+    """Whether ``pid`` has exited, and its code where that can be told, from two system calls
+    that never wait (no ``/proc`` read): a child of this process is asked without being reaped
+    (``WNOWAIT``: its ``Popen.wait()`` still gets it), any other is signalled with 0."""
+    if own_child and hasattr(os, "waitid"):
+        try:
+            found = os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+        except ChildProcessError:
+            found = None  # reaped already (or not ours): the signal says
+        except OSError:
+            return False, None
+        else:
+            if found is None:
+                return False, None  # running
+            killed = found.si_code in (os.CLD_KILLED, os.CLD_DUMPED)
+            return True, -found.si_status if killed else found.si_status
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True, None
+    except OSError:
+        return False, None  # (another user's: it exists)
+    return False, None
