@@ -65,26 +65,30 @@ def main() -> None:
                     child.stdout.readline()  # "ready": its context is up
                 _wait_for_children(session, n, held)
             mon.stop()
+            source = session.process_source
+            scans0, cpu0 = source.scans, source.cpu_ns
             mon.start()  # the accounting starts again with the thread
             time.sleep(seconds)
             report = session.sampler.cost_report()
+            scans, cpu = source.scans - scans0, source.cpu_ns - cpu0
+            per_scan = cpu / scans / 1e3 if scans else 0.0
             result.log(report.line())
-            processes = report.groups.get("processes")
             on_gpu = sum(1 for p in session.process_source.processes if p.is_child)
             result.add(
                 f"sampler thread, defaults, {n} children alive ({on_gpu} on a GPU)",
                 report.core_share * 100,
                 "% of a core",
                 TARGET if n else None,
-                note=f"{report.ticks} ticks in {report.seconds:.1f} s; process ticks "
-                f"{processes.cpu_per_tick * 1e6 if processes else 0:.0f} µs CPU "
-                f"×{processes.ticks if processes else 0}; "
+                note=f"{report.ticks} ticks in {report.seconds:.1f} s; {scans} process scans, "
+                f"{per_scan:.0f} µs CPU each ({cpu / 1e7 / report.seconds:.3f}% of a core); "
                 f"{report.device_calls_per_second:.0f} NVML calls/s",
             )
             result.details[f"{n} children"] = {
                 "core_share": report.core_share,
                 "children_on_gpu": on_gpu,
                 "line": report.line(),
+                "process_scans": scans,
+                "process_scan_cpu_us": per_scan,
                 "groups": {
                     name: {"ticks": g.ticks, "cpu_us_per_tick": g.cpu_per_tick * 1e6}
                     for name, g in report.groups.items()

@@ -101,7 +101,7 @@ def test_a_shell_escapes_3_gib_peak_is_in_its_summary_line(run):
     # held steady for 3 s, read every 0.25 s: the highest sample is the driver's own figure
     assert 0.99 * truth <= gpu["peak"] <= truth
     summary = [line for line in text.splitlines() if line.startswith("[")][-1]
-    assert re.search(r"children: python .*gpu_hold\.py.* ≥3\.\d GiB on gpu0", summary), summary
+    assert re.search(r"children: python3? .*gpu_hold\.py.* ≥3\.\d GiB on gpu0", summary), summary
 
 
 def test_a_popen_child_is_marked_in_status_and_the_snapshot(run):

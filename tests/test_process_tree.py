@@ -12,6 +12,7 @@ import time
 import pytest
 
 from nbgpumon._sources.devices.protocol import GpuDevice, GpuProcess
+from nbgpumon._sources.proc_file import read_proc
 from nbgpumon._sources.processes.proc_reads import (
     argv_of,
     environ_of,
@@ -121,3 +122,21 @@ class _Listing:
 
     def accounted_peak(self, index: int, pid: int) -> int | None:
         return None
+
+
+def test_a_listed_grandchild_the_scans_have_not_reached_is_traced_up_its_parents():
+    tree = ProcessTree()
+    shell = subprocess.Popen(["sh", "-c", "sleep 30 & wait"])
+    try:
+        sleeper = _until(lambda: _first_child(shell.pid))
+        seen = tree.adopt(sleeper)
+        assert seen is not None and seen.depth == 2 and tree.known[shell.pid].depth == 1
+        assert tree.adopt(os.getppid()) is None  # pytest's parent: no descendant
+    finally:
+        shell.kill()
+        shell.wait()
+
+
+def _first_child(pid: int) -> int | None:
+    raw = read_proc(f"/proc/{pid}/task/{pid}/children") or b""
+    return int(raw.split()[0]) if raw.split() else None

@@ -20,17 +20,11 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from .._sources.base import ALLOCATOR, CADENCES, DETAIL, FAST, PROCESSES, SLOW
+from .._sources.base import ALLOCATOR, CADENCES, DETAIL, FAST, SLOW
 
 SUBSCRIBERS = "subscribers"
 TIMELINE = "timeline"  # a tick's own work after its sources: the append, the cluster's rows
-_ORDER = {
-    FAST: 0,
-    PROCESSES: 1,
-    ALLOCATOR: 2,
-    DETAIL: 3,
-    SLOW: 4,
-}  # the slowest due cadence names a tick
+_ORDER = {FAST: 0, ALLOCATOR: 1, DETAIL: 2, SLOW: 3}  # the slowest due cadence names a tick
 _KIND: dict[frozenset[str], str] = {}  # a tick's due cadences -> its class, as first worked out
 
 

@@ -23,7 +23,7 @@ from .._sampling.node_timeline import NodeTimeline
 from .._sampling.sampler import Sampler, timeline_columns
 from .._sampling.timeline import Timeline
 from .._sources.allocator_columns import AllocatorColumns
-from .._sources.base import ALLOCATOR, DETAIL, PROCESSES, SLOW, AllocatorSource
+from .._sources.base import ALLOCATOR, DETAIL, SLOW, AllocatorSource
 from .._sources.devices.nvml import NvmlSource  # the default device source
 from .._sources.devices.protocol import DeviceSource
 from .._sources.frameworks import frameworks, plugin_settings
@@ -52,10 +52,7 @@ _LIVE_SETTINGS = [
 ]  # fmt: skip
 # a plug-in's own setting -> (its plug-in's name, the setting): passed on to its source
 _PLUGIN_SETTINGS = {setting.name: (plugin.name, setting) for plugin, setting in plugin_settings()}
-_INTERVALS = {
-    "allocator_interval": ALLOCATOR, "detail_interval": DETAIL, "slow_interval": SLOW,
-    "process_interval": PROCESSES,
-}  # fmt: skip
+_INTERVALS = {"allocator_interval": ALLOCATOR, "detail_interval": DETAIL, "slow_interval": SLOW}
 FIRST_SAMPLE_WAIT = 2.0  # seconds a snapshot or a new exporter waits for the first sample
 # Seconds close() (%unload_ext) waits for the sampler's thread; one stuck in the driver ends
 # when its call returns, writing nothing.
@@ -103,7 +100,7 @@ class Session(LiveData):
         self.timeline = Timeline(timeline_columns(sources))
         intervals = {
             ALLOCATOR: cfg.allocator_interval, DETAIL: cfg.detail_interval,
-            SLOW: cfg.slow_interval, PROCESSES: cfg.process_interval,
+            SLOW: cfg.slow_interval,
         }  # fmt: skip
         self.sampler = Sampler(sources, self.timeline, interval=cfg.interval, intervals=intervals)
         # (the source, not self: the sampler must not keep the session alive)
@@ -146,7 +143,8 @@ class Session(LiveData):
             self.sampler.set_interval(value)
         elif name in _INTERVALS:
             self.sampler.intervals[_INTERVALS[name]] = value
-            self.process_source.interval = self.config.process_interval
+        elif name == "process_interval":
+            self.process_source.interval = value
         elif name == "peak_mode":
             self.ledger.peak_mode = value
         elif name in _PLUGIN_SETTINGS:

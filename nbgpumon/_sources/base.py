@@ -21,11 +21,10 @@ from .._foundation.metrics import Metric
 
 # Cadence classes, fastest first. The sampler's settings say how often each comes due.
 FAST = "fast"  # every tick: memory, utilization, RSS (a few µs a device)
-PROCESSES = "processes"  # this kernel's process tree (and, while it has children, the GPUs' lists)
 ALLOCATOR = "allocator"  # a framework's allocator counters (~25 µs a device)
 DETAIL = "detail"  # temperature, power, clock, PCIe counters (~160 µs a device)
 SLOW = "slow"  # power limit, processes, system memory (a process list can take ms)
-CADENCES = (FAST, PROCESSES, ALLOCATOR, DETAIL, SLOW)
+CADENCES = (FAST, ALLOCATOR, DETAIL, SLOW)
 # Beside FAST on a tick faster than STEADY_PERIOD that is not due to refresh what changes more
 # slowly than memory: utilization (NVML's is an average over its own sample period, 1/6 s to
 # 1 s, so read at 100 Hz nine reads in ten repeat the last) and the RSS (the cell's host peak

@@ -2,9 +2,11 @@
 a launcher's workers), across ``exec`` (the PID stays), and those left behind by a parent
 that exited (reparented, still known by PID and start).
 
-Each scan reads two small ``/proc`` files a descendant (its ``stat`` and its main thread's
-``children``) and the kernel's threads' ``children``; every eighth scan also lists each
-descendant's threads, for a child started from a thread other than its main one.
+Each scan reads the kernel's threads' ``children`` and each descendant's ``stat`` (is it
+alive, has it exited); every fourth scan also each descendant's main thread's ``children``,
+every eighth all its threads' (a child started from a thread other than its main one). A
+process a GPU lists that the scans have not reached yet is traced up its parents
+(:meth:`ProcessTree.adopt`), so a grandchild is charged from its first listing.
 """
 
 from __future__ import annotations
@@ -16,7 +18,10 @@ from ..proc_file import read_proc
 from .proc_reads import ProcStat, read_stat
 
 MAX_DESCENDANTS = 256  # followed at once: a fork bomb must not make a tick unbounded
+DESCENDANTS_EVERY = 4  # scans between two reads of the descendants' own children
 THREADS_EVERY = 8  # scans between two listings of every descendant's threads
+MAX_DEPTH = 16  # parents followed up from a listed process before it is taken for a stranger
+STRANGERS_KEPT = 512  # processes known not to be descendants (by PID and start)
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,11 +39,13 @@ class ProcessTree:
         self.root = os.getpid() if root is None else root
         self.known: dict[int, Seen] = {}
         self.scans = 0
+        self._strangers: set[tuple[int, int]] = set()
         self.has_children_files = os.path.exists(f"/proc/{self.root}/task/{self.root}/children")
 
     def scan(self) -> dict[int, Seen]:
         """Every descendant alive now (zombies included: their exit code is in ``stat``)."""
         self.scans += 1
+        below = self.scans % DESCENDANTS_EVERY == 1
         all_threads = self.scans % THREADS_EVERY == 1
         found: dict[int, Seen] = {}
         depth = {pid: 1 for pid in self._children(self.root, True)}
@@ -57,14 +64,42 @@ class ProcessTree:
             if reused and stat.parent != self.root and stat.parent not in found:
                 continue  # the PID was reused by a stranger
             found[pid] = Seen(stat, depth[pid])
-            if stat.state in ("Z", "X"):
-                continue
+            if stat.state in ("Z", "X") or not (below or pid not in self.known):
+                continue  # (a new one's children are read at once: a shell's script)
             for child in self._children(pid, all_threads):
                 if child not in depth:
                     depth[child] = depth[pid] + 1
                     queue.append(child)
         self.known = found
         return found
+
+    def adopt(self, pid: int) -> Seen | None:
+        """``pid`` as a descendant, found by its parents, when it is one the scans have not
+        reached yet; else None (remembered: a stranger is traced once)."""
+        seen = self.known.get(pid)
+        if seen is not None:
+            return seen
+        chain: list[ProcStat] = []
+        current = pid
+        for _ in range(MAX_DEPTH):
+            stat = read_stat(current)
+            if stat is None or (stat.pid, stat.start_ticks) in self._strangers:
+                break
+            chain.append(stat)
+            parent = stat.parent
+            if parent == self.root or parent in self.known:
+                depth = 1 if parent == self.root else self.known[parent].depth + 1
+                for found in reversed(chain):
+                    self.known[found.pid] = Seen(found, depth)
+                    depth += 1
+                return self.known[pid]
+            if parent <= 1:
+                break
+            current = parent
+        if len(self._strangers) >= STRANGERS_KEPT:
+            self._strangers.clear()
+        self._strangers.update((s.pid, s.start_ticks) for s in chain)
+        return None
 
     def _children(self, pid: int, all_threads: bool) -> list[int]:
         if not self.has_children_files:

@@ -87,6 +87,7 @@ class NvmlSource:
         self._state: list[_DeviceState] = []
         self.mapping_note = ""
         self._pid = os.getpid()
+        self._names: dict[int, str] = {}  # the listed processes' names, read once each
         # How long NVML keeps its callers waiting (monotonic seconds; 0.0: no call waits): the
         # sampler's read, another thread's ask (one at a time: BoundedCall), and how long the
         # last of them to return took. Plain attributes: the tick pays two clock reads.
@@ -388,6 +389,7 @@ class NvmlSource:
     def read_processes(self) -> list[GpuProcess]:
         """Compute processes on every device, this kernel's marked."""
         found: list[GpuProcess] = []
+        names, self._names = self._names, {}
         for i, state in enumerate(self._state):
             procs = self.library.call_first(
                 (
@@ -402,12 +404,17 @@ class NvmlSource:
             for p in procs if isinstance(procs, list) else []:
                 pid = getattr(p, "pid", None) or None  # 0 means hidden by a PID namespace
                 used = getattr(p, "usedGpuMemory", None)
+                name = names.get(pid) if pid is not None else None
+                if name is None:
+                    name = _process_name(pid)
+                if pid is not None:
+                    self._names[pid] = name
                 found.append(
                     GpuProcess(
                         index=i,
                         pid=pid,
                         used_memory=used if isinstance(used, int) and used < 2**63 else None,
-                        name=_process_name(pid),
+                        name=name,
                         is_this_kernel=pid == self._pid,
                     )
                 )
