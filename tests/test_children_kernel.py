@@ -82,7 +82,8 @@ def test_a_shell_escapes_script_is_charged_to_its_cell_with_its_peak(run):
     assert child["depth"] in (1, 2)
     (gpu,) = child["gpus"]
     assert gpu["peak"] == 3 * GIB
-    assert gpu["exact"] is False and gpu["interval"] == 0.25
+    # read every 0.2 s (two 0.1 s ticks); a gap of one more tick when the machine is slow
+    assert gpu["exact"] is False and 0.2 <= gpu["interval"] <= 0.31
     assert gpu["util_mean"] == pytest.approx(87)
     assert child["ended"] is not None and child["ended"] >= child["started"] + 1.0
 

@@ -86,6 +86,8 @@ class CellPipeline:
         opened = self.ledger.begin(
             "cell", first_line(source), execution_count, cell_id, source=source
         )
+        if self.children is not None:
+            self.children.began(opened.start)  # (which PIDs are this cell's children)
         self._tracing.open_range(execution_count, source)
         self.on_opened()  # after begin: the cell's start readings exist now
         return opened

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from .._ledger.ledger import Ledger
 from .._ledger.records import CellRecord
 from .._sources.processes.children import ChildUsage
+from .._sources.processes.last_pid import born_after, last_pid
 from .._sources.processes.on_gpu import ProcessOnGpu
 from .._sources.processes.proc_reads import has_exited
 from .._sources.processes.source import ProcessSource
@@ -24,6 +25,7 @@ from .._sources.processes.source import ProcessSource
 # one that started it. (A child forked in the last tick of a cell that the next one follows at
 # once is the next one's: rarer than a child started first thing in a cell.)
 TICK = 0.02
+PIDS_KEPT = 1024  # cells whose last PID at their start is kept
 MAX_CHILDREN = 64  # kept in one record: a cell that starts thousands keeps its first ones
 
 
@@ -39,6 +41,17 @@ class ChildrenControl:
         self.processes, self._ledger, self._rerecord = processes, ledger, rerecord
         self._settled = 0  # the source's ``changes`` when last settled
         self.on_changed: Callable[[], None] = _nothing  # a record was brought up to date
+        # each recent cell's start -> the last PID handed out as it began (bounded)
+        self._last_pids: dict[float, int] = {}
+
+    def began(self, start: float) -> None:
+        """A cell began at ``start`` (its record's): the PIDs after the last one now are its
+        or a later cell's (main thread: one read of a kept file)."""
+        last = last_pid()
+        if last is not None:
+            if len(self._last_pids) >= PIDS_KEPT:
+                self._last_pids.pop(next(iter(self._last_pids)))
+            self._last_pids[start] = last
 
     def charge(self, record: CellRecord) -> CellRecord:
         """``record`` (a cell's, at its end) with the children that started while it ran:
@@ -49,7 +62,7 @@ class ChildrenControl:
         mine = [
             _ended_by_now(c, end)
             for c in self.processes.children(since=start - TICK)
-            if c.started <= end
+            if c.started <= end and self._began_in(c.pid, c.started, record)
         ]
         return dataclasses.replace(record, children=_merged((), mine)) if mine else record
 
@@ -62,7 +75,7 @@ class ChildrenControl:
         self._settled = changes
         by_cell: dict[int, tuple[CellRecord, list[ChildUsage]]] = {}
         for child in self.processes.children():
-            record = self._cell_of(child.started)
+            record = self._cell_of(child.pid, child.started)
             if record is not None:
                 by_cell.setdefault(record.index, (record, []))[1].append(child)
         changed = False
@@ -79,23 +92,31 @@ class ChildrenControl:
     def processes_now(self) -> list[ProcessOnGpu]:
         """The GPUs' processes at the last read, each child with the cell that started it."""
         return [
-            dataclasses.replace(p, started_by=self.started_by(p.child_started))
-            if p.child_started is not None
+            dataclasses.replace(p, started_by=self.started_by(p.pid, p.child_started))
+            if p.child_started is not None and p.pid is not None
             else p
             for p in self.processes.processes
         ]
 
-    def started_by(self, started: float) -> int | None:
-        """The execution count of the cell running when a child started at ``started``."""
-        record = self._cell_of(started)
+    def started_by(self, pid: int, started: float) -> int | None:
+        """The execution count of the cell running when child ``pid`` began at ``started``."""
+        record = self._cell_of(pid, started)
         return record.execution_count if record is not None else None
 
-    def _cell_of(self, started: float) -> CellRecord | None:
-        """The stored cell that was running when a child that started at ``started`` began:
-        the latest to begin before it (to a tick), if it had not ended. Searched from the
-        newest (children are recent): the cost is the cells since, not all of them."""
+    def _began_in(self, pid: int, started: float, record: CellRecord) -> bool:
+        """Whether child ``pid`` (begun at ``started``) began after ``record``'s cell did: by
+        PID where the last one at the cell's start is known, else by its start (to a tick)."""
+        last = self._last_pids.get(record.start)
+        if last is not None:
+            return born_after(pid, last)
+        return started + TICK >= record.start
+
+    def _cell_of(self, pid: int, started: float) -> CellRecord | None:
+        """The stored cell that was running when child ``pid`` began at ``started``: the
+        latest to begin before it, if it had not ended. Searched from the newest (children
+        are recent): the cost is the cells since, not all of them."""
         for record in self._ledger.newest_first():
-            if record.kind != "cell" or record.start > started + TICK:
+            if record.kind != "cell" or not self._began_in(pid, started, record):
                 continue
             if record.start + record.duration + TICK >= started:
                 return record

@@ -65,7 +65,7 @@ class GPUMon(Configurable):
         2.0, help="Seconds between reads of process lists, power limit, system memory."
     ).tag(config=True)
     process_interval = Float(
-        0.25,
+        0.2,
         help="Seconds between looks at this kernel's child processes; while it has any, the "
         "GPUs' process lists are read this often too (a child's peak is the highest of them).",
     ).tag(config=True)

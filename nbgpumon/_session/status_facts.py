@@ -25,7 +25,7 @@ class SamplerFacts:
     last_tick_seconds: float
     cost: str  # the sampler's own account of what it took (``CostReport.line``)
     error: str  # "" when none
-    process_interval: float = 0.25  # this kernel's children (and, while it has any, processes)
+    process_interval: float = 0.2  # this kernel's children (and, while it has any, processes)
 
 
 @dataclass(frozen=True, slots=True)

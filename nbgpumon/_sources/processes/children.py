@@ -80,8 +80,12 @@ class ChildRun:
     exact: dict[int, int] = field(default_factory=dict)  # device index -> accounted peak
     util: dict[int, tuple[float, int]] = field(default_factory=dict)  # index -> (sum, samples)
     on_gpu: bool = False
+    interval: float = 0.0  # the longest gap between two lists that showed it on a GPU
 
     def usage(self, interval: float) -> ChildUsage:
+        """A frozen copy; ``interval``: the scans' (its sampling, unless lists were further
+        apart while it was on a GPU)."""
+        interval = round(max(interval, self.interval), 2)
         gpus = []
         for index in sorted(set(self.peaks) | set(self.exact)):
             exact = self.exact.get(index)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..proc_file import read_proc
@@ -34,9 +35,10 @@ class ProcStat:
     exit_code: int | None  # a zombie's wait status (Linux 3.5+), else None
 
 
-def read_stat(pid: int) -> ProcStat | None:
-    """``/proc/PID/stat`` parsed; None when the process is gone or the file unreadable."""
-    raw = read_proc(f"/proc/{pid}/stat", 1024)
+def read_stat(pid: int, read: Callable[[str, int], bytes | None] = read_proc) -> ProcStat | None:
+    """``/proc/PID/stat`` parsed (read by ``read``: a kept file's); None when the process is
+    gone or the file unreadable."""
+    raw = read(f"/proc/{pid}/stat", 1024)
     if not raw:
         return None
     # the command (field 2) is in parentheses and may hold spaces and ")": split after the last

@@ -2,13 +2,14 @@
 child's GPU figures from the device source's process list, and each GPU's memory split into
 this kernel's, its children's and everyone else's (timeline columns).
 
-It keeps its own clock (``interval``, 0.25 s by default) rather than a cadence of the
-sampler's, so that its scans cost a scan, not a read of every source: every tick asks it, and
-most ticks it answers its last values. While the kernel has children, the GPUs' process lists
-are read at every scan (a child that lives a second is seen); without, at the slow cadence
-only. Everything runs on the sampler's thread; the main thread reads
-:meth:`ProcessSource.children` and :attr:`ProcessSource.processes`, copies made from plain
-data. ``cpu_ns``/``scans``: what its scans took of the thread's CPU (benchmarks).
+It keeps its own clock (``interval``, 0.2 s by default: two ticks at the default 0.1 s)
+rather than a cadence of the sampler's, so that its scans cost a scan, not a read of every
+source: every tick asks it, and most ticks it answers its last values. While a child is new,
+the GPUs' process lists are read at every scan (a child that lives a second is seen), then at
+every fourth; without children, at the slow cadence only. Everything runs on the sampler's
+thread; the main thread reads :meth:`ProcessSource.children` and
+:attr:`ProcessSource.processes`, copies made from plain data. ``cpu_ns``/``scans``: what its
+scans took of the thread's CPU (benchmarks).
 """
 
 from __future__ import annotations
@@ -41,6 +42,11 @@ if TYPE_CHECKING:
 
 ENDED_KEPT = 256  # ended children kept for the cells that started them (bounded)
 UTIL_EVERY = 4  # process-list reads between two reads of per-process utilization
+# The GPUs' lists are read at every scan while a child is new (its peak comes early, and a
+# short one must be seen); once every child is older than this, at every LIST_EVERY-th scan
+# (each child's peak then says it was sampled that much less often).
+NEW_CHILD = 5.0
+LIST_EVERY = 4
 YOUNG = 3.0  # seconds a child's command is read at every scan (an exec soon after start)
 COMMAND_EVERY = 8  # scans between two reads of an older child's command
 NAMES_KEPT = 512  # other processes' identities cached (by PID and start)
@@ -56,7 +62,7 @@ class ProcessSource:
     def __init__(
         self,
         devices: DeviceSource,
-        interval: float = 0.25,
+        interval: float = 0.2,
         root: int | None = None,
         kernels: JupyterKernels | None = None,
     ) -> None:
@@ -74,6 +80,8 @@ class ProcessSource:
         self._boot = boot_time()
         self._values: list[float | None] = []
         self._lists = 0  # process lists read
+        self._skipped = 0  # scans since the last list read
+        self._listed_at = 0.0  # monotonic time of the last list read
         self._next = 0.0  # monotonic time the next scan is due
         self.scans = 0
         self.cpu_ns = 0  # the sampler thread's CPU time in the scans
@@ -123,12 +131,19 @@ class ProcessSource:
     def _read(self, slow: bool) -> None:
         now = time.time()
         had_children = bool(self.runs)
-        self._follow(self.tree.scan(), now)
+        came = self._follow(self.tree.scan(), now)
         if not self.runs and not had_children and not slow:
             return  # (one more list once the last child ended: it is gone from the list)
+        self._skipped += 1
+        settled = self.runs and all(now - r.started >= NEW_CHILD for r in self.runs.values())
+        if settled and not (slow or came or self._skipped >= LIST_EVERY):
+            return
+        self._skipped = 0
         listed = self.devices.read_processes() if self.devices.available else []
+        mono = time.monotonic()
+        gap, self._listed_at = mono - self._listed_at, mono
         self._lists += 1
-        self._account(listed)
+        self._account(listed, gap)
         if self.runs and self._lists % UTIL_EVERY == 1:
             for sample in self.devices.read_process_utilization():
                 run = self.runs.get(sample.pid)
@@ -137,8 +152,9 @@ class ProcessSource:
                     run.util[sample.index] = (total + sample.sm, n + 1)
         self.processes = [self._describe(p) for p in listed]
 
-    def _account(self, listed: list[GpuProcess]) -> None:
-        """Each child's peak from the list; the columns' split of each GPU's memory."""
+    def _account(self, listed: list[GpuProcess], gap: float = 0.0) -> None:
+        """Each child's peak from the list (``gap`` s after the last), the columns' split of
+        each GPU's memory."""
         split = {d.index: [0, 0, 0] for d in self.devices.devices}
         for p in listed:
             used = p.used_memory or 0
@@ -155,6 +171,8 @@ class ProcessSource:
             if not run.on_gpu:
                 run.on_gpu = True
                 self.changes += 1
+            elif gap > run.interval:
+                run.interval = gap  # (sampled no more often than this while it held memory)
             if used > run.peaks.get(p.index, -1):
                 run.peaks[p.index] = used
                 self.changes += 1
@@ -163,8 +181,9 @@ class ProcessSource:
                 run.exact[p.index] = exact
         self._values = [float(v) for d in self.devices.devices for v in split[d.index]]
 
-    def _follow(self, seen: dict[int, Seen], now: float) -> None:
-        runs = self.runs
+    def _follow(self, seen: dict[int, Seen], now: float) -> bool:
+        """The runs kept true to the scan; True when a new descendant came."""
+        runs, came = self.runs, False
         for pid, entry in seen.items():
             stat = entry.stat
             run = runs.get(pid)
@@ -173,6 +192,7 @@ class ProcessSource:
                 run = None
             if run is None:
                 run = runs[pid] = self._new_run(entry)
+                came = True
             elif now - run.started < YOUNG or self.tree.scans % COMMAND_EVERY == 0:
                 command = short_command(argv_of(pid), run.command)
                 if command != run.command:  # an exec: what it runs now
@@ -185,6 +205,7 @@ class ProcessSource:
                 run.last_seen = now
         for pid in [pid for pid in runs if pid not in seen]:
             self._end(runs[pid])
+        return came
 
     def _new_run(self, entry: Seen) -> ChildRun:
         stat = entry.stat
@@ -248,8 +269,10 @@ class ProcessSource:
         return name, False, self.kernels.identify(pid, argv, environ)
 
     def close(self) -> None:
-        """No more fetches of the servers' sessions (the session is closing)."""
+        """No more fetches of the servers' sessions, no file kept open (the session is
+        closing)."""
         self.kernels.close()
+        self.tree.files.close()
 
 
 def _read_rank(run: ChildRun, pid: int) -> None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from ..proc_file import read_proc
+from .kept_files import KeptFiles
 from .proc_reads import ProcStat, read_stat
 
 MAX_DESCENDANTS = 256  # followed at once: a fork bomb must not make a tick unbounded
@@ -40,6 +40,7 @@ class ProcessTree:
         self.known: dict[int, Seen] = {}
         self.scans = 0
         self._strangers: set[tuple[int, int]] = set()
+        self.files = KeptFiles()  # the stat and children files read at every scan
         self.has_children_files = os.path.exists(f"/proc/{self.root}/task/{self.root}/children")
 
     def scan(self) -> dict[int, Seen]:
@@ -56,8 +57,9 @@ class ProcessTree:
             pid = queue.pop()
             if pid in found:
                 continue
-            stat = read_stat(pid)
+            stat = read_stat(pid, self.files.read)
             if stat is None:
+                self.files.forget_process(pid)
                 continue  # gone between two reads
             before = self.known.get(pid)
             reused = before is not None and before.stat.start_ticks != stat.start_ticks
@@ -70,6 +72,8 @@ class ProcessTree:
                 if child not in depth:
                     depth[child] = depth[pid] + 1
                     queue.append(child)
+        for pid in self.known.keys() - found.keys():
+            self.files.forget_process(pid)
         self.known = found
         return found
 
@@ -112,7 +116,7 @@ class ProcessTree:
                 return []
         out: list[int] = []
         for tid in tids:
-            raw = read_proc(f"/proc/{pid}/task/{tid}/children", 65536)
+            raw = self.files.read(f"/proc/{pid}/task/{tid}/children", 65536)
             if raw:
                 out += [int(p) for p in raw.split()]
         return out
