@@ -140,3 +140,15 @@ def test_a_listed_grandchild_the_scans_have_not_reached_is_traced_up_its_parents
 def _first_child(pid: int) -> int | None:
     raw = read_proc(f"/proc/{pid}/task/{pid}/children") or b""
     return int(raw.split()[0]) if raw.split() else None
+
+
+def test_a_pid_is_ordered_against_the_last_one_across_a_wrap():
+    from nbgpumon._sources.processes.last_pid import born_after, last_pid
+
+    before = last_pid()
+    assert before is not None  # (Linux: /proc/sys/kernel/ns_last_pid)
+    child = subprocess.Popen(["true"])
+    child.wait()
+    assert born_after(child.pid, before)
+    assert not born_after(before - 5, before)
+    assert born_after(300, 32000)  # the numbers wrapped around: 300 came after 32000
