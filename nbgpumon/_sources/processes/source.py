@@ -131,11 +131,14 @@ class ProcessSource:
     def _read(self, slow: bool) -> None:
         now = time.time()
         had_children = bool(self.runs)
-        came = self._follow(self.tree.scan(), now)
+        settled = bool(self.runs) and all(now - r.started >= NEW_CHILD for r in self.runs.values())
+        # children that all live long (workers, a job's ranks): every other scan looks only
+        # for new ones
+        light = settled and self.tree.scans % 2 == 1 and not slow
+        came = self._follow(self.tree.scan(light), now)
         if not self.runs and not had_children and not slow:
             return  # (one more list once the last child ended: it is gone from the list)
         self._skipped += 1
-        settled = self.runs and all(now - r.started >= NEW_CHILD for r in self.runs.values())
         if settled and not (slow or came or self._skipped >= LIST_EVERY):
             return
         self._skipped = 0

@@ -2,11 +2,12 @@
 a launcher's workers), across ``exec`` (the PID stays), and those left behind by a parent
 that exited (reparented, still known by PID and start).
 
-Each scan reads the kernel's threads' ``children`` and each descendant's ``stat`` (is it
-alive, has it exited); every fourth scan also each descendant's main thread's ``children``,
-every eighth all its threads' (a child started from a thread other than its main one). A
-process a GPU lists that the scans have not reached yet is traced up its parents
-(:meth:`ProcessTree.adopt`), so a grandchild is charged from its first listing.
+Each scan reads the kernel's main thread's ``children`` (where cells start processes) and each
+descendant's ``stat`` (is it alive, has it exited); every fourth scan also the kernel's other
+threads' ``children`` and each descendant's main thread's. A process a GPU lists that the
+scans have not reached (one a child started from another thread) is traced up its parents
+(:meth:`ProcessTree.adopt`), so it is charged from its first listing. Every file read at
+each scan is kept open (``KeptFiles``): a read is one ``pread``.
 """
 
 from __future__ import annotations
@@ -18,8 +19,7 @@ from .kept_files import KeptFiles
 from .proc_reads import ProcStat, read_stat
 
 MAX_DESCENDANTS = 256  # followed at once: a fork bomb must not make a tick unbounded
-DESCENDANTS_EVERY = 4  # scans between two reads of the descendants' own children
-THREADS_EVERY = 8  # scans between two listings of every descendant's threads
+DESCENDANTS_EVERY = 4  # scans between two reads of the descendants' (and kernel threads') children
 MAX_DEPTH = 16  # parents followed up from a listed process before it is taken for a stranger
 STRANGERS_KEPT = 512  # processes known not to be descendants (by PID and start)
 
@@ -43,16 +43,20 @@ class ProcessTree:
         self.files = KeptFiles()  # the stat and children files read at every scan
         self.has_children_files = os.path.exists(f"/proc/{self.root}/task/{self.root}/children")
 
-    def scan(self) -> dict[int, Seen]:
-        """Every descendant alive now (zombies included: their exit code is in ``stat``)."""
+    def scan(self, light: bool = False) -> dict[int, Seen]:
+        """Every descendant alive now (zombies included: their exit code is in ``stat``).
+        ``light``: only the kernel's new children are looked at; those known are as the last
+        scan left them (a caller whose children are all long-lived: every other scan)."""
         self.scans += 1
-        below = self.scans % DESCENDANTS_EVERY == 1
-        all_threads = self.scans % THREADS_EVERY == 1
+        below = self.scans % DESCENDANTS_EVERY == 1 and not light
         found: dict[int, Seen] = {}
-        depth = {pid: 1 for pid in self._children(self.root, True)}
+        depth = {pid: 1 for pid in self._children(self.root, below)}
+        if light:
+            found = dict(self.known)
+            depth = {pid: d for pid, d in depth.items() if pid not in found}
         for pid, seen in self.known.items():  # a reparented one is still ours
             depth.setdefault(pid, seen.depth)
-        queue = list(depth)
+        queue = [pid for pid in depth if pid not in found]
         while queue and len(found) < MAX_DESCENDANTS:
             pid = queue.pop()
             if pid in found:
@@ -68,7 +72,7 @@ class ProcessTree:
             found[pid] = Seen(stat, depth[pid])
             if stat.state in ("Z", "X") or not (below or pid not in self.known):
                 continue  # (a new one's children are read at once: a shell's script)
-            for child in self._children(pid, all_threads):
+            for child in self._children(pid, False):
                 if child not in depth:
                     depth[child] = depth[pid] + 1
                     queue.append(child)
