@@ -1,7 +1,8 @@
 """The live chart's memory panel with a child process on the GPU, in a real JupyterLab: this
 kernel, its children and the other processes are lines of their own, each with its latest
 figure. The kernel's GPU is faked at NVML's boundary (tests/fake_nvml); the child is a real
-process that says what it holds (tests/children/holder.py), as the fake NVML lists it."""
+process that says what it holds (tests/children/holder.py), as the fake NVML lists it. The
+memory panel's picture is docs/children.png (scripts/pictures children)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ import sys
 from pathlib import Path
 
 import pytest
+
+from pictures import save_picture
 
 pytestmark = pytest.mark.browser
 
@@ -33,7 +36,7 @@ def test_the_memory_panel_shows_the_kernel_its_children_and_the_others_apart(
     use = tmp_path / "gpu-use"
     use.mkdir()
     machine = {
-        "devices": [{"name": "Fake H100", "used": 6 * GIB, "total": 80 * GIB, "util": 40}],
+        "devices": [{"name": "Fake H100", "used": 6 * GIB, "total": 8 * GIB, "util": 40}],
         "processes": [
             {"pid": "self", "used": 2 * GIB},
             {"pid": 1, "used": GIB},  # another process
@@ -71,6 +74,7 @@ def test_the_memory_panel_shows_the_kernel_its_children_and_the_others_apart(
         expect(value_of("other processes")).to_have_text("1.0 GiB")
         memory.evaluate("(el) => el.scrollIntoView({block: 'start'})")
         nb.screenshot("children_chart_lab")
+        save_picture(memory, "children")
         page.record.assert_clean()
     finally:
         nb.run_cell(4)
