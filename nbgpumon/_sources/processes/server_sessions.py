@@ -19,9 +19,7 @@ import json
 import os
 import re
 import time
-import urllib.error
 import urllib.parse
-import urllib.request
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -226,15 +224,21 @@ def _server_from_file(path: Path) -> RunningServer | None:
     return RunningServer(sessions_url=base + "api/sessions", token=token, pid=pid, source=str(path))
 
 
-class _NoRedirect(urllib.request.HTTPRedirectHandler):
-    """A redirect would carry the token to wherever it points: refused (an HTTPError)."""
-
-    def redirect_request(self, *args, **kwargs):
-        return None
+_OPENER: list = []  # built at the first fetch: urllib.request is not imported at load
 
 
-# no proxy (a proxy from the environment would see the token), no redirects
-_OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}), _NoRedirect())
+def _opener():
+    """An opener with no proxy (a proxy from the environment would see the token) and no
+    redirects (a redirect would carry the token to wherever it points)."""
+    if not _OPENER:
+        import urllib.request
+
+        class NoRedirect(urllib.request.HTTPRedirectHandler):
+            def redirect_request(self, *args, **kwargs):
+                return None  # refused: an HTTPError
+
+        _OPENER.append(urllib.request.build_opener(urllib.request.ProxyHandler({}), NoRedirect()))
+    return _OPENER[0]
 
 
 def _get_json(url: str, token: str, timeout: float) -> object:
@@ -243,11 +247,13 @@ def _get_json(url: str, token: str, timeout: float) -> object:
     headers = {"Accept": "application/json"}
     if token:
         headers["Authorization"] = f"token {token}"
+    import urllib.request
+
     request = urllib.request.Request(url, headers=headers, method="GET")
     deadline = time.monotonic() + timeout
     chunks: list[bytes] = []
     size = 0
-    with contextlib.closing(_OPENER.open(request, timeout=timeout)) as answer:
+    with contextlib.closing(_opener().open(request, timeout=timeout)) as answer:
         while True:
             chunk = answer.read(1 << 16)
             if not chunk:
