@@ -6,8 +6,9 @@ Each scan reads the kernel's main thread's ``children`` (where cells start proce
 descendant's ``stat`` (is it alive, has it exited); every fourth scan also the kernel's other
 threads' ``children`` and each descendant's main thread's. A process a GPU lists that the
 scans have not reached (one a child started from another thread) is traced up its parents
-(:meth:`ProcessTree.adopt`), so it is charged from its first listing. Every file read at
-each scan is kept open (``KeptFiles``): a read is one ``pread``.
+(:meth:`ProcessTree.adopt`), so it is charged from its first listing. The main threads'
+files are kept open (``KeptProcFiles``: a read is one ``pread``); the kernel's other threads'
+are opened at each read, as threads come and go (each load of nbgpumon starts its own).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from .kept_files import KeptFiles
+from ..proc_file import KeptProcFiles, read_proc
 from .proc_reads import ProcStat, read_stat
 
 MAX_DESCENDANTS = 256  # followed at once: a fork bomb must not make a tick unbounded
@@ -40,7 +41,7 @@ class ProcessTree:
         self.known: dict[int, Seen] = {}
         self.scans = 0
         self._strangers: set[tuple[int, int]] = set()
-        self.files = KeptFiles()  # the stat and children files read at every scan
+        self.files = KeptProcFiles()  # the stat and children files read at every scan
         self.has_children_files = os.path.exists(f"/proc/{self.root}/task/{self.root}/children")
 
     def scan(self, light: bool = False) -> dict[int, Seen]:
@@ -119,8 +120,10 @@ class ProcessTree:
             except OSError:
                 return []
         out: list[int] = []
+        main = str(pid)
         for tid in tids:
-            raw = self.files.read(f"/proc/{pid}/task/{tid}/children", 65536)
+            path = f"/proc/{pid}/task/{tid}/children"
+            raw = self.files.read(path, 65536) if tid == main else read_proc(path, 65536)
             if raw:
                 out += [int(p) for p in raw.split()]
         return out
