@@ -16,13 +16,14 @@ import shutil
 import socket
 import subprocess
 import threading
-import time
 import urllib.parse
 import urllib.request
 from pathlib import Path
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
+
+from waiting import until
 
 PROMETHEUS = shutil.which("prometheus") or "/usr/bin/prometheus"
 SCRAPE_SECONDS = 1
@@ -64,18 +65,6 @@ def require_prometheus() -> None:
     pytest.skip("no prometheus binary (apt-get install prometheus)")
 
 
-def wait_for(condition, timeout: float, what: str, every: float = 0.1):
-    """Poll ``condition()`` until it returns something truthy; fail after ``timeout`` s."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = condition()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
-        time.sleep(every)
-
-
 class PrometheusServer:
     """``prometheus`` scraping ``targets`` ({job: ["127.0.0.1:PORT", ...]}) every second."""
 
@@ -115,7 +104,7 @@ class PrometheusServer:
             stdin=subprocess.DEVNULL,
         )
         log.close()
-        wait_for(self._ready, 60, f"Prometheus to be ready on {self.url}")
+        until(self._ready, f"Prometheus to be ready on {self.url}", 60)
         return self
 
     def _ready(self) -> bool:
@@ -145,10 +134,10 @@ class PrometheusServer:
 
     def wait_for_series(self, promql: str, count: int, timeout: float = 60) -> list[dict]:
         """Wait until ``promql`` has at least ``count`` series (its targets were scraped)."""
-        return wait_for(
+        return until(
             lambda: (found := self.query(promql)) and len(found) >= count and found,
-            timeout,
             f"{count} series of {promql} in Prometheus",
+            timeout,
             every=0.25,
         )
 

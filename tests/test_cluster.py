@@ -25,8 +25,8 @@ from prometheus_server import (
     PrometheusServer,
     TextTarget,
     free_port,
-    wait_for,
 )
+from waiting import until
 
 DCGM_TEXT = (Path(__file__).parent / "data" / "dcgm-two-nodes.prom").read_text()
 MIB = 2**20
@@ -189,7 +189,7 @@ def test_a_real_prometheus_server_s_nodes_arrive_with_their_numbers(prometheus):
         line = s.read_cluster(prometheus.url)
         assert line == f"cluster: 2 nodes, 5 GPUs from {prometheus.url}, every 1 s"
         cluster = s.cluster
-        wait_for(lambda: cluster.cursor > 0, 10, "the first rows in the cluster timeline")
+        until(lambda: cluster.cursor > 0, "the first rows in the cluster timeline", 10)
         latest = cluster.latest()
         assert latest[column("node-a", "gpu0", "mem_used")] == 40960 * MIB
         assert latest[column("node-b", "gpu1", "gpu_util")] == 45
@@ -202,7 +202,7 @@ def test_a_real_prometheus_server_s_nodes_arrive_with_their_numbers(prometheus):
         assert "gpu0-mig1 NVIDIA A100-SXM4-40GB MIG 3g.20gb: 9.8 GiB of 19.5 GiB" in text
         # the recent past came with the first answer (a range query), then a row a second
         rows = cluster.cursor
-        wait_for(lambda: cluster.cursor >= rows + 2, 10, "two more answers")
+        until(lambda: cluster.cursor >= rows + 2, "two more answers", 10)
         times = cluster.window().times
         assert (times[1:] > times[:-1]).all()
     finally:
@@ -253,7 +253,7 @@ def gaps_while(s: Session, seconds: float) -> tuple[int, float]:
     """Rows the local timeline got over ``seconds`` and the longest gap between them."""
     start = time.time()
     cursor = s.timeline.cursor
-    wait_for(lambda: time.time() - start >= seconds, seconds + 5, f"{seconds} s to pass")
+    until(lambda: time.time() - start >= seconds, f"{seconds} s to pass", seconds + 5)
     times = s.timeline.since(cursor).times
     gaps = times[1:] - times[:-1]
     return len(times), float(gaps.max()) if len(gaps) else float("inf")
@@ -268,7 +268,7 @@ def test_a_server_that_stops_mid_run_is_a_status_and_reading_resumes_when_it_is_
     try:
         assert s.read_cluster(server.url).startswith("cluster: 2 nodes")
         server.stop()
-        wait_for(lambda: "connection refused" in s.cluster.status, 10, "the status to say so")
+        until(lambda: "connection refused" in s.cluster.status, "the status to say so", 10)
         assert s.cluster.status == (
             f"Prometheus at {server.url}: connection refused (is the server running?); "
             "trying again every 1 s"
@@ -276,7 +276,7 @@ def test_a_server_that_stops_mid_run_is_a_status_and_reading_resumes_when_it_is_
         rows, gap = gaps_while(s, 2.0)
         assert rows >= 15 and gap < 1.0  # ticks every 0.05 s went on
         server.start()  # the same port, the same storage
-        wait_for(lambda: s.cluster.status.startswith("2 nodes"), 30, "reading to resume")
+        until(lambda: s.cluster.status.startswith("2 nodes"), "reading to resume", 30)
     finally:
         s.close()
         server.stop()
@@ -293,11 +293,11 @@ def test_a_slow_server_never_stalls_a_tick():
         assert line == f"cluster: reading {api.url}; no answer yet (%gpumon status says when)" or (
             "no answer within 1.5 s" in line
         )
-        wait_for(lambda: "no answer within 1.5 s" in s.cluster.status, 15, "the timeout status")
+        until(lambda: "no answer within 1.5 s" in s.cluster.status, "the timeout status", 15)
         rows, gap = gaps_while(s, 2.0)  # while the worker waits on the server
         assert rows >= 15 and gap < 1.0
         api.mode = "good"
-        wait_for(lambda: "answers, but has no" in s.cluster.status, 15, "recovery")
+        until(lambda: "answers, but has no" in s.cluster.status, "recovery", 15)
     finally:
         s.close()
         api.close()
@@ -322,7 +322,7 @@ def test_a_server_answering_errors_or_garbage_is_a_status_line(mode, says):
         assert rows >= 8 and gap < 1.0
         assert s.cluster.cursor == 0  # nothing made up
         api.mode = "good"
-        wait_for(lambda: "answers, but has no" in s.cluster.status, 15, "recovery")
+        until(lambda: "answers, but has no" in s.cluster.status, "recovery", 15)
     finally:
         s.close()
         api.close()
@@ -334,7 +334,7 @@ def test_close_stops_the_worker_even_while_a_request_hangs():
     s = session(cluster_timeout=10)
     try:
         s.read_cluster(api.url, wait=0)
-        wait_for(lambda: api.requests >= 1, 10, "the request to hang")
+        until(lambda: api.requests >= 1, "the request to hang", 10)
         source = s.sampler.remote
         started = time.monotonic()
         s.close()
@@ -342,7 +342,7 @@ def test_close_stops_the_worker_even_while_a_request_hangs():
         assert s.sampler.remote is None and source.status.startswith("stopped reading")
     finally:
         api.close()
-        wait_for(lambda: not source.running, 15, "the worker to end with its request")
+        until(lambda: not source.running, "the worker to end with its request", 15)
 
 
 # -- the recording ---------------------------------------------------------------------------
@@ -354,8 +354,8 @@ def test_a_recording_keeps_the_nodes_and_loads_them_back(prometheus, tmp_path):
     try:
         s.record(path)
         s.read_cluster(prometheus.url)
-        wait_for(
-            lambda: s.recording_control.writer.node_rows_written >= 10, 20, "node rows in the file"
+        until(
+            lambda: s.recording_control.writer.node_rows_written >= 10, "node rows in the file", 20
         )
     finally:
         s.close()
@@ -377,7 +377,7 @@ def test_the_report_draws_a_memory_and_a_utilization_line_per_node(prometheus):
     s = session()
     try:
         s.read_cluster(prometheus.url)
-        wait_for(lambda: s.cluster.cursor >= 2, 10, "two answers")
+        until(lambda: s.cluster.cursor >= 2, "two answers", 10)
         report = report_widget(s)
     finally:
         s.close()

@@ -10,7 +10,8 @@ import pytest
 
 from nbgpumon import GPUMon, Monitor
 
-from prometheus_server import PrometheusServer, free_port, wait_for
+from prometheus_server import PrometheusServer, free_port
+from waiting import until
 
 pytestmark = [pytest.mark.gpu, pytest.mark.torch]
 
@@ -33,10 +34,10 @@ def test_torch_s_allocated_bytes_come_back_through_prometheus(tmp_path):
         mon.read_cluster(server.url)
         column = f"node:{host}.{gpu}.allocated"
         started = time.monotonic()
-        latest = wait_for(
+        latest = until(
             lambda: (row := mon.cluster.latest() or {}).get(column) == allocated and row,
-            60,
             "this process's torch bytes in the cluster timeline",
+            60,
         )
         seconds = time.monotonic() - started
         used = latest[f"node:{host}.{gpu}.mem_used"]

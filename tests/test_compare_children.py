@@ -10,7 +10,7 @@ import dataclasses
 from pathlib import Path
 
 import pytest
-from test_recording_children import go_on, recording_session, seen_holding, start_child, wait_for
+from test_recording_children import go_on, recording_session, seen_holding, start_child
 
 import nbgpumon
 from nbgpumon._ledger.matching import SAME_SOURCE, Pair
@@ -26,6 +26,8 @@ from nbgpumon._session.comparison import (
 from nbgpumon._sources.processes.children import ChildGpu, ChildUsage
 from nbgpumon._views.comparison_words import worded
 
+from waiting import until
+
 GIB, MIB = 2**30, 2**20
 CELL = "!python train.py gpu"
 
@@ -40,7 +42,7 @@ def _record_run(tmp_path: Path, name: str, train_gib: float, eval_gib: float | N
             kids.append((start_child(tmp_path, used, eval_gib, script="eval.py"), eval_gib))
         for child, gib in kids:
             peak = int(gib * GIB)
-            wait_for(f"{gib} GiB seen", lambda c=child, p=peak: seen_holding(session, c.pid, p))
+            until(lambda c=child, p=peak: seen_holding(session, c.pid, p), f"{gib} GiB seen")
         for child, _ in kids:
             go_on(used, child, 0)
             assert child.wait(timeout=30) == 7
@@ -54,7 +56,7 @@ def _record_run(tmp_path: Path, name: str, train_gib: float, eval_gib: float | N
                 return False
             return bool(records) and len(records[0].children) == len(kids)
 
-        wait_for("the cell and its children in the file", written)
+        until(written, "the cell and its children in the file")
     return path
 
 

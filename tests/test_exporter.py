@@ -30,6 +30,7 @@ from fake_frameworks import GIB, FakeJaxClient, FakeJaxDevice, fake_jax
 from kernel_client import Kernel
 from notebook_runner import fake_nvml_env, fake_pynvml
 from prometheus_server import free_port, samples
+from waiting import until
 
 HOST = socket.gethostname()
 TWO_GPUS = [
@@ -77,17 +78,6 @@ def port_is_free(port: int) -> bool:
             assert exc.errno == errno.EADDRINUSE, exc
             return False
     return True
-
-
-def until(condition, what: str, timeout: float = DEADLINE):
-    """``condition()``'s first truthy value, polled until the deadline."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        got = condition()
-        if got:
-            return got
-        time.sleep(0.02)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def text_of(msgs: list[dict]) -> str:

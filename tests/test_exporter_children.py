@@ -23,6 +23,7 @@ from nbgpumon._sources.processes.children import ChildGpu, ChildUsage
 
 from notebook_runner import fake_pynvml
 from prometheus_server import free_port, samples
+from waiting import until
 
 GIB, MIB = 2**30, 2**20
 HOST = socket.gethostname()
@@ -31,17 +32,6 @@ DEADLINE = 30  # seconds any awaited condition gets
 KERNEL, OTHER = 8 * MIB, 512 * MIB  # this process's listing and another user's (PID 1)
 CHILD = 3 * GIB  # what the first test's child holds
 USED = KERNEL + OTHER + CHILD  # the fake GPU's memory in use: its processes' together
-
-
-def until(condition, what: str, timeout: float = DEADLINE):
-    """``condition()``'s first truthy value, polled until the deadline."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        got = condition()
-        if got:
-            return got
-        time.sleep(0.02)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def scrape(port: int) -> str:

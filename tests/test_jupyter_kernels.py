@@ -15,7 +15,7 @@ import tempfile
 import threading
 import time
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -32,6 +32,7 @@ from nbgpumon._sources.processes.server_sessions import (
 )
 
 from server_process import ServerProcess
+from waiting import until
 
 TOKEN = "nbgpumon-naming-test-token"
 DEADLINE_S = 30.0
@@ -72,7 +73,7 @@ class Server:
     def start_session(self, model: dict) -> Kernel:
         session = self.api("sessions", "POST", model)
         kernel_id = session["kernel"]["id"]
-        pid = wait_for(lambda: pid_with_argument(kernel_id), f"kernel {kernel_id}'s process")
+        pid = until(lambda: pid_with_argument(kernel_id), f"kernel {kernel_id}'s process")
         argv = argv_of(pid)
         # the server says "starting" until the kernel's first status after a request: a front
         # end's kernel_info_request (sent as it connects), here through the connection file
@@ -86,17 +87,6 @@ class Server:
         kernel.client.stop_channels()
         with contextlib.suppress(OSError):
             self.api(f"sessions/{kernel.session_id}", "DELETE")
-
-
-def wait_for(condition: Callable[[], object], what: str, deadline_s: float = DEADLINE_S):
-    deadline = time.monotonic() + deadline_s
-    while True:
-        value = condition()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"no {what} within {deadline_s:.0f} s")
-        time.sleep(0.05)
 
 
 def argv_of(pid: int) -> list[str]:
@@ -150,7 +140,7 @@ def named(
             return found
         return None
 
-    return wait_for(ask, f"identity naming {notebook!r}, {state}")
+    return until(ask, f"identity naming {notebook!r}, {state}")
 
 
 @pytest.fixture(scope="module")
@@ -187,7 +177,7 @@ def server() -> Iterator[Server]:
             cmd, env, lambda: "started" in srv.api("status"), 60.0, "/api/status", cwd=root
         )
         # its runtime file is written once it listens
-        wait_for(lambda: list(srv.runtime_dir.glob("jpserver-*.json")), "runtime file")
+        until(lambda: list(srv.runtime_dir.glob("jpserver-*.json")), "runtime file")
         yield srv
     finally:
         process.stop()
@@ -283,7 +273,7 @@ def test_a_server_nobody_named_is_found_through_its_kernels_connection_file(serv
 def test_a_process_that_is_not_a_kernel_is_none_and_starts_no_fetch(server):
     sleeper = subprocess.Popen(["sleep", "30"])
     try:
-        wait_for(lambda: argv_of(sleeper.pid) == ["sleep", "30"], "sleep's argv")
+        until(lambda: argv_of(sleeper.pid) == ["sleep", "30"], "sleep's argv")
         kernels = JupyterKernels(runtime_dirs=[str(server.runtime_dir)], refresh_every=0.0)
         assert kernels.identify(sleeper.pid, argv_of(sleeper.pid), environ_of(sleeper.pid)) is None
         assert not kernels.fetching

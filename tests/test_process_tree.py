@@ -7,7 +7,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 
 import pytest
 
@@ -24,17 +23,9 @@ from nbgpumon._sources.processes.proc_reads import (
 from nbgpumon._sources.processes.source import ProcessSource
 from nbgpumon._sources.processes.tree import ProcessTree
 
+from waiting import until
+
 GONE = 2**22 + 12345  # above the default pid_max's range: no such process
-
-
-def _until(condition, seconds: float = 20.0):
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        found = condition()
-        if found:
-            return found
-        time.sleep(0.02)
-    raise AssertionError("not within the deadline")
 
 
 def test_a_pid_that_is_gone_reads_as_nothing():
@@ -45,35 +36,41 @@ def test_a_pid_that_is_gone_reads_as_nothing():
 def test_children_and_grandchildren_are_followed_and_let_go_when_they_exit():
     tree = ProcessTree()
     shell = subprocess.Popen(["sh", "-c", "sleep 30 & sleep 30; wait"])
+
+    def sleeps() -> list[int]:
+        # the shell's children (pytest may have others: a session's Prometheus, a server),
+        # each once it has exec'd (a forked shell is its parent's copy until then)
+        mine = [pid for pid, seen in tree.scan().items() if seen.stat.parent == shell.pid]
+        return mine if len(mine) == 2 and all(argv_of(p)[:1] == ["sleep"] for p in mine) else []
+
     try:
-        # (a condition: a forked shell is its parent's copy until it execs the sleep)
-        found = _until(
-            lambda: (
-                len(tree.scan()) >= 3
-                and all(argv_of(pid)[:1] == ["sleep"] for pid in tree.known if pid != shell.pid)
-                and tree.known
-            )
-        )
-        depths = sorted(seen.depth for seen in found.values())
-        assert depths[0] == 1 and depths[-1] == 2  # sh, and its two sleeps
+        mine = until(sleeps, "the shell's two sleeps")
+        assert tree.known[shell.pid].depth == 1
+        assert [tree.known[pid].depth for pid in mine] == [2, 2]
     finally:
         shell.kill()
         shell.wait()
     # its sleeps are orphans now (reparented): still followed while they live
-    orphans = _until(lambda: [p for p in tree.scan() if p != shell.pid] or None)
-    for pid in orphans:
+    until(
+        lambda: all(pid in tree.scan() for pid in mine) and shell.pid not in tree.known,
+        "the orphaned sleeps followed",
+    )
+    for pid in mine:
         os.kill(pid, 9)
-    _until(lambda: not [p for p in tree.scan() if read_stat(p) and read_stat(p).state != "Z"])
+    until(
+        lambda: not [p for p in mine if p in tree.scan() and tree.known[p].stat.state != "Z"],
+        "the sleeps let go",
+    )
 
 
 def test_a_zombie_says_its_exit_code():
     child = subprocess.Popen([sys.executable, "-c", "import sys; sys.exit(7)"])
-    stat = _until(lambda: (s := read_stat(child.pid)) and s.state == "Z" and s)
+    stat = until(lambda: (s := read_stat(child.pid)) and s.state == "Z" and s, "its zombie")
     assert returncode(stat.exit_code) == 7
     child.wait()
     killed = subprocess.Popen(["sleep", "30"])
     killed.kill()
-    stat = _until(lambda: (s := read_stat(killed.pid)) and s.state == "Z" and s)
+    stat = until(lambda: (s := read_stat(killed.pid)) and s.state == "Z" and s, "its zombie")
     assert returncode(stat.exit_code) == -9
     killed.wait()
 
@@ -134,7 +131,7 @@ def test_a_listed_grandchild_the_scans_have_not_reached_is_traced_up_its_parents
     tree = ProcessTree()
     shell = subprocess.Popen(["sh", "-c", "sleep 30 & wait"])
     try:
-        sleeper = _until(lambda: _first_child(shell.pid))
+        sleeper = until(lambda: _first_child(shell.pid), "the shell's child")
         seen = tree.adopt(sleeper)
         assert seen is not None and seen.depth == 2 and tree.known[shell.pid].depth == 1
         assert tree.adopt(os.getppid()) is None  # pytest's parent: no descendant

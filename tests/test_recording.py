@@ -22,6 +22,7 @@ import nbgpumon
 from nbgpumon._recording.reader import sessions
 
 from notebook_runner import run_cells
+from waiting import until
 
 FINISHED = [
     "a = list(range(10))",
@@ -40,10 +41,10 @@ def test_a_kernel_killed_mid_cell_leaves_its_samples_and_finished_cells(kernel, 
     kernel.client.execute("import time\ntime.sleep(60)")  # don't wait: kill it mid-cell
     long_cell = time.time()
     # kill once the file holds samples from inside the long cell (a deadline, no fixed sleep)
-    committed = _wait_for(lambda: _newest_sample(path) > long_cell + 2.5, 60, "samples")
+    committed = until(lambda: _newest_sample(path) > long_cell + 2.5, "samples", 60)
     killed_at = time.time()
     os.kill(pid, signal.SIGKILL)
-    _wait_for(lambda: not kernel.manager.is_alive(), 30, "the kernel to die")
+    until(lambda: not kernel.manager.is_alive(), "the kernel to die", 30)
 
     session = nbgpumon.load(path)
     assert len(session.times) > 20
@@ -69,15 +70,6 @@ def _newest_sample(path) -> float:
     with contextlib.closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as db:
         (newest,) = db.execute("SELECT MAX(time) FROM samples").fetchone()
     return float(newest or 0.0)
-
-
-def _wait_for(check, seconds: float, what: str):
-    deadline = time.monotonic() + seconds
-    while not (value := check()):
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"no {what} after {seconds} s")
-        time.sleep(0.05)
-    return value
 
 
 def _stdout(msgs: list[dict]) -> str:
@@ -171,13 +163,13 @@ def test_a_failing_write_stops_the_recording_with_a_status_and_keeps_what_was_wr
         mon.start()
         print(mon.record(tmp_path / "fail.sqlite"))
         recorder = mon._session.recording_control.writer
-        _wait_for(lambda: recorder.rows_written >= 5, 60, "rows written")
+        until(lambda: recorder.rows_written >= 5, "rows written", 60)
 
         def full(db):  # the disk fills up: sqlite3's own error for it
             raise sqlite3.OperationalError("database or disk is full")
 
         recorder.write_pending = full
-        _wait_for(lambda: not recorder.running, 60, "the recorder to stop")
+        until(lambda: not recorder.running, "the recorder to stop", 60)
         path = tmp_path / "fail.sqlite"
         assert mon.recording.startswith(f"recording stopped: the disk holding {path} is full; ")
         assert "of samples before it are in the file" in mon.recording

@@ -13,9 +13,8 @@ import sqlite3
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
-from typing import TypeVar
 
 import pytest
 
@@ -29,10 +28,10 @@ from nbgpumon._session.session import Session
 from nbgpumon._sources.processes.children import ChildGpu, ChildUsage
 
 from notebook_runner import fake_pynvml
+from waiting import until
 
 GIB = 2**30
 DATA = Path(__file__).parent / "data"
-T = TypeVar("T")
 
 # A training script stand-in: it says what it holds on the GPU (a file the fake NVML reads, in
 # the folder given), then holds it until told to go on by a file named after it, again and
@@ -52,17 +51,6 @@ for step, gib in enumerate(sizes):
 os.remove(mine)
 sys.exit(7)
 """
-
-
-def wait_for(what: str, check: Callable[[], T | None], seconds: float = 30.0) -> T:
-    """``check()``'s first true answer, asked until ``seconds`` pass."""
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        found = check()
-        if found:
-            return found
-        time.sleep(0.02)
-    raise AssertionError(f"waited {seconds} s for {what}")
 
 
 @contextlib.contextmanager
@@ -119,12 +107,12 @@ def test_a_child_of_a_cell_is_recorded_and_loads_with_its_cell(tmp_path):
     with recording_session(tmp_path) as (session, used):
         opened = session.cells_pipeline.begin(5, "!python train.py")
         child = start_child(tmp_path, used, 3)
-        wait_for("the child holding 3 GiB", lambda: seen_holding(session, child.pid, 3 * GIB))
+        until(lambda: seen_holding(session, child.pid, 3 * GIB), "the child holding 3 GiB")
         go_on(used, child, 0)
         assert child.wait(timeout=30) == 7
         session.cells_pipeline.end(opened, "ok", "", 5, None)
         path = tmp_path / "run.sqlite"
-        record = wait_for("the cell in the file", lambda: _loaded_cell(path, 5))
+        record = until(lambda: _loaded_cell(path, 5), "the cell in the file")
     (kid,) = record.children
     assert kid.pid == child.pid and kid.command == "python train.py gpu"
     assert kid.peak == 3 * GIB and kid.exact is False
@@ -141,16 +129,18 @@ def test_a_child_that_outlives_its_cell_updates_its_row_and_never_adds_a_cell(tm
     with recording_session(tmp_path) as (session, used):
         opened = session.cells_pipeline.begin(6, "p = subprocess.Popen(['python', 'train.py'])")
         child = start_child(tmp_path, used, 3, 4.5)
-        wait_for("the child holding 3 GiB", lambda: seen_holding(session, child.pid, 3 * GIB))
+        until(lambda: seen_holding(session, child.pid, 3 * GIB), "the child holding 3 GiB")
         session.cells_pipeline.end(opened, "ok", "", 6, None)  # the child runs on
-        first = wait_for("the cell in the file", lambda: _loaded_cell(path, 6))
+        first = until(lambda: _loaded_cell(path, 6), "the cell in the file")
         assert [(c.peak, c.ended) for c in first.children] == [(3 * GIB, None)]
         go_on(used, child, 0)  # it grows to 4.5 GiB after its cell ended
-        wait_for("4.5 GiB seen", lambda: seen_holding(session, child.pid, int(4.5 * GIB)))
+        until(lambda: seen_holding(session, child.pid, int(4.5 * GIB)), "4.5 GiB seen")
         go_on(used, child, 1)
         # its exit code is read from the zombie: seen before this process reaps it
-        wait_for("its exit seen", lambda: [c for c in session.process_source.children()
-                                        if c.exit_code is not None])  # fmt: skip
+        until(
+            lambda: [c for c in session.process_source.children() if c.exit_code is not None],
+            "its exit seen",
+        )
         assert child.wait(timeout=30) == 7
 
         def ended() -> CellRecord | None:
@@ -159,7 +149,7 @@ def test_a_child_that_outlives_its_cell_updates_its_row_and_never_adds_a_cell(tm
             done = record is not None and record.children and record.children[0].ended
             return record if done else None
 
-        record = wait_for("the child's end in the file", ended)
+        record = until(ended, "the child's end in the file")
     (kid,) = record.children
     assert kid.peak == int(4.5 * GIB) and kid.exit_code == 7
     assert kid.ended is not None and kid.started <= kid.ended <= time.time()

@@ -9,7 +9,6 @@ import html
 import os
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -26,6 +25,7 @@ from nbgpumon._views.children_text import children_text
 from nbgpumon._views.report import Report, report_widget
 
 from notebook_runner import fake_pynvml
+from waiting import until
 
 GIB, MIB = 2**30, 2**20
 HOLDER = Path(__file__).parent / "children" / "holder.py"
@@ -33,16 +33,6 @@ DEADLINE = 30  # seconds any awaited condition gets
 XSS = "<img src=x onerror=alert(1)>"
 T0 = 1_700_000_000.0
 SPLIT = ("kernel_mem", "children_mem", "others_mem")  # the process split's metrics, in order
-
-
-def until(condition, what: str, timeout: float = DEADLINE):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        got = condition()
-        if got:
-            return got
-        time.sleep(0.02)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def brush_all(report: Report) -> None:

@@ -1,0 +1,27 @@
+"""The one way a test waits: poll a condition until it holds or a deadline passes (never a
+fixed sleep followed by one read)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import TypeVar
+
+T = TypeVar("T")
+
+DEADLINE = 30.0  # seconds an awaited condition gets unless a test says otherwise
+
+
+def until(
+    condition: Callable[[], T], what: str, timeout: float = DEADLINE, every: float = 0.02
+) -> T:
+    """``condition()``'s first truthy value, asked every ``every`` s; AssertionError naming
+    ``what`` after ``timeout`` s (the condition is asked once more at the deadline)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        found = condition()
+        if found:
+            return found
+        if time.monotonic() > deadline:
+            raise AssertionError(f"waited {timeout:g} s for {what}")
+        time.sleep(every)
