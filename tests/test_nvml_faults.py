@@ -6,10 +6,12 @@ import math
 import re
 import time
 
+import psutil
 import pytest
 
 from nbgpumon import Monitor
 from nbgpumon._sources.devices.nvml.source import FAST_METRICS, NvmlSource
+from nbgpumon._sources.processes.source import ProcessSource
 from nbgpumon._views.status_text import status_lines
 
 from notebook_runner import fake_nvml_env, fake_pynvml, run_cells
@@ -79,8 +81,13 @@ def test_processes_mark_this_kernel_and_say_unknown_for_hidden_pids():
     mine, hidden = source.read_processes()
     assert mine.is_this_kernel and mine.used_memory == 2**30
     assert hidden.pid is None and hidden.used_memory is None
-    assert hidden.name.startswith("unknown")
     assert not hidden.is_this_kernel
+    # who they are is the process source's to say
+    processes = ProcessSource(source)
+    processes.read(frozenset({"slow"}))
+    kernel, unknown = processes.processes
+    assert kernel.is_this_kernel and kernel.name == psutil.Process().name()
+    assert unknown.pid is None and unknown.name.startswith("unknown (PID hidden")
 
 
 def test_driver_utilization_samples_are_returned_once_each():

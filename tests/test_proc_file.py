@@ -77,8 +77,8 @@ def test_system_memory_and_process_names_from_proc_agree_with_psutil(tmp_path):
 
     import psutil
 
-    from nbgpumon._sources.devices.nvml.source import _process_name
     from nbgpumon._sources.host import HostSource
+    from nbgpumon._sources.processes.proc_reads import program_name
 
     used, available = HostSource().system()
     vm = psutil.virtual_memory()
@@ -93,8 +93,8 @@ def test_system_memory_and_process_names_from_proc_agree_with_psutil(tmp_path):
         deadline = time.monotonic() + 10
         while psutil.Process(child.pid).name() != program.name and time.monotonic() < deadline:
             time.sleep(0.01)
-        assert _process_name(child.pid) == psutil.Process(child.pid).name() == program.name
-        assert _process_name(os.getpid()) == psutil.Process().name()
+        assert program_name(child.pid) == psutil.Process(child.pid).name() == program.name
+        assert program_name(os.getpid()) == psutil.Process().name()
     finally:
         child.kill()
         child.wait()

@@ -86,7 +86,7 @@ def test_another_users_process_is_said_to_be_one_and_nothing_more():
     stranger = subprocess.Popen(["sleep", "30"], user=65534)  # nobody
     kernel = subprocess.Popen(["sleep", "30"])  # the "kernel": the stranger is not its child
     try:
-        devices = _Listing([GpuProcess(0, stranger.pid, 2**30, "sleep", False)])
+        devices = _Listing([GpuProcess(0, stranger.pid, 2**30, False)])
         source = ProcessSource(devices, root=kernel.pid)
         source.read(frozenset({"slow"}))
         (p,) = source.processes
@@ -98,7 +98,7 @@ def test_another_users_process_is_said_to_be_one_and_nothing_more():
 
 
 def test_a_listed_process_that_vanished_is_no_error():
-    devices = _Listing([GpuProcess(0, GONE, 2**30, "python", False)])
+    devices = _Listing([GpuProcess(0, GONE, 2**30, False)])
     source = ProcessSource(devices)
     row = source.read(frozenset({"slow"}))
     assert source.status == "ok"

@@ -108,7 +108,7 @@ class ToyDevices:
 
     # processes
     def read_processes(self) -> list[GpuProcess]:
-        return [GpuProcess(0, os.getpid(), self.used, "toy kernel", True)] if self.devices else []
+        return [GpuProcess(0, os.getpid(), self.used, True)] if self.devices else []
 
     def read_process_utilization(self) -> list[ProcessUtil]:
         return []

@@ -28,7 +28,7 @@ from .._sources.frameworks import frameworks
 from .._sources.frameworks.holder_walk import HolderKinds, Storage, StorageKey
 
 if TYPE_CHECKING:
-    from .._sources.devices.protocol import GpuProcess
+    from .._sources.processes.on_gpu import ProcessOnGpu
 
 MAX_DEPTH = 8  # containers nested deeper than this are not followed
 CHECK_EVERY = 256  # objects between looks at the clock
@@ -68,7 +68,7 @@ class HolderScan:
     objects: int  # objects looked at
     seconds: float
     partial: str  # "" when complete, else why the walk stopped early
-    processes: tuple[GpuProcess, ...] = ()  # processes using the GPU(s), from NVML
+    processes: tuple[ProcessOnGpu, ...] = ()  # processes using the GPU(s), named
 
 
 class _Walk:

@@ -24,7 +24,8 @@ from . import holder_scan
 if TYPE_CHECKING:
     from .._ledger.records import CellRecord
     from .._sources.base import AllocatorStats
-    from .._sources.devices.protocol import GpuDevice, GpuProcess
+    from .._sources.devices.protocol import GpuDevice
+    from .._sources.processes.on_gpu import ProcessOnGpu
     from .holder_scan import HolderScan
     from .tracing import TracedAllocation
 
@@ -46,7 +47,7 @@ class OomFacts:
     device_total: int | None
     allocators: dict[str, AllocatorStats]  # framework -> its counters on the device
     holders: HolderScan | None
-    processes: tuple[GpuProcess, ...]
+    processes: tuple[ProcessOnGpu, ...]  # who is on the device, named
     framework: str = ""  # the plug-in that ran out ("torch"); "": the first registered
     # the flight recorder (allocation tracing on): live blocks by cell line, biggest first
     largest: tuple[TracedAllocation, ...] = ()
@@ -148,7 +149,7 @@ class Evidence(Protocol):
     def memory_used(self) -> list[int | None] | None: ...
     def allocator_reads(self) -> dict[str, dict[int, AllocatorStats]]: ...
     def gpu_framework_active(self) -> bool: ...
-    def processes_on(self, device: str) -> list[GpuProcess]: ...
+    def processes_on(self, device: str) -> list[ProcessOnGpu]: ...
 
 
 def gather(evidence: Evidence, shell: Any, record: CellRecord, error: BaseException) -> OomFacts:

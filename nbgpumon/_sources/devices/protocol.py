@@ -44,7 +44,6 @@ class GpuProcess:
     index: int  # its GPU's :attr:`GpuDevice.index`
     pid: int | None
     used_memory: int | None  # bytes; None where the driver won't say
-    name: str
     is_this_kernel: bool
 
 

@@ -88,6 +88,28 @@ def short_command(argv: list[str], fallback: str = "") -> str:
     return text if len(text) <= COMMAND_LIMIT else text[: COMMAND_LIMIT - 1] + "…"
 
 
+def program_name(pid: int) -> str:
+    """Its program's name as ``ps`` and psutil give it: ``comm``, which the kernel cuts to 15
+    characters, completed from the command line's program where that starts the same way."""
+    comm = comm_of(pid)
+    if not comm:
+        return _name_elsewhere(pid)
+    if len(comm) >= 15:
+        program = os.path.basename(next(iter(argv_of(pid)), ""))
+        if program.startswith(comm):
+            return program
+    return comm
+
+
+def _name_elsewhere(pid: int) -> str:
+    try:
+        import psutil  # where /proc cannot be read (not Linux)
+
+        return psutil.Process(pid).name()
+    except Exception:
+        return "unknown (not visible from this process)"
+
+
 def comm_of(pid: int) -> str:
     raw = read_proc(f"/proc/{pid}/comm", 64)
     return raw.decode(errors="replace").strip() if raw else ""

@@ -5,8 +5,10 @@ this kernel's, its children's and everyone else's (timeline columns).
 It keeps its own clock (``interval``, 0.2 s by default: two ticks at the default 0.1 s)
 rather than a cadence of the sampler's, so that its scans cost a scan, not a read of every
 source: every tick asks it, and most ticks it answers its last values. While a child is new,
-the GPUs' process lists are read at every scan (a child that lives a second is seen), then at
-every fourth; without children, at the slow cadence only. Everything runs on the sampler's
+the GPUs' process lists are read at every scan (a child that lives a second is seen); once
+every child is settled, at every fifth scan (once a second at the defaults, as without
+children, when the slow cadence reads them), and three scans in four look only for new
+children. Everything runs on the sampler's
 thread; the main thread reads :meth:`ProcessSource.children` and
 :attr:`ProcessSource.processes`, copies made from plain data. ``cpu_ns``/``scans``: what its
 scans took of the thread's CPU (benchmarks).
@@ -25,17 +27,19 @@ from .jupyter_kernels import JupyterKernels, KernelIdentity
 from .metrics import LABEL, METRICS, SOURCE
 from .on_gpu import ProcessOnGpu
 from .proc_reads import (
+    ProcStat,
     argv_of,
     boot_time,
     comm_of,
     environ_of,
     owner_of,
+    program_name,
     read_stat,
     returncode,
     short_command,
     started_at,
 )
-from .tree import ProcessTree, Seen
+from .tree import DESCENDANTS_EVERY, ProcessTree, Seen
 
 if TYPE_CHECKING:
     from ..devices.protocol import DeviceSource, GpuProcess
@@ -46,10 +50,15 @@ UTIL_EVERY = 4  # process-list reads between two reads of per-process utilizatio
 # short one must be seen); once every child is older than this, at every LIST_EVERY-th scan
 # (each child's peak then says it was sampled that much less often).
 NEW_CHILD = 5.0
-LIST_EVERY = 4
+LIST_EVERY = 5
+# with every child settled, scans between two that read each child's stat (the tree reads
+# the children's children at those)
+FULL_EVERY = DESCENDANTS_EVERY
 YOUNG = 3.0  # seconds a child's command is read at every scan (an exec soon after start)
 COMMAND_EVERY = 8  # scans between two reads of an older child's command
 NAMES_KEPT = 512  # other processes' identities cached (by PID and start)
+HIDDEN = "unknown (PID hidden by a PID namespace)"
+OTHER_USER = "another user's process"
 
 
 class ProcessSource:
@@ -86,7 +95,9 @@ class ProcessSource:
         self.scans = 0
         self.cpu_ns = 0  # the sampler thread's CPU time in the scans
         # other processes' owner, command line and environment, by PID and start
-        self._names: dict[tuple[int, int], tuple[bool, list[str], dict[str, str]]] = {}
+        self._names: dict[tuple[int, int], tuple[str, bool, list[str], dict[str, str]]] = {}
+        self._own_name = ""  # this kernel's program, read at its first listing
+        self._others: dict[int, ProcStat | None] = {}  # the last list's other processes
 
     @property
     def status(self) -> str:
@@ -98,7 +109,7 @@ class ProcessSource:
     def read(self, due: frozenset[str]) -> list[float | None]:
         """Its last values; a scan first when one is due (or the slow cadence is)."""
         mono = time.monotonic()
-        if mono < self._next and SLOW not in due:
+        if mono < self._next and (SLOW not in due or self.runs):
             return self._values  # most ticks (the sampler copies the values it is given)
         self._next = mono + self.interval
         cpu_from = time.thread_time_ns()
@@ -132,14 +143,14 @@ class ProcessSource:
         now = time.time()
         had_children = bool(self.runs)
         settled = bool(self.runs) and all(now - r.started >= NEW_CHILD for r in self.runs.values())
-        # children that all live long (workers, a job's ranks): every other scan looks only
-        # for new ones
-        light = settled and self.tree.scans % 2 == 1 and not slow
+        # children that all live long (workers, a job's ranks): most scans look only for new
+        # ones (an exit is seen within FULL_EVERY scans)
+        light = settled and self.tree.scans % FULL_EVERY != 0 and not slow
         came = self._follow(self.tree.scan(light), now)
         if not self.runs and not had_children and not slow:
             return  # (one more list once the last child ended: it is gone from the list)
         self._skipped += 1
-        if settled and not (slow or came or self._skipped >= LIST_EVERY):
+        if settled and not (came or self._skipped >= LIST_EVERY):
             return
         self._skipped = 0
         listed = self.devices.read_processes() if self.devices.available else []
@@ -159,14 +170,18 @@ class ProcessSource:
         """Each child's peak from the list (``gap`` s after the last), the columns' split of
         each GPU's memory."""
         split = {d.index: [0, 0, 0] for d in self.devices.devices}
+        others: dict[int, ProcStat | None] = {}
         for p in listed:
             used = p.used_memory or 0
             parts = split.get(p.index)
             run = self.runs.get(p.pid) if p.pid is not None else None
             if run is None and p.pid is not None and not p.is_this_kernel:
-                seen = self.tree.adopt(p.pid)  # a grandchild the scans have not reached yet
+                stat = others[p.pid] if p.pid in others else read_stat(p.pid)
+                seen = self.tree.adopt(p.pid, stat)  # a grandchild not reached yet
                 if seen is not None:
                     run = self.runs[p.pid] = self._new_run(seen)
+                else:
+                    others[p.pid] = stat  # (who it is: _identity)
             if parts is not None:
                 parts[0 if p.is_this_kernel else 1 if run is not None else 2] += used
             if run is None:
@@ -183,6 +198,7 @@ class ProcessSource:
             if exact is not None:
                 run.exact[p.index] = exact
         self._values = [float(v) for d in self.devices.devices for v in split[d.index]]
+        self._others = others
 
     def _follow(self, seen: dict[int, Seen], now: float) -> bool:
         """The runs kept true to the scan; True when a new descendant came."""
@@ -236,39 +252,36 @@ class ProcessSource:
 
     def _describe(self, p: GpuProcess) -> ProcessOnGpu:
         """``p`` with who it is."""
-        base = (p.index, p.pid, p.used_memory, p.name, p.is_this_kernel)
-        if p.pid is None or p.is_this_kernel:
-            return ProcessOnGpu(*base)
+        if p.pid is None:
+            return ProcessOnGpu(p, HIDDEN)
+        if p.is_this_kernel:
+            if not self._own_name:
+                self._own_name = program_name(p.pid)
+            return ProcessOnGpu(p, self._own_name)
         run = self.runs.get(p.pid)
         if run is not None:
-            return ProcessOnGpu(
-                p.index, p.pid, p.used_memory, run.command, False, run.started, run.rank,
-                run.job,
-            )  # fmt: skip
-        name, other_user, kernel = self._identity(p.pid, p.name)
-        return ProcessOnGpu(
-            p.index, p.pid, p.used_memory, name, False, other_user=other_user, kernel=kernel
-        )
+            return ProcessOnGpu(p, run.command, run.started, run.rank, run.job)
+        name, other_user, kernel = self._identity(p.pid, self._others.get(p.pid))
+        return ProcessOnGpu(p, name, other_user=other_user, kernel=kernel)
 
-    def _identity(self, pid: int, name: str) -> tuple[str, bool, KernelIdentity | None]:
-        """Who another process is: its owner, command line and environment read once per
-        process (PID and start); a kernel's notebook and state asked each time (the names'
-        cache: never waited for)."""
-        stat = read_stat(pid)
+    def _identity(self, pid: int, stat: ProcStat | None) -> tuple[str, bool, KernelIdentity | None]:
+        """Who another process is (``stat``: as this list's read found it): its owner, name,
+        command line and environment read once per process (PID and start); a kernel's
+        notebook and state asked each time (the names' cache: never waited for)."""
         key = (pid, stat.start_ticks if stat is not None else -1)
         known = self._names.get(key)
         if known is None:
             owner = owner_of(pid)
             if owner is not None and owner != self._uid:
-                known = (True, [], {})  # another user's: nothing more is read
+                known = (OTHER_USER, True, [], {})  # another user's: nothing more is read
             else:
-                known = (False, argv_of(pid), environ_of(pid))
+                known = (program_name(pid), False, argv_of(pid), environ_of(pid))
             if len(self._names) >= NAMES_KEPT:
                 self._names.clear()
             self._names[key] = known
-        other_user, argv, environ = known
+        name, other_user, argv, environ = known
         if other_user:
-            return "another user's process", True, None
+            return name, True, None
         return name, False, self.kernels.identify(pid, argv, environ)
 
     def close(self) -> None:

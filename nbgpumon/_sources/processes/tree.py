@@ -82,16 +82,17 @@ class ProcessTree:
         self.known = found
         return found
 
-    def adopt(self, pid: int) -> Seen | None:
+    def adopt(self, pid: int, stat: ProcStat | None = None) -> Seen | None:
         """``pid`` as a descendant, found by its parents, when it is one the scans have not
-        reached yet; else None (remembered: a stranger is traced once)."""
+        reached yet; else None (remembered: a stranger is traced once). ``stat``: its own,
+        where the caller has read it already."""
         seen = self.known.get(pid)
         if seen is not None:
             return seen
         chain: list[ProcStat] = []
-        current = pid
+        if stat is None:
+            stat = read_stat(pid)
         for _ in range(MAX_DEPTH):
-            stat = read_stat(current)
             if stat is None or (stat.pid, stat.start_ticks) in self._strangers:
                 break
             chain.append(stat)
@@ -104,7 +105,7 @@ class ProcessTree:
                 return self.known[pid]
             if parent <= 1:
                 break
-            current = parent
+            stat = read_stat(parent)
         if len(self._strangers) >= STRANGERS_KEPT:
             self._strangers.clear()
         self._strangers.update((s.pid, s.start_ticks) for s in chain)

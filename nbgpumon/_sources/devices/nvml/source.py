@@ -10,7 +10,6 @@ from types import ModuleType
 
 from ...._foundation.metrics import columns_for
 from ...base import CADENCES, DETAIL, REPEAT, SLOW
-from ...proc_file import read_proc
 from ..protocol import DeviceFacts, GpuDevice, GpuProcess, MigPart, ProcessUtil
 from .cuda_devices import cuda_view, map_by_uuid
 from .held_calls import DeviceReads
@@ -87,7 +86,6 @@ class NvmlSource:
         self._state: list[_DeviceState] = []
         self.mapping_note = ""
         self._pid = os.getpid()
-        self._names: dict[int, str] = {}  # the listed processes' names, read once each
         # How long NVML keeps its callers waiting (monotonic seconds; 0.0: no call waits): the
         # sampler's read, another thread's ask (one at a time: BoundedCall), and how long the
         # last of them to return took. Plain attributes: the tick pays two clock reads.
@@ -387,9 +385,9 @@ class NvmlSource:
             state.values[_AT["power_limit"]] = None if limit is NA else limit / 1000.0
 
     def read_processes(self) -> list[GpuProcess]:
-        """Compute processes on every device, this kernel's marked."""
+        """Compute processes on every device, this kernel's marked (who the others are is
+        the process source's to say)."""
         found: list[GpuProcess] = []
-        names, self._names = self._names, {}
         for i, state in enumerate(self._state):
             procs = self.library.call_first(
                 (
@@ -404,17 +402,11 @@ class NvmlSource:
             for p in procs if isinstance(procs, list) else []:
                 pid = getattr(p, "pid", None) or None  # 0 means hidden by a PID namespace
                 used = getattr(p, "usedGpuMemory", None)
-                name = names.get(pid) if pid is not None else None
-                if name is None:
-                    name = _process_name(pid)
-                if pid is not None:
-                    self._names[pid] = name
                 found.append(
                     GpuProcess(
                         index=i,
                         pid=pid,
                         used_memory=used if isinstance(used, int) and used < 2**63 else None,
-                        name=name,
                         is_this_kernel=pid == self._pid,
                     )
                 )
@@ -536,30 +528,3 @@ def _text(value: object) -> str | None:
     if value is NA or value is None:
         return None
     return value.decode(errors="replace") if isinstance(value, bytes) else str(value)
-
-
-def _process_name(pid: int | None) -> str:
-    if pid is None:
-        return "unknown (PID hidden by a PID namespace)"
-    comm = read_proc(f"/proc/{pid}/comm", 64)
-    if comm:
-        return _full_name(pid, comm.decode(errors="replace").strip())
-    try:
-        import psutil  # where /proc cannot be read (not Linux)
-
-        return psutil.Process(pid).name()
-    except Exception:
-        return "unknown (not visible from this process)"
-
-
-def _full_name(pid: int, comm: str) -> str:
-    """``comm`` is cut to 15 characters: the command line's program gives the rest, where
-    it starts the same way (as ``ps`` and psutil name a process)."""
-    if len(comm) < 15:
-        return comm
-    cmdline = read_proc(f"/proc/{pid}/cmdline", 4096)
-    if cmdline:
-        program = os.path.basename(cmdline.split(b"\0", 1)[0].decode(errors="replace"))
-        if program.startswith(comm):
-            return program
-    return comm
