@@ -94,6 +94,7 @@ def main() -> None:
                     for name, g in report.groups.items()
                 },
             }
+        _time_list_calls(result, session.device_source, len(children))
     finally:
         for child in children:
             child.kill()
@@ -101,6 +102,30 @@ def main() -> None:
         mon.close()
     del held
     result.finish()
+
+
+def _time_list_calls(result, devices, n: int, calls: int = 200) -> None:
+    """What one read of the GPUs' process list and of the per-process utilization costs this
+    thread, with ``n`` children listed (the process source's two driver calls)."""
+    if not devices.available:
+        return
+    for name, call in (
+        ("process list", devices.read_processes),
+        ("per-process utilization", devices.read_process_utilization),
+    ):
+        call()
+        cpu, wall = time.thread_time_ns(), time.perf_counter_ns()
+        for _ in range(calls):
+            call()
+        cpu = (time.thread_time_ns() - cpu) / calls / 1e3
+        wall = (time.perf_counter_ns() - wall) / calls / 1e3
+        result.add(
+            f"one read of the {name}, {n} children listed",
+            cpu,
+            "µs CPU",
+            None,
+            note=f"{wall:.0f} µs wall, mean of {calls}",
+        )
 
 
 def _wait_for_children(session, n: int, on_gpu: bool, timeout: float = 120.0) -> None:
