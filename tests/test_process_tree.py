@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
 
 import pytest
 
@@ -21,7 +22,7 @@ from nbgpumon._sources.processes.proc_reads import (
     short_command,
 )
 from nbgpumon._sources.processes.source import ProcessSource
-from nbgpumon._sources.processes.tree import ProcessTree
+from nbgpumon._sources.processes.tree import DESCENDANTS_EVERY, ProcessTree
 
 from waiting import until
 
@@ -155,3 +156,36 @@ def test_a_pid_is_ordered_against_the_last_one_across_a_wrap():
     assert born_after(child.pid, before)
     assert not born_after(before - 5, before)
     assert born_after(300, 32000)  # the numbers wrapped around: 300 came after 32000
+
+
+def test_a_child_started_from_another_thread_is_found_by_the_scans():
+    # (the kernel's other threads are read only when a process was made since they last were;
+    # the thread stays alive: a thread's children move to another when it ends)
+    tree = ProcessTree()
+    started: list[subprocess.Popen] = []
+    done = threading.Event()
+
+    def start_and_stay() -> None:
+        started.append(subprocess.Popen(["sleep", "30"]))
+        done.wait(60)
+
+    worker = threading.Thread(target=start_and_stay)
+    worker.start()
+    try:
+        child = until(lambda: started and started[0], "the thread's child started")
+        assert child.pid not in _children_file(threading.main_thread().native_id)
+        until(lambda: child.pid in tree.scan(), "the thread's child in a scan")
+        assert tree.known[child.pid].depth == 1
+        # nothing made since: later scans still follow it, by PID
+        assert all(child.pid in tree.scan() for _ in range(2 * DESCENDANTS_EVERY))
+    finally:
+        done.set()
+        worker.join()
+        for process in started:
+            process.kill()
+            process.wait()
+
+
+def _children_file(tid: int) -> list[int]:
+    raw = read_proc(f"/proc/{os.getpid()}/task/{tid}/children") or b""
+    return [int(p) for p in raw.split()]

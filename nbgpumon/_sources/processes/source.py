@@ -55,7 +55,7 @@ LIST_EVERY = 5
 # the children's children at those)
 FULL_EVERY = DESCENDANTS_EVERY
 YOUNG = 3.0  # seconds a child's command is read at every scan (an exec soon after start)
-COMMAND_EVERY = 8  # scans between two reads of an older child's command
+COMMAND_EVERY = 16  # scans between two reads of an older child's command
 NAMES_KEPT = 512  # other processes' identities cached (by PID and start)
 HIDDEN = "unknown (PID hidden by a PID namespace)"
 OTHER_USER = "another user's process"
@@ -146,7 +146,9 @@ class ProcessSource:
         # children that all live long (workers, a job's ranks): most scans look only for new
         # ones (an exit is seen within FULL_EVERY scans)
         light = settled and self.tree.scans % FULL_EVERY != 0 and not slow
-        came = self._follow(self.tree.scan(light), now)
+        before = self.tree.known
+        seen = self.tree.scan(light)
+        came = seen is not before and self._follow(seen, now)  # (a light scan, nothing new)
         if not self.runs and not had_children and not slow:
             return  # (one more list once the last child ended: it is gone from the list)
         self._skipped += 1

@@ -8,7 +8,9 @@ threads' ``children`` and each descendant's main thread's. A process a GPU lists
 scans have not reached (one a child started from another thread) is traced up its parents
 (:meth:`ProcessTree.adopt`), so it is charged from its first listing. The main threads'
 files are kept open (``KeptProcFiles``: a read is one ``pread``); the kernel's other threads'
-are opened at each read, as threads come and go (each load of nbgpumon starts its own).
+are opened at each read, as threads come and go (each load of nbgpumon starts its own), and
+read only when the last PID handed out moved since they were last read (a torch kernel has
+dozens of threads).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import os
 from dataclasses import dataclass
 
 from ..proc_file import KeptProcFiles, read_proc
+from .last_pid import last_pid
 from .proc_reads import ProcStat, read_stat
 
 MAX_DESCENDANTS = 256  # followed at once: a fork bomb must not make a tick unbounded
@@ -43,15 +46,20 @@ class ProcessTree:
         self._strangers: set[tuple[int, int]] = set()
         self.files = KeptProcFiles()  # the stat and children files read at every scan
         self.has_children_files = os.path.exists(f"/proc/{self.root}/task/{self.root}/children")
+        self._threads_read_at: int | None = None  # the last PID when they were last read
 
     def scan(self, light: bool = False) -> dict[int, Seen]:
         """Every descendant alive now (zombies included: their exit code is in ``stat``).
         ``light``: only the kernel's new children are looked at; those known are as the last
-        scan left them (a caller whose children are all long-lived: every other scan)."""
+        scan left them (a caller whose children are all long-lived: most scans), and with no
+        new child the answer is :attr:`known` itself."""
         self.scans += 1
         below = self.scans % DESCENDANTS_EVERY == 1 and not light
+        kids = self._children(self.root, below)
+        if light and all(pid in self.known for pid in kids):
+            return self.known  # (the same dict: nothing to follow)
         found: dict[int, Seen] = {}
-        depth = {pid: 1 for pid in self._children(self.root, below)}
+        depth = {pid: 1 for pid in kids}
         if light:
             found = dict(self.known)
             depth = {pid: d for pid, d in depth.items() if pid not in found}
@@ -115,6 +123,12 @@ class ProcessTree:
         if not self.has_children_files:
             return _children_by_parent(pid)
         tids = [str(pid)]
+        if all_threads and pid == self.root:
+            # no process (nor thread) was made anywhere since the threads were last read: none
+            # of them has a new child (those known are followed by PID)
+            last = last_pid()
+            all_threads = last is None or last != self._threads_read_at
+            self._threads_read_at = last
         if all_threads:
             try:
                 tids = os.listdir(f"/proc/{pid}/task")
