@@ -12,6 +12,7 @@ import pytest
 
 import nbgpumon
 from nbgpumon._api.recorded import Recorded
+from nbgpumon._foundation.units import byte_unit
 from nbgpumon._ledger.records import CellRecord, DeviceUsage
 from nbgpumon._views.axis import MAX_TIME_TICKS, time_ticks
 from nbgpumon._views.report import MAX_BAND_LABELS, MAX_POINTS, Report, report_widget
@@ -285,7 +286,11 @@ def test_a_live_monitor_without_gpu_shows_host_memory_and_refreshes(host_only_mo
         assert report.util_figure not in report.children  # no GPU: no utilization
         assert list(report.cell_bars.x) == ["[1]", "[2]"]  # cells only; the region is listed
         host_rise = [max(0, r.rss_delta or 0) for r in mon.cells() if r.kind == "cell"]
-        scale = GiB if max(host_rise) >= GiB else MiB
+        # the axis takes the unit of the highest bar (peak or kept), which can be KiB when the
+        # RSS barely moved: read it back and check the bars are in it
+        host_peak = [max(0, r.rss_peak - r.rss_before) for r in mon.cells() if r.kind == "cell"]
+        unit, scale = byte_unit(max(*host_peak, *host_rise))
+        assert report.bytes_axis.label == unit
         assert report.cell_bars.y[1].tolist() == pytest.approx([x / scale for x in host_rise])
         assert "no GPU (host memory)" in report.title.value and "2 cells" in report.title.value
 

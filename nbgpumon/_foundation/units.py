@@ -31,9 +31,10 @@ def format_bytes(n: float | None, signed: bool = False) -> str:
 
 
 def byte_unit(n: float) -> tuple[str, int]:
-    """The unit ``format_bytes`` says ``n`` bytes in, and its size in bytes: ``("MiB", 2**20)``
-    below 1 GiB, ``("GiB", 2**30)`` from there. A chart's axis takes its peak's, so that its
-    ticks read in the unit the table beside it uses."""
+    """The unit ``format_bytes`` says ``n`` bytes in, and its size in bytes: the largest of B,
+    KiB, MiB, GiB, TiB that ``n`` reaches one of (``("MiB", 2**20)`` from 1 MiB to 1 GiB). A
+    chart's axis takes its peak's, so that its ticks read in the unit the table beside it
+    uses."""
     value, unit = float(abs(n)), 0
     while value >= 1024 and unit < len(_UNITS) - 1:
         value /= 1024
