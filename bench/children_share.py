@@ -1,8 +1,9 @@
 """The sampler's share of a core while this kernel has 8 children alive (target <= 0.5% at
 the defaults), against the same session with none.
 
-A Monitor samples at its defaults for ``--seconds``: first with no child, then with
-``--children`` child processes alive. Where torch can use a GPU, each child holds a CUDA
+A Monitor samples at its defaults for ``--seconds``: first with ``--children`` child
+processes alive (started before it, each settled), then with none (they are killed). Where
+torch can use a GPU, each child holds a CUDA
 context and a tensor (so the GPUs' process lists hold them and the process source reads the
 lists at every scan, 4 a second, and the per-process utilization); elsewhere the children
 only sleep (the process tree is followed; no list holds them). The figure is the sampler's
@@ -23,6 +24,7 @@ import cuda_setup
 import result_file
 
 import nbgpumon
+from nbgpumon._sources.processes.source import NEW_CHILD
 
 TARGET = 0.5  # % of a core at the defaults, 8 children alive (issue 30)
 ON_GPU = (
@@ -46,62 +48,75 @@ def main() -> None:
     seconds = 3.0 if args.quick else args.seconds
     held = cuda_setup.hold_gpu_tensors(result, "children on the GPU")
     script = ON_GPU if held else SLEEPS
-    mon = nbgpumon.Monitor()
-    session = mon._session
-    result.details.update(gpus=len(session.device_source.devices), children_on_gpu=bool(held))
-    children: list[subprocess.Popen] = []
+    # The children start before the Monitor: 8 CUDA contexts coming up at once keep the
+    # driver busy for seconds, and the fast tick's GIL-keeping calls would give up (their own
+    # rule), a cost of their own that this benchmark does not measure.
+    children = [
+        subprocess.Popen(
+            [sys.executable, "-c", script, str(3 * seconds + 180)],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(args.children)
+    ]
+    mon = None
     try:
-        for n in (0, args.children):
-            if n:
-                children = [
-                    subprocess.Popen(
-                        [sys.executable, "-c", script, str(seconds + 120)],
-                        stdout=subprocess.PIPE,
-                        text=True,
-                    )
-                    for _ in range(n)
-                ]
-                for child in children:
-                    child.stdout.readline()  # "ready": its context is up
-                _wait_for_children(session, n, held)
-            mon.stop()
-            source = session.process_source
-            scans0, cpu0 = source.scans, source.cpu_ns
-            mon.start()  # the accounting starts again with the thread
-            time.sleep(seconds)
-            report = session.sampler.cost_report()
-            scans, cpu = source.scans - scans0, source.cpu_ns - cpu0
-            per_scan = cpu / scans / 1e3 if scans else 0.0
-            result.log(report.line())
-            on_gpu = sum(1 for p in session.process_source.processes if p.is_child)
-            result.add(
-                f"sampler thread, defaults, {n} children alive ({on_gpu} on a GPU)",
-                report.core_share * 100,
-                "% of a core",
-                TARGET if n else None,
-                note=f"{report.ticks} ticks in {report.seconds:.1f} s; {scans} process scans, "
-                f"{per_scan:.0f} µs CPU each ({cpu / 1e7 / report.seconds:.3f}% of a core); "
-                f"{report.device_calls_per_second:.0f} NVML calls/s",
-            )
-            result.details[f"{n} children"] = {
-                "core_share": report.core_share,
-                "children_on_gpu": on_gpu,
-                "line": report.line(),
-                "process_scans": scans,
-                "process_scan_cpu_us": per_scan,
-                "groups": {
-                    name: {"ticks": g.ticks, "cpu_us_per_tick": g.cpu_per_tick * 1e6}
-                    for name, g in report.groups.items()
-                },
-            }
+        for child in children:
+            child.stdout.readline()  # "ready": its context is up
+        mon = nbgpumon.Monitor()
+        session = mon._session
+        result.details.update(gpus=len(session.device_source.devices), children_on_gpu=bool(held))
+        _wait_for_children(session, len(children), held)
+        _measure(result, mon, len(children), seconds)
         _time_list_calls(result, session.device_source, len(children))
+        for child in children:
+            child.kill()
+            child.wait()
+        _wait_for_children(session, 0, held)
+        _measure(result, mon, 0, seconds)
     finally:
         for child in children:
             child.kill()
             child.wait()
-        mon.close()
+        if mon is not None:
+            mon.close()
     del held
     result.finish()
+
+
+def _measure(result, mon, n: int, seconds: float) -> None:
+    """The sampler's share of a core over ``seconds``, with ``n`` children alive."""
+    session = mon._session
+    mon.stop()
+    source = session.process_source
+    scans0, cpu0 = source.scans, source.cpu_ns
+    mon.start()  # the accounting starts again with the thread
+    time.sleep(seconds)
+    report = session.sampler.cost_report()
+    scans, cpu = source.scans - scans0, source.cpu_ns - cpu0
+    per_scan = cpu / scans / 1e3 if scans else 0.0
+    result.log(report.line())
+    on_gpu = sum(1 for p in source.processes if p.is_child)
+    result.add(
+        f"sampler thread, defaults, {n} children alive ({on_gpu} on a GPU)",
+        report.core_share * 100,
+        "% of a core",
+        TARGET if n else None,
+        note=f"{report.ticks} ticks in {report.seconds:.1f} s; {scans} process scans, "
+        f"{per_scan:.0f} µs CPU each ({cpu / 1e7 / report.seconds:.3f}% of a core); "
+        f"{report.device_calls_per_second:.0f} NVML calls/s",
+    )
+    result.details[f"{n} children"] = {
+        "core_share": report.core_share,
+        "children_on_gpu": on_gpu,
+        "line": report.line(),
+        "process_scans": scans,
+        "process_scan_cpu_us": per_scan,
+        "groups": {
+            name: {"ticks": g.ticks, "cpu_us_per_tick": g.cpu_per_tick * 1e6}
+            for name, g in report.groups.items()
+        },
+    }
 
 
 def _time_list_calls(result, devices, n: int, calls: int = 200) -> None:
@@ -129,12 +144,15 @@ def _time_list_calls(result, devices, n: int, calls: int = 200) -> None:
 
 
 def _wait_for_children(session, n: int, on_gpu: bool, timeout: float = 120.0) -> None:
-    """Until the process source follows ``n`` children (and, on a GPU, lists them there)."""
+    """Until the process source follows exactly ``n`` children, each settled (older than its
+    first seconds, when the lists are read at every scan), and, on a GPU, lists them there."""
+    source = session.process_source
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        followed = len(session.process_source.runs) >= n
-        listed = sum(1 for p in session.process_source.processes if p.is_child) >= n
-        if followed and (listed or not on_gpu):
+        runs = list(source.runs.values())
+        settled = all(time.time() - run.started >= NEW_CHILD for run in runs)
+        listed = sum(1 for p in source.processes if p.is_child) == n
+        if len(runs) == n and settled and (listed or not on_gpu):
             return
         time.sleep(0.1)
 
