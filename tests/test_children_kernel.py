@@ -53,7 +53,7 @@ def run(tmp_path_factory):
         "    time.sleep(0.05)\n"
         "    assert time.monotonic() < _d\n"
         "_s = _nbg.monitor()._session\n"  # a zombie, not waited for yet, until the sampler saw it
-        "while not any(r.exit_code == 3 for r in list(_s.process_source.runs.values())):\n"
+        "while not any(r.exit_code == 3 for r in list(_s.process_source.ended)):\n"
         "    time.sleep(0.05)\n"
         "    assert time.monotonic() < _d\n"
         "p3.wait()",

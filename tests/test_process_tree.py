@@ -58,10 +58,24 @@ def test_children_and_grandchildren_are_followed_and_let_go_when_they_exit():
     )
     for pid in mine:
         os.kill(pid, 9)
-    until(
-        lambda: not [p for p in mine if p in tree.scan() and tree.known[p].stat.state != "Z"],
-        "the sleeps let go",
-    )
+    # let go once gone, or once said dead: a PID 1 that reaps nothing keeps orphans' zombies
+    until(lambda: not any(p in tree.scan() for p in mine), "the sleeps let go")
+
+
+def test_a_child_that_exited_ends_while_its_zombie_waits_for_its_parent():
+    child = subprocess.Popen(["sh", "-c", "read line; exit 3"], stdin=subprocess.PIPE)
+    source = ProcessSource(_Listing([GpuProcess(0, child.pid, 2**30, False)]))
+    try:
+        until(lambda: source.read(frozenset({"slow"})) and child.pid in source.runs, "the child")
+        child.stdin.close()  # it exits; nothing waits for it yet
+        until(lambda: source.read(frozenset({"slow"})) and not source.runs, "its end")
+        assert read_stat(child.pid).state == "Z"  # ended while still a zombie
+        (usage,) = source.children()
+        assert usage.pid == child.pid and usage.exit_code == 3 and usage.ended is not None
+        assert not source.has_children  # nothing more is read for it
+    finally:
+        child.kill()
+        child.wait()
 
 
 def test_a_zombie_says_its_exit_code():

@@ -34,6 +34,11 @@ class ProcStat:
     start_ticks: int  # clock ticks after boot: with the PID, who this process is
     exit_code: int | None  # a zombie's wait status (Linux 3.5+), else None
 
+    @property
+    def exited(self) -> bool:
+        """A zombie (its parent has not waited for it) or on its way out: its memory is freed."""
+        return self.state in ("Z", "X")
+
 
 def read_stat(pid: int, read: Callable[[str, int], bytes | None] = read_proc) -> ProcStat | None:
     """``/proc/PID/stat`` parsed (read by ``read``: a kept file's); None when the process is

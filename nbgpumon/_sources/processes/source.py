@@ -180,7 +180,7 @@ class ProcessSource:
             if run is None and p.pid is not None and not p.is_this_kernel:
                 stat = others[p.pid] if p.pid in others else read_stat(p.pid)
                 seen = self.tree.adopt(p.pid, stat)  # a grandchild not reached yet
-                if seen is not None:
+                if seen is not None and not seen.stat.exited:  # (a list late to drop one)
                     run = self.runs[p.pid] = self._new_run(seen)
                 else:
                     others[p.pid] = stat  # (who it is: _identity)
@@ -211,19 +211,24 @@ class ProcessSource:
             if run is not None and run.start_ticks != stat.start_ticks:
                 self._end(run)  # the PID was reused: another process
                 run = None
+            if stat.exited:
+                # it has exited (its memory is freed); its parent may never wait for it: an
+                # orphan under a PID 1 that reaps nothing stays a zombie for good
+                if run is not None:
+                    if stat.exit_code is not None:
+                        run.exit_code = returncode(stat.exit_code)
+                    self._end(run)
+                continue  # (one first seen dead never held memory the lists saw)
             if run is None:
-                run = runs[pid] = self._new_run(entry)
+                runs[pid] = self._new_run(entry)
                 came = True
-            elif now - run.started < YOUNG or self.tree.scans % COMMAND_EVERY == 0:
+                continue
+            run.last_seen = now
+            if now - run.started < YOUNG or self.tree.scans % COMMAND_EVERY == 0:
                 command = short_command(argv_of(pid), run.command)
                 if command != run.command:  # an exec: what it runs now
                     run.command = command
                     _read_rank(run, pid)
-            if stat.state in ("Z", "X"):
-                if stat.exit_code is not None and run.exit_code is None:
-                    run.exit_code = returncode(stat.exit_code)
-            else:
-                run.last_seen = now
         for pid in [pid for pid in runs if pid not in seen]:
             self._end(runs[pid])
         return came

@@ -1,6 +1,7 @@
 """This kernel's process tree, followed live: its children, theirs (a script behind ``sh -c``,
 a launcher's workers), across ``exec`` (the PID stays), and those left behind by a parent
-that exited (reparented, still known by PID and start).
+that exited (reparented, still known by PID and start). A zombie is reported once its parent
+is outside the tree, then let go: a container's PID 1 may never wait for an orphan.
 
 Each scan reads the kernel's main thread's ``children`` (where cells start processes) and each
 descendant's ``stat`` (is it alive, has it exited); every fourth scan also the kernel's other
@@ -78,8 +79,11 @@ class ProcessTree:
             reused = before is not None and before.stat.start_ticks != stat.start_ticks
             if reused and stat.parent != self.root and stat.parent not in found:
                 continue  # the PID was reused by a stranger
+            said_dead = stat.exited and before is not None and before.stat.exited and not reused
+            if said_dead and stat.parent != self.root and stat.parent not in self.known:
+                continue  # an orphan's zombie, said once: a PID 1 that reaps nothing keeps it
             found[pid] = Seen(stat, depth[pid])
-            if stat.state in ("Z", "X") or not (below or pid not in self.known):
+            if stat.exited or not (below or pid not in self.known):
                 continue  # (a new one's children are read at once: a shell's script)
             for child in self._children(pid, False):
                 if child not in depth:
