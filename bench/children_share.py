@@ -5,8 +5,9 @@ A Monitor samples at its defaults for ``--seconds``: first with ``--children`` c
 processes alive (started before it, each settled), then with none (they are killed). Where
 torch can use a GPU, each child holds a CUDA
 context and a tensor (so the GPUs' process lists hold them and the process source reads the
-lists at every scan, 4 a second, and the per-process utilization); elsewhere the children
-only sleep (the process tree is followed; no list holds them). The figure is the sampler's
+lists, and every fourth time the per-process utilization); on a machine without a GPU the
+process source has no columns and reads nothing, so the children only sleep and the figures
+are the sampler's without them. The figure is the sampler's
 own CPU time over the wall time it ran (``cost_report()``); the process cadence's ticks are
 given apart.
 
@@ -59,20 +60,23 @@ def main() -> None:
         )
         for _ in range(args.children)
     ]
+    pids = {child.pid for child in children}
     mon = None
+    began = time.monotonic()
     try:
-        for child in children:
-            child.stdout.readline()  # "ready": its context is up
+        ready = sum(child.stdout.readline().strip() == "ready" for child in children)
+        result.log(f"{ready} of {len(children)} children ready in {time.monotonic() - began:.1f} s")
         mon = nbgpumon.Monitor()
         session = mon._session
         result.details.update(gpus=len(session.device_source.devices), children_on_gpu=bool(held))
-        _wait_for_children(session, len(children), held)
+        follows = bool(session.device_source.devices)  # (no GPU: nothing reads the tree)
+        _wait_for_children(result, session, pids if follows else set(), held)
         _measure(result, mon, len(children), seconds)
         _time_list_calls(result, session.device_source, len(children))
         for child in children:
             child.kill()
             child.wait()
-        _wait_for_children(session, 0, held)
+        _wait_for_children(result, session, set(), held, gone=pids)
         _measure(result, mon, 0, seconds)
     finally:
         for child in children:
@@ -143,16 +147,33 @@ def _time_list_calls(result, devices, n: int, calls: int = 200) -> None:
         )
 
 
-def _wait_for_children(session, n: int, on_gpu: bool, timeout: float = 120.0) -> None:
-    """Until the process source follows exactly ``n`` children, each settled (older than its
-    first seconds, when the lists are read at every scan), and, on a GPU, lists them there."""
+def _wait_for_children(
+    result,
+    session,
+    pids: set[int],
+    on_gpu: bool,
+    gone: frozenset[int] | set[int] = frozenset(),
+    timeout: float = 60.0,
+) -> None:
+    """Until the process source follows each of ``pids``, settled (older than its first
+    seconds, when the lists are read at every scan) and, on a GPU, listed there; and none of
+    ``gone``. Said in the log either way: a wait that ran out is measured all the same."""
     source = session.process_source
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        runs = list(source.runs.values())
-        settled = all(time.time() - run.started >= NEW_CHILD for run in runs)
-        listed = sum(1 for p in source.processes if p.is_child) == n
-        if len(runs) == n and settled and (listed or not on_gpu):
+    began = time.monotonic()
+    while True:
+        runs = dict(source.runs)
+        settled = all(time.time() - runs[pid].started >= NEW_CHILD for pid in pids & runs.keys())
+        listed = {p.pid for p in source.processes if p.is_child}
+        missing = pids - runs.keys() if not on_gpu else pids - (runs.keys() & listed)
+        left = gone & runs.keys()
+        if not missing and settled and not left:
+            result.log(f"{len(pids)} children followed after {time.monotonic() - began:.1f} s")
+            return
+        if time.monotonic() - began > timeout:
+            result.log(
+                f"after {timeout:.0f} s: {len(missing)} children not followed, "
+                f"{len(left)} not let go; measured as they are"
+            )
             return
         time.sleep(0.1)
 
