@@ -81,6 +81,17 @@ class Server:
         client.load_connection_file()
         client.start_channels()
         client.wait_for_ready(timeout=DEADLINE_S)
+        # the server hears the kernel's status on its own iopub subscription, which may join
+        # after that answer was sent (zmq drops what a late subscriber missed): ask again
+        # until the server no longer says "starting"
+
+        def seen_started() -> bool:
+            if self.api(f"kernels/{kernel_id}").get("execution_state") != "starting":
+                return True
+            client.kernel_info()  # one more status on iopub (the reply is not waited for)
+            return False
+
+        until(seen_started, f"the server to see kernel {kernel_id} answer", every=0.5)
         return Kernel(session["id"], kernel_id, pid, argv, environ_of(pid), client)
 
     def end_session(self, kernel: Kernel) -> None:
