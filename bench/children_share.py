@@ -116,6 +116,8 @@ def _measure(result, mon, n: int, seconds: float) -> None:
         "line": report.line(),
         "process_scans": scans,
         "process_scan_cpu_us": per_scan,
+        # a slow spell of the driver's (its fast calls given back their GIL release) shows here
+        "nvml_notes": list(getattr(getattr(session.device_source, "library", None), "notes", [])),
         "groups": {
             name: {"ticks": g.ticks, "cpu_us_per_tick": g.cpu_per_tick * 1e6}
             for name, g in report.groups.items()

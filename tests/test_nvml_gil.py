@@ -5,12 +5,14 @@ whether its caller holds the GIL."""
 from __future__ import annotations
 
 import ctypes
+import time
 from types import ModuleType
 
 import pytest
 
 from nbgpumon import Monitor
 from nbgpumon._sources.devices.nvml.held_calls import SLOW_CALLS_ALLOWED, gil_keeping_functions
+from nbgpumon._sources.devices.nvml.library import KEEP_AGAIN_AFTER, KEEP_AGAIN_MAX
 from nbgpumon._sources.devices.nvml.source import FAST_METRICS, NvmlSource
 
 from notebook_runner import fake_pynvml
@@ -75,7 +77,7 @@ def gil_probe_binding() -> ModuleType:
 
 def test_a_kept_call_runs_in_c_with_the_gil_held_where_the_binding_s_way_releases_it():
     binding = gil_probe_binding()
-    kept = gil_keeping_functions(binding, on_slow=lambda name: None)
+    kept = gil_keeping_functions(binding, on_slow=lambda name, stuck: None)
     assert tuple(kept) == KEPT
     handle = ctypes.c_void_p(1)
     for call in kept.values():
@@ -149,5 +151,65 @@ def test_a_kept_call_that_is_slow_goes_back_to_the_binding_and_says_so():
     assert fake.binding_calls == {KEPT[0]: 1, KEPT[1]: 1}
     assert metric(row, "mem_used") == 3 * 2**30 and metric(row, "gpu_util") == 42
     assert [n for n in source.library.notes if "releasing the GIL" in n] == [
-        f"{name} took over 1 ms on this driver: now called releasing the GIL" for name in KEPT
+        f"{name} took over 1 ms on this driver: now called releasing the GIL, for 60 s"
+        for name in KEPT
+    ]
+
+
+def test_a_slow_spell_passes_and_the_calls_keep_the_gil_again_later_each_time_later():
+    fake = fake_pynvml(**ONE_GPU, call_delay=0.002)  # a driver busy for a while
+    source = NvmlSource(fake)
+    source.open()
+    lib, fast = source.library, frozenset({"fast"})
+
+    def slow_spell() -> None:
+        fake._config["call_delay"] = 0.002
+        reads = 0
+        while lib.gil_kept and reads < 10 * SLOW_CALLS_ALLOWED:
+            source.read(fast)
+            reads += 1
+        assert lib.gil_kept == ()
+        fake._config["call_delay"] = 0
+
+    slow_spell()
+    now = time.monotonic()
+    lib.retry_kept_calls(now + KEEP_AGAIN_AFTER - 5)
+    assert lib.gil_kept == ()  # (not yet)
+    lib.retry_kept_calls(now + KEEP_AGAIN_AFTER + 1)
+    assert lib.gil_kept == KEPT
+    fake.c_calls.clear()
+    fake.binding_calls.clear()
+    row = source.read(fast)  # the bound calls are made again, GIL kept
+    assert fake.binding_calls == {}
+    assert fake.c_calls == {KEPT[0]: 1, KEPT[1]: 1}
+    assert metric(row, "mem_used") == 3 * 2**30
+    notes = [n for n in lib.notes if "GIL" in n]
+    assert notes == [
+        f"{name} took over 1 ms on this driver (1 slow spell): called releasing the GIL for a "
+        "while, now kept again"
+        for name in KEPT
+    ]
+    slow_spell()  # again: twice as long before the next try, one note a function still
+    now = time.monotonic()
+    lib.retry_kept_calls(now + KEEP_AGAIN_AFTER + 1)
+    assert lib.gil_kept == ()
+    assert [n for n in lib.notes if "GIL" in n] == [
+        f"{name} took over 1 ms on this driver: now called releasing the GIL, for 120 s"
+        for name in KEPT
+    ]
+    lib.retry_kept_calls(now + 2 * KEEP_AGAIN_AFTER + 1)
+    assert lib.gil_kept == KEPT
+    assert "(2 slow spells)" in lib.notes[-1]
+
+
+def test_a_kept_call_that_did_not_answer_is_never_kept_again():
+    fake = fake_pynvml(**ONE_GPU, call_delay=0.06)  # over STUCK_CALL_NS: given back at once
+    source = NvmlSource(fake)
+    source.open()
+    source.read(frozenset({"fast"}))
+    assert source.library.gil_kept == ()
+    source.library.retry_kept_calls(time.monotonic() + 10 * KEEP_AGAIN_MAX)
+    assert source.library.gil_kept == ()
+    assert [n for n in source.library.notes if "GIL" in n] == [
+        f"{name} did not answer for over 50 ms: now called releasing the GIL" for name in KEPT
     ]

@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 
 import pytest
 
@@ -206,3 +207,52 @@ def test_a_child_started_from_another_thread_is_found_by_the_scans():
 def _children_file(tid: int) -> list[int]:
     raw = read_proc(f"/proc/{os.getpid()}/task/{tid}/children") or b""
     return [int(p) for p in raw.split()]
+
+
+def test_a_light_scan_answers_the_last_until_a_child_comes_or_is_waited_for():
+    tree = ProcessTree()
+    first = subprocess.Popen(["sleep", "30"])
+    second = None
+    try:
+        until(lambda: first.pid in tree.scan(), "the child")
+        # nothing came or went since the last scan: the same answer, nothing read but the
+        # kernel's children (pytest's own may come and go: asked until they keep still)
+        until(lambda: tree.known is tree.scan(light=True), "a light scan's answer")
+        second = subprocess.Popen(["sleep", "30"])
+        assert second.pid in tree.scan(light=True)  # a new child: a full scan at once
+        first.kill()
+        first.wait()  # waited for: gone from the kernel's children
+        assert first.pid not in tree.scan(light=True) and second.pid in tree.known
+    finally:
+        for child in (first, second):
+            if child is not None:
+                child.kill()
+                child.wait()
+
+
+def test_settled_children_have_their_utilization_read_seldom(monkeypatch):
+    from nbgpumon._sources.processes import source as source_module
+
+    child = subprocess.Popen(["sleep", "30"])
+    listing = _Listing([GpuProcess(0, child.pid, 2**30, False)])
+    asked: list[float] = []
+    listing.read_process_utilization = lambda: asked.append(time.monotonic()) or []
+    source = ProcessSource(listing, interval=0.0)
+    try:
+        until(lambda: source.read(frozenset()) and child.pid in source.runs, "the child")
+        monkeypatch.setattr(source_module, "NEW_CHILD", 0.0)  # every child settled now
+        asked.clear()
+        began = time.monotonic()
+        while time.monotonic() - began < 1.0:
+            source.read(frozenset())
+        assert source.scans > 4 * source_module.LIST_EVERY
+        assert len(asked) <= 1  # (one read at most in a second: every UTIL_SETTLED_EVERY s)
+        monkeypatch.setattr(source_module, "NEW_CHILD", 3600.0)  # a new child again
+        asked.clear()
+        began = time.monotonic()
+        while time.monotonic() - began < 2.0:
+            source.read(frozenset())
+        assert 2 <= len(asked) <= 3  # every UTIL_EVERY s
+    finally:
+        child.kill()
+        child.wait()

@@ -1,15 +1,15 @@
-"""The process source: this kernel's process tree followed at the process cadence, each
-child's GPU figures from the device source's process list, and each GPU's memory split into
-this kernel's, its children's and everyone else's (timeline columns).
+"""The process source: this kernel's process tree followed at the process cadence, each child's
+GPU figures from the device source's process list, and each GPU's memory split into this
+kernel's, its children's and everyone else's (timeline columns).
 
-It keeps its own clock (``interval``, 0.2 s by default: two ticks at the default 0.1 s)
-rather than a cadence of the sampler's, so that its scans cost a scan, not a read of every
-source: every tick asks it, and most ticks it answers its last values. While a child is new,
-the GPUs' process lists are read at every scan (a child that lives a second is seen); once
-every child is settled, at every fifth scan (once a second at the defaults, as without
-children, when the slow cadence reads them), and three scans in four look only for new
-children. Everything runs on the sampler's
-thread; the main thread reads :meth:`ProcessSource.children` and
+It keeps its own clock (``interval``, 0.2 s by default: two ticks at the default 0.1 s) rather
+than a cadence of the sampler's, so that its scans cost a scan, not a read of every source:
+every tick asks it, and most ticks it answers its last values. While a child is new, the GPUs'
+process lists are read at every scan (a child that lives a second is seen) and the per-process
+utilization every 0.8 s; once every child is settled, the lists at every fifth scan (once a
+second at the defaults; without children, at the slow cadence), the utilization every 8 s, and
+seven scans in eight are light (the kernel's children as before: nothing to follow). Everything
+runs on the sampler's thread; the main thread reads :meth:`ProcessSource.children` and
 :attr:`ProcessSource.processes`, copies made from plain data. ``cpu_ns``/``scans``: what its
 scans took of the thread's CPU (benchmarks).
 """
@@ -45,17 +45,22 @@ if TYPE_CHECKING:
     from ..devices.protocol import DeviceSource, GpuProcess
 
 ENDED_KEPT = 256  # ended children kept for the cells that started them (bounded)
-UTIL_EVERY = 4  # process-list reads between two reads of per-process utilization
+# Seconds between two reads of the per-process utilization (the driver's sample of each
+# process's last period; one read cost ~1.5 ms of CPU on an H200): while a child is new, and
+# once every child is settled.
+UTIL_EVERY = 0.8
+UTIL_SETTLED_EVERY = 8.0
 # The GPUs' lists are read at every scan while a child is new (its peak comes early, and a
 # short one must be seen); once every child is older than this, at every LIST_EVERY-th scan
 # (each child's peak then says it was sampled that much less often).
 NEW_CHILD = 5.0
 LIST_EVERY = 5
-# with every child settled, scans between two that read each child's stat (the tree reads
-# the children's children at those)
-FULL_EVERY = DESCENDANTS_EVERY
+# With every child settled, scans between two full ones (each child's stat read, and its
+# children: a multiple of the tree's DESCENDANTS_EVERY); the others are light: a child that
+# comes, or one the kernel waits for, is seen at the next all the same.
+FULL_EVERY = 2 * DESCENDANTS_EVERY
 YOUNG = 3.0  # seconds a child's command is read at every scan (an exec soon after start)
-COMMAND_EVERY = 16  # scans between two reads of an older child's command
+COMMAND_EVERY = 4  # full scans between two reads of an older child's command
 NAMES_KEPT = 512  # other processes' identities cached (by PID and start)
 HIDDEN = "unknown (PID hidden by a PID namespace)"
 OTHER_USER = "another user's process"
@@ -91,6 +96,9 @@ class ProcessSource:
         self._lists = 0  # process lists read
         self._skipped = 0  # scans since the last list read
         self._listed_at = 0.0  # monotonic time of the last list read
+        self._util_at = 0.0  # ... and of the per-process utilization
+        self._follows = 0  # full scans followed
+        self._youngest = 0.0  # the latest start of a child followed (unix time)
         self._next = 0.0  # monotonic time the next scan is due
         self.scans = 0
         self.cpu_ns = 0  # the sampler thread's CPU time in the scans
@@ -142,10 +150,10 @@ class ProcessSource:
     def _read(self, slow: bool) -> None:
         now = time.time()
         had_children = bool(self.runs)
-        settled = bool(self.runs) and all(now - r.started >= NEW_CHILD for r in self.runs.values())
+        settled = bool(self.runs) and now - self._youngest >= NEW_CHILD
         # children that all live long (workers, a job's ranks): most scans look only for new
         # ones (an exit is seen within FULL_EVERY scans)
-        light = settled and self.tree.scans % FULL_EVERY != 0 and not slow
+        light = settled and self.tree.scans % FULL_EVERY != 0
         before = self.tree.known
         seen = self.tree.scan(light)
         came = seen is not before and self._follow(seen, now)  # (a light scan, nothing new)
@@ -160,7 +168,8 @@ class ProcessSource:
         gap, self._listed_at = mono - self._listed_at, mono
         self._lists += 1
         self._account(listed, gap)
-        if self.runs and self._lists % UTIL_EVERY == 1:
+        if self.runs and mono - self._util_at >= (UTIL_SETTLED_EVERY if settled else UTIL_EVERY):
+            self._util_at = mono
             for sample in self.devices.read_process_utilization():
                 run = self.runs.get(sample.pid)
                 if run is not None:
@@ -205,6 +214,8 @@ class ProcessSource:
     def _follow(self, seen: dict[int, Seen], now: float) -> bool:
         """The runs kept true to the scan; True when a new descendant came."""
         runs, came = self.runs, False
+        self._follows += 1
+        commands = self._follows % COMMAND_EVERY == 0
         for pid, entry in seen.items():
             stat = entry.stat
             run = runs.get(pid)
@@ -224,7 +235,7 @@ class ProcessSource:
                 came = True
                 continue
             run.last_seen = now
-            if now - run.started < YOUNG or self.tree.scans % COMMAND_EVERY == 0:
+            if commands or now - run.started < YOUNG:
                 command = short_command(argv_of(pid), run.command)
                 if command != run.command:  # an exec: what it runs now
                     run.command = command
@@ -244,6 +255,7 @@ class ProcessSource:
         if parent is not None:
             run.launcher = parent.command
         _read_rank(run, pid)
+        self._youngest = max(self._youngest, run.started)
         return run
 
     def _end(self, run: ChildRun) -> None:

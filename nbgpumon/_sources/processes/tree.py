@@ -1,17 +1,19 @@
-"""This kernel's process tree, followed live: its children, theirs (a script behind ``sh -c``,
-a launcher's workers), across ``exec`` (the PID stays), and those left behind by a parent
-that exited (reparented, still known by PID and start). A zombie is reported once its parent
-is outside the tree, then let go: a container's PID 1 may never wait for an orphan.
+"""This kernel's process tree, followed live: its children, theirs (a script behind ``sh -c``, a
+launcher's workers), across ``exec`` (the PID stays), and those left behind by a parent that
+exited (reparented, still known by PID and start). A zombie is reported once its parent is
+outside the tree, then let go: a container's PID 1 may never wait for an orphan.
 
 Each scan reads the kernel's main thread's ``children`` (where cells start processes) and each
 descendant's ``stat`` (is it alive, has it exited); every fourth scan also the kernel's other
-threads' ``children`` and each descendant's main thread's. A process a GPU lists that the
-scans have not reached (one a child started from another thread) is traced up its parents
-(:meth:`ProcessTree.adopt`), so it is charged from its first listing. The main threads'
-files are kept open (``KeptProcFiles``: a read is one ``pread``); the kernel's other threads'
-are opened at each read, as threads come and go (each load of nbgpumon starts its own), and
-read only when the last PID handed out moved since they were last read (a torch kernel has
-dozens of threads).
+threads' ``children`` and each descendant's main thread's. A light scan (the caller's choice,
+for long-lived children) reads the main thread's ``children`` alone and, where it says what it
+said at the last full scan (no child came, none was waited for), answers the last scan's. A
+process a GPU lists that the scans have not reached (one a child started from another thread)
+is traced up its parents (:meth:`ProcessTree.adopt`), so it is charged from its first listing.
+The main threads' files are kept open (``KeptProcFiles``: a read is one ``pread``); the
+kernel's other threads' are opened at each read, as threads come and go (each load of nbgpumon
+starts its own), and read only when the last PID handed out moved since they were last read (a
+torch kernel has dozens of threads).
 """
 
 from __future__ import annotations
@@ -48,22 +50,23 @@ class ProcessTree:
         self.files = KeptProcFiles()  # the stat and children files read at every scan
         self.has_children_files = os.path.exists(f"/proc/{self.root}/task/{self.root}/children")
         self._threads_read_at: int | None = None  # the last PID when they were last read
+        self._main_children: bytes | None = None  # the main thread's children, last full scan
+        self._main_path = f"/proc/{self.root}/task/{self.root}/children"
 
     def scan(self, light: bool = False) -> dict[int, Seen]:
         """Every descendant alive now (zombies included: their exit code is in ``stat``).
-        ``light``: only the kernel's new children are looked at; those known are as the last
-        scan left them (a caller whose children are all long-lived: most scans), and with no
-        new child the answer is :attr:`known` itself."""
+        ``light``: where the kernel's main thread has the same children as at the last full
+        scan, the answer is :attr:`known` itself, as that scan left it (a caller whose
+        children are all long-lived: most scans); else a full scan."""
         self.scans += 1
-        below = self.scans % DESCENDANTS_EVERY == 1 and not light
+        if light:
+            main = self.files.read(self._main_path, 65536)
+            if main is not None and main == self._main_children:
+                return self.known  # (the same dict: nothing to follow)
+        below = self.scans % DESCENDANTS_EVERY == 1
         kids = self._children(self.root, below)
-        if light and all(pid in self.known for pid in kids):
-            return self.known  # (the same dict: nothing to follow)
         found: dict[int, Seen] = {}
         depth = {pid: 1 for pid in kids}
-        if light:
-            found = dict(self.known)
-            depth = {pid: d for pid, d in depth.items() if pid not in found}
         for pid, seen in self.known.items():  # a reparented one is still ours
             depth.setdefault(pid, seen.depth)
         queue = [pid for pid in depth if pid not in found]
@@ -143,6 +146,8 @@ class ProcessTree:
         for tid in tids:
             path = f"/proc/{pid}/task/{tid}/children"
             raw = self.files.read(path, 65536) if tid == main else read_proc(path, 65536)
+            if pid == self.root and tid == main:
+                self._main_children = raw  # (what a light scan compares)
             if raw:
                 out += [int(p) for p in raw.split()]
         return out

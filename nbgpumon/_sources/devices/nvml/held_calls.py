@@ -14,7 +14,9 @@ are plain getters measured in microseconds: memory info (v1 and v2, 8 µs) and u
 cadence's temperature, power and clock (once a second: their hand-offs cost little, and a
 driver slow to answer them would stall every Python thread). A kept call that takes longer than
 ``SLOW_CALL_NS`` ``SLOW_CALLS_ALLOWED`` times in a row goes back to the binding's releasing
-function (in a row: a thread the OS preempts now and then is not a slow driver).
+function (in a row: a thread the OS preempts now and then is not a slow driver). Such a spell
+passes (eight processes bringing up their CUDA contexts keep the driver busy for seconds), so
+the library keeps the call again after a while (``NvmlLibrary.retry_kept_calls``).
 
 A hung driver would now hang the sampler with the GIL held, so the whole kernel: a kept call
 over ``STUCK_CALL_NS`` goes back to the releasing function at once, so that only that one call
@@ -74,14 +76,15 @@ GIL_KEEPING_GETTER = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_v
 
 
 def gil_keeping_functions(
-    binding: ModuleType, on_slow: Callable[[str], None]
+    binding: ModuleType, on_slow: Callable[[str, bool], None]
 ) -> dict[str, Callable[..., Any]]:
     """Replacements for the binding's every-tick functions, by the binding's names, with the
     same arguments, results and errors (``binding.NVMLError``), that keep the GIL.
 
     Empty where the binding cannot resolve NVML's C functions (another binding, or a driver
-    without them): those calls then go through the binding. ``on_slow(name)`` is called once,
-    when a kept call has been too slow too many times in a row; the caller should stop using it.
+    without them): those calls then go through the binding. ``on_slow(name, stuck)`` is called
+    when a kept call has been too slow too many times in a row (``stuck``: the last one was over
+    ``STUCK_CALL_NS``); the caller should stop using it, at least for a while.
     """
     error = getattr(binding, "NVMLError", None)
     memory = _c_function(binding, "nvmlDeviceGetMemoryInfo")
@@ -113,11 +116,11 @@ def gil_keeping_functions(
 
 
 class _SlowWatch:
-    """Makes a kept call and counts its slow runs in a row; tells ``on_slow`` once, at the
-    limit."""
+    """Makes a kept call and counts its slow runs in a row; tells ``on_slow`` at the limit,
+    then counts afresh (the call may be kept again later)."""
 
     def __init__(
-        self, name: str, on_slow: Callable[[str], None], error: Callable[[int], Exception]
+        self, name: str, on_slow: Callable[[str, bool], None], error: Callable[[int], Exception]
     ) -> None:
         self.name, self.on_slow, self.error, self.count = name, on_slow, error, 0
 
@@ -127,10 +130,10 @@ class _SlowWatch:
         ret = function(handle, ctypes.byref(out))
         took = time.perf_counter_ns() - start
         if took > SLOW_CALL_NS:
-            before = self.count
             self.count += 1 if took < STUCK_CALL_NS else SLOW_CALLS_ALLOWED
-            if before < SLOW_CALLS_ALLOWED <= self.count:
-                self.on_slow(self.name)
+            if self.count >= SLOW_CALLS_ALLOWED:
+                self.count = 0
+                self.on_slow(self.name, took >= STUCK_CALL_NS)
         elif self.count:
             self.count = 0
         if ret:
@@ -172,7 +175,7 @@ class DeviceReads:
         handle: Any,
         version: int,
         made: list[int],
-        on_slow: Callable[[], None],
+        on_slow: Callable[[bool], None],
     ) -> None:
         self.memory_v2, self.utilization = functions
         self.handle = handle
@@ -182,7 +185,7 @@ class DeviceReads:
         self._memory_ref = ctypes.byref(self.memory)
         self._util_ref = ctypes.byref(self.util)
         self._made = made  # the library's count of the calls made this way: [calls]
-        self._on_slow = on_slow  # told once, at SLOW_CALLS_ALLOWED slow runs in a row
+        self._on_slow = on_slow  # told at SLOW_CALLS_ALLOWED slow runs in a row (stuck or not)
         self.slow = 0  # runs in a row that took over SLOW_CALL_NS
         self.failed = ""  # the metric whose call failed last ("memory_v2", "utilization")
 
@@ -205,10 +208,10 @@ class DeviceReads:
             self._made[0] += 1
         took = time.perf_counter_ns() - start
         if took > SLOW_CALL_NS:
-            before = self.slow
             self.slow += 1 if took < STUCK_CALL_NS else SLOW_CALLS_ALLOWED
-            if before < SLOW_CALLS_ALLOWED <= self.slow:
-                self._on_slow()
+            if self.slow >= SLOW_CALLS_ALLOWED:
+                self.slow = 0
+                self._on_slow(took >= STUCK_CALL_NS)
         elif self.slow:
             self.slow = 0
         return code

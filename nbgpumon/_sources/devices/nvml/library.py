@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import importlib
 import threading
+import time
 import warnings
 from collections.abc import Callable
 from types import ModuleType
@@ -20,12 +21,17 @@ from typing import Any
 
 from .held_calls import (
     SLOW_CALL_NS,
+    STUCK_CALL_NS,
     DeviceReads,
     fast_tick_functions,
     gil_keeping_functions,
 )
 
 NA: Any = None  # the value of a reading NVML could not give
+# A kept call given back its GIL release for running slow is kept again this long after (a busy
+# spell passes), the wait doubled each time it is given back again, up to KEEP_AGAIN_MAX.
+KEEP_AGAIN_AFTER = 60.0
+KEEP_AGAIN_MAX = 3600.0
 # the binding's names of what DeviceReads calls, by the metric each reads
 _HELD_FUNCTIONS = {
     "memory_v2": "nvmlDeviceGetMemoryInfo",
@@ -88,6 +94,12 @@ class NvmlLibrary:
         # the binding's functions by name, where a GIL-keeping one replaces the binding's own
         self._gil_keeping: dict[str, Callable[..., Any]] = {}
         self._fast_tick: tuple[Any, Any] | None = None  # the C functions DeviceReads call
+        # kept calls given back their GIL release for a while: name -> (the kept function,
+        # monotonic time it is kept again); the next wait and the spells, by name
+        self._given_back: dict[str, tuple[Callable[..., Any], float]] = {}
+        self._next_wait: dict[str, float] = {}
+        self._slow_spells: dict[str, int] = {}
+        self._note_of: dict[str, int] = {}  # a function's note's place in notes (replaced)
         # counts what changes which calls a device's fast tick may make (a metric disabled, a
         # GPU lost, a function given back its GIL release): a DeviceReads made before is stale
         self.changes = 0
@@ -172,11 +184,32 @@ class NvmlLibrary:
             return None
         return DeviceReads(self._fast_tick, handle, version, self._held, self._held_too_slow)
 
-    def _held_too_slow(self) -> None:
+    def _held_too_slow(self, stuck: bool) -> None:
         """The bound calls ran slow too often: both go back to the binding's, which release
         the GIL (held_calls says why)."""
-        self._release_gil_for("nvmlDeviceGetMemoryInfo")
-        self._release_gil_for("nvmlDeviceGetUtilizationRates")
+        self._release_gil_for("nvmlDeviceGetMemoryInfo", stuck)
+        self._release_gil_for("nvmlDeviceGetUtilizationRates", stuck)
+
+    def retry_kept_calls(self, now: float | None = None) -> None:
+        """Keep the GIL again in the calls given it back for a slow spell whose wait is over
+        (the slow cadence asks: a dict's truth most times)."""
+        if not self._given_back:
+            return
+        now = time.monotonic() if now is None else now
+        with self._lock:
+            for function, (kept, due) in list(self._given_back.items()):
+                if now < due:
+                    continue
+                del self._given_back[function]
+                self._gil_keeping[function] = kept
+                self.changes += 1
+                spells = self._slow_spells[function]
+                self._set_note(
+                    function,
+                    f"{function} took over {SLOW_CALL_NS / 1e6:g} ms on this driver "
+                    f"({spells} slow spell{'s' if spells > 1 else ''}): called releasing the "
+                    "GIL for a while, now kept again",
+                )
 
     def held_call_failed(self, reads: DeviceReads, code: int, device: int) -> None:
         """Record a failed held call as :meth:`query` records one (a metric disabled, a GPU
@@ -304,15 +337,40 @@ class NvmlLibrary:
             self._disabled[(device, metric)] = reason
             self.changes += 1
 
-    def _release_gil_for(self, function: str) -> None:
-        """A GIL-keeping call was slow too often: call the binding's own (releasing) one."""
+    def _release_gil_for(self, function: str, stuck: bool = False) -> None:
+        """A GIL-keeping call was slow too often: call the binding's own (releasing) one, for
+        a while (a driver that did not answer at all: for good, as it would hold every
+        thread)."""
         with self._lock:
             self.changes += 1
-            if self._gil_keeping.pop(function, None) is not None:
-                self.notes.append(
-                    f"{function} took over {SLOW_CALL_NS / 1e6:g} ms on this driver: "
+            kept = self._gil_keeping.pop(function, None)
+            if kept is None:
+                return
+            if stuck:
+                self._given_back.pop(function, None)
+                note = (
+                    f"{function} did not answer for over {STUCK_CALL_NS / 1e6:g} ms: "
                     "now called releasing the GIL"
                 )
+            else:
+                wait = self._next_wait.get(function, KEEP_AGAIN_AFTER)
+                self._next_wait[function] = min(2 * wait, KEEP_AGAIN_MAX)
+                self._given_back[function] = (kept, time.monotonic() + wait)
+                self._slow_spells[function] = self._slow_spells.get(function, 0) + 1
+                note = (
+                    f"{function} took over {SLOW_CALL_NS / 1e6:g} ms on this driver: "
+                    f"now called releasing the GIL, for {wait:g} s"
+                )
+            self._set_note(function, note)
+
+    def _set_note(self, key: str, note: str) -> None:
+        """``note`` in notes, in the place of the last one under ``key`` (lock held)."""
+        at = self._note_of.get(key)
+        if at is not None and at < len(self.notes):
+            self.notes[at] = note
+        else:
+            self._note_of[key] = len(self.notes)
+            self.notes.append(note)
 
     def _note_missing(self, function: str) -> None:
         with self._lock:

@@ -378,6 +378,7 @@ class NvmlSource:
     # -- the slow cadence -----------------------------------------------------------------
     def read_slow(self) -> None:
         """Values that change rarely; carried into every fast row."""
+        self.library.retry_kept_calls()  # (a slow spell of the driver's that has passed)
         for i, state in enumerate(self._state):
             limit = self.library.query(
                 "nvmlDeviceGetEnforcedPowerLimit", state.gpu_handle, device=i, metric="power_limit"
