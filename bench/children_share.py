@@ -3,13 +3,12 @@ the defaults), against the same session with none.
 
 A Monitor samples at its defaults for ``--seconds``: first with ``--children`` child
 processes alive (started before it, each settled), then with none (they are killed). Where
-torch can use a GPU, each child holds a CUDA
-context and a tensor (so the GPUs' process lists hold them and the process source reads the
-lists, and every fourth time the per-process utilization); on a machine without a GPU the
-process source has no columns and reads nothing, so the children only sleep and the figures
-are the sampler's without them. The figure is the sampler's
-own CPU time over the wall time it ran (``cost_report()``); the process cadence's ticks are
-given apart.
+torch can use a GPU, each child holds a CUDA context and a tensor, so the GPUs' process lists
+hold them and the process source reads the lists (and, every 8 s, the per-process
+utilization). On a machine without a GPU the process source follows the children all the same
+(its scans of /proc) but has no list to read, so the figures are its scans' cost alone. The
+figure is the sampler's own CPU time over the wall time it ran (``cost_report()``); the
+process source's scans, and its two driver calls timed alone, are given apart.
 
     python bench/children_share.py --out DIR [--quick] [--seconds S] [--children N]
 """
@@ -67,10 +66,10 @@ def main() -> None:
         ready = sum(child.stdout.readline().strip() == "ready" for child in children)
         result.log(f"{ready} of {len(children)} children ready in {time.monotonic() - began:.1f} s")
         mon = nbgpumon.Monitor()
+        mon.start()  # (a Monitor made outside IPython samples once started)
         session = mon._session
         result.details.update(gpus=len(session.device_source.devices), children_on_gpu=bool(held))
-        follows = bool(session.device_source.devices)  # (no GPU: nothing reads the tree)
-        _wait_for_children(result, session, pids if follows else set(), held)
+        _wait_for_children(result, session, pids, held)
         _measure(result, mon, len(children), seconds)
         _time_list_calls(result, session.device_source, len(children))
         for child in children:

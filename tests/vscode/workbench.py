@@ -100,12 +100,28 @@ class Workbench:
 
     def connect_kernel(self, server_url: str, kernel: str = "Python 3") -> None:
         """Select Kernel → Existing Jupyter Server… → the URL (with its token) → the
-        display name as proposed → ``kernel``; then wait for the toolbar to name it."""
+        display name as proposed → ``kernel``; then wait for the toolbar to name it.
+
+        CI once saw the picker never ask for the URL after "Existing Jupyter Server..." was
+        clicked (the list was still being filled in): until it asks, the picker is closed and
+        opened again."""
+        from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
         toolbar = self.page.locator(".notebook-toolbar-container")
-        toolbar.get_by_text("Select Kernel").first.click(timeout=OPEN_TIMEOUT_MS)
-        self.pick("Existing Jupyter Server...", timeout_ms=OPEN_TIMEOUT_MS)
         box = self.page.locator(f"{QUICK_INPUT} .quick-input-box input")
-        self._wait_for_prompt(re.compile("URL", re.I))
+        deadline = time.monotonic() + OPEN_TIMEOUT_MS / 1000
+        while True:
+            toolbar.get_by_text("Select Kernel").first.click(timeout=OPEN_TIMEOUT_MS)
+            self.pick("Existing Jupyter Server...", timeout_ms=OPEN_TIMEOUT_MS)
+            try:
+                self._wait_for_prompt(re.compile("URL", re.I))
+                break
+            except PlaywrightTimeout:
+                if _left(deadline) <= 0:
+                    raise
+            print(f"the kernel picker did not ask for a URL ({self._quick_input_text()!r}): again")
+            self.page.keyboard.press("Escape")
+            box.wait_for(state="hidden", timeout=STEP_TIMEOUT_MS)
         box.fill(server_url)
         box.press("Enter")
         self._wait_for_prompt(re.compile("display name", re.I))
@@ -114,6 +130,13 @@ class Workbench:
         toolbar.locator(".kernel-label, .action-label", has_text=kernel).first.wait_for(
             timeout=OPEN_TIMEOUT_MS
         )
+
+    def _quick_input_text(self) -> str:
+        """What the quick input shows now (for a message when a step did not come)."""
+        widget = self.page.locator(QUICK_INPUT)
+        if not widget.count():
+            return "no quick input"
+        return " ".join(widget.first.inner_text(timeout=STEP_TIMEOUT_MS).split())[:300]
 
     def _wait_for_prompt(self, text: re.Pattern) -> None:
         """Wait for the quick input to ask for ``text`` (its title, placeholder or message)."""

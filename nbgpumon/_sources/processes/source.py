@@ -6,10 +6,10 @@ It keeps its own clock (``interval``, 0.2 s by default: two ticks at the default
 than a cadence of the sampler's, so that its scans cost a scan, not a read of every source:
 every tick asks it, and most ticks it answers its last values. While a child is new, the GPUs'
 process lists are read at every scan (a child that lives a second is seen) and the per-process
-utilization every 0.8 s; once every child is settled, the lists at every fifth scan (once a
-second at the defaults; without children, at the slow cadence), the utilization every 8 s, and
-seven scans in eight are light (the kernel's children as before: nothing to follow). Everything
-runs on the sampler's thread; the main thread reads :meth:`ProcessSource.children` and
+utilization every 0.8 s; once every child is settled, the lists at every tenth scan (2 s at the
+defaults, as often as the slow cadence reads them without children), the utilization every 8 s,
+and seven scans in eight are light (the kernel's children as before: nothing to follow).
+Everything runs on the sampler's thread; the main thread reads :meth:`ProcessSource.children` and
 :attr:`ProcessSource.processes`, copies made from plain data. ``cpu_ns``/``scans``: what its
 scans took of the thread's CPU (benchmarks).
 """
@@ -52,9 +52,10 @@ UTIL_EVERY = 0.8
 UTIL_SETTLED_EVERY = 8.0
 # The GPUs' lists are read at every scan while a child is new (its peak comes early, and a
 # short one must be seen); once every child is older than this, at every LIST_EVERY-th scan
-# (each child's peak then says it was sampled that much less often).
+# (2 s at the defaults, as often as the slow cadence lists them without children; each
+# child's peak then says it was sampled that much less often).
 NEW_CHILD = 5.0
-LIST_EVERY = 5
+LIST_EVERY = 10
 # With every child settled, scans between two full ones (each child's stat read, and its
 # children: a multiple of the tree's DESCENDANTS_EVERY); the others are light: a child that
 # comes, or one the kernel waits for, is seen at the next all the same.
