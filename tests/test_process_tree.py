@@ -4,6 +4,7 @@ and a device source that lists a process that no longer exists."""
 
 from __future__ import annotations
 
+import itertools
 import os
 import subprocess
 import sys
@@ -249,10 +250,15 @@ def test_settled_children_have_their_utilization_read_seldom(monkeypatch):
         assert len(asked) <= 1  # (one read at most in a second: every UTIL_SETTLED_EVERY s)
         monkeypatch.setattr(source_module, "NEW_CHILD", 3600.0)  # a new child again
         asked.clear()
-        began = time.monotonic()
-        while time.monotonic() - began < 2.0:
+
+        def three_reads() -> bool:
             source.read(frozenset())
-        assert 2 <= len(asked) <= 3  # every UTIL_EVERY s
+            return len(asked) >= 3
+
+        until(three_reads, "three utilization reads while the child is new", every=0.0)
+        # every UTIL_EVERY s (each time taken just after the source's own: a little slack)
+        gaps = [later - earlier for earlier, later in itertools.pairwise(asked)]
+        assert all(gap >= 0.9 * source_module.UTIL_EVERY for gap in gaps), gaps
     finally:
         child.kill()
         child.wait()
