@@ -5,10 +5,10 @@ A Monitor samples at its defaults for ``--seconds``: first with ``--children`` c
 processes alive (started before it, each settled), then with none (they are killed). Where
 torch can use a GPU, each child holds a CUDA context and a tensor, so the GPUs' process lists
 hold them and the process source reads the lists (and, every 8 s, the per-process
-utilization). On a machine without a GPU the process source follows the children all the same
-(its scans of /proc) but has no list to read, so the figures are its scans' cost alone. The
-figure is the sampler's own CPU time over the wall time it ran (``cost_report()``); the
-process source's scans, and its two driver calls timed alone, are given apart.
+utilization). On a machine without a GPU the process source scans nothing (there is no GPU
+to charge a child with), so the figures are the sampler's without it. The figure is the
+sampler's own CPU time over the wall time it ran (``cost_report()``); the process source's
+scans, and its two driver calls timed alone, are given apart.
 
     python bench/children_share.py --out DIR [--quick] [--seconds S] [--children N]
 """
@@ -69,13 +69,14 @@ def main() -> None:
         mon.start()  # (a Monitor made outside IPython samples once started)
         session = mon._session
         result.details.update(gpus=len(session.device_source.devices), children_on_gpu=bool(held))
-        _wait_for_children(result, session, pids, held)
+        follows = bool(session.device_source.devices)  # (no GPU: the tree is not scanned)
+        _wait_for_children(result, session, pids if follows else set(), held)
         _measure(result, mon, len(children), seconds)
         _time_list_calls(result, session.device_source, len(children))
         for child in children:
             child.kill()
             child.wait()
-        _wait_for_children(result, session, set(), held, gone=pids)
+        _wait_for_children(result, session, set(), held, gone=pids if follows else set())
         _measure(result, mon, 0, seconds)
     finally:
         for child in children:

@@ -116,7 +116,10 @@ class ProcessSource:
         return [m.column(d.index) for d in self.devices.devices for m in self.metrics]
 
     def read(self, due: frozenset[str]) -> list[float | None]:
-        """Its last values; a scan first when one is due (or the slow cadence is)."""
+        """Its last values; a scan first when one is due (or the slow cadence is). Without a
+        GPU there is nothing to charge a child with: nothing is scanned."""
+        if not self.devices.devices:
+            return self._values
         mono = time.monotonic()
         if mono < self._next and (SLOW not in due or self.runs):
             return self._values  # most ticks (the sampler copies the values it is given)
