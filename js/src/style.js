@@ -42,6 +42,9 @@ const OWN = `
 .nbgpumon-table tbody td{height:16px;line-height:14px;overflow:hidden}
 .nbgpumon-table tr.spacer td{padding:0;border:0}
 .nbgpumon-table .num,.nbgpumon-node-table .num{text-align:right}
+/* a text cell reads from the left wherever the page aligns table cells (VS Code: right) */
+.nbgpumon-widget .nbgpumon-table td,.nbgpumon-widget .nbgpumon-node-table td{text-align:left}
+.nbgpumon-widget .nbgpumon-table td.num,.nbgpumon-widget .nbgpumon-node-table td.num{text-align:right}
 .nbgpumon-table td.held{max-width:0;width:20%;overflow:hidden;text-overflow:ellipsis}
 .nbgpumon-table td.source{max-width:0;width:40%;overflow:hidden;text-overflow:ellipsis;font-family:var(--jp-code-font-family,ui-monospace,monospace)}
 .nbgpumon-table tbody tr[data-key]{cursor:pointer}

@@ -82,6 +82,9 @@ def test_the_chart_moves_while_a_cell_runs_and_the_ledger_lists_only_the_users_c
     running = frame.locator(".nbgpumon-table tbody tr.running")
     expect(running).to_have_count(1, timeout=30_000)  # the sleep: the table's live row
     expect(running.locator("td.source")).to_have_text("import time")
+    # a text column reads from the left (the page's own rules for outputs align cells right)
+    align = running.locator("td.source").evaluate("td => getComputedStyle(td).textAlign")
+    assert align in ("left", "start"), align
 
     # It moves while that cell runs: the row count, read again and again while the table
     # still shows the running row, grows twice.
