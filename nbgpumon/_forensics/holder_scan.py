@@ -21,11 +21,18 @@ import time
 import types
 from collections import deque
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .._sources.frameworks import frameworks
-from .._sources.frameworks.holder_walk import HolderKinds, Storage, StorageKey
+from .._sources.frameworks.holder_walk import (
+    ARRAYS,
+    CATEGORIES,
+    HIDDEN,
+    HolderKinds,
+    Storage,
+    StorageKey,
+)
 
 if TYPE_CHECKING:
     from .._sources.processes.on_gpu import ProcessOnGpu
@@ -69,6 +76,9 @@ class HolderScan:
     seconds: float
     partial: str  # "" when complete, else why the walk stopped early
     processes: tuple[ProcessOnGpu, ...] = ()  # processes using the GPU(s), named
+    # where the memory is ("cuda:N", "host") -> what it is (holder_walk.CATEGORIES, in that
+    # order; only those found) -> bytes: the same storages as ``holders``, by kind
+    categories: dict[str, dict[str, int]] = field(default_factory=dict)
 
 
 class _Walk:
@@ -93,6 +103,8 @@ class _Walk:
         self.found: dict[str, list[int]] = {}  # holder name -> [bytes, storages]
         self.hidden: set[str] = set()  # holder names that are hidden references
         self.visiting_hidden = False
+        self.category: str | None = None  # what the visit under way finds, where it says
+        self.by_place: dict[str, dict[str, int]] = {}  # "cuda:N"/"host" -> category -> bytes
 
     # -- budget ---------------------------------------------------------------------------
     def tick(self) -> bool:
@@ -124,7 +136,7 @@ class _Walk:
     def enter(self, obj: Any) -> None:
         self.entered.add(id(obj))
 
-    def credit(self, holder: str, key_size: Storage | None) -> None:
+    def credit(self, holder: str, key_size: Storage | None, category: str | None = None) -> None:
         if key_size is None:
             return
         key, size = key_size
@@ -136,12 +148,25 @@ class _Walk:
         entry = self.found.setdefault(holder, [0, 0])
         entry[0] += size
         entry[1] += 1
+        kind = category or self.category or (HIDDEN if self.visiting_hidden else ARRAYS)
+        place = self.by_place.setdefault(key[0], {})
+        place[kind] = place.get(kind, 0) + size
 
     # -- the walk -------------------------------------------------------------------------
-    def visit(self, holder: str, root: Any, hidden: bool | None = None) -> None:
-        """Everything reachable from ``root`` (to MAX_DEPTH) is credited to ``holder``."""
+    def visit(
+        self, holder: str, root: Any, category: str | None = None, hidden: bool | None = None
+    ) -> None:
+        """Everything reachable from ``root`` (to MAX_DEPTH) is credited to ``holder`` (as
+        ``category`` where given: a plug-in's visit of an optimizer's state)."""
         if hidden is not None:
             self.visiting_hidden = hidden
+        outer, self.category = self.category, category or self.category
+        try:
+            self._visit(holder, root)
+        finally:
+            self.category = outer
+
+    def _visit(self, holder: str, root: Any) -> None:
         stack: list[tuple[Any, int]] = [(root, 0)]
         while stack and self.tick():
             obj, depth = stack.pop()
@@ -206,6 +231,10 @@ class _Walk:
                 f"stopped after {self.budget * 1000:.0f} ms ({self.objects} objects looked at): "
                 "some holders may be missing"
             )
+        categories = {
+            place: {c: found[c] for c in CATEGORIES if c in found}
+            for place, found in sorted(self.by_place.items())
+        }
         return HolderScan(
             device=self.device,
             holders=holders,
@@ -213,6 +242,7 @@ class _Walk:
             objects=self.objects,
             seconds=seconds,
             partial=partial,
+            categories=categories,
         )
 
 

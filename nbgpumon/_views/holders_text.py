@@ -1,5 +1,6 @@
-"""A holder scan in words: what holds memory, biggest first, then the processes on the GPU
-(``%gpumon holders``, ``print(nbgpumon.holders())``)."""
+"""A holder scan in words: what holds memory, biggest first, what it is (parameters,
+gradients, …), then the processes on the GPU (``%gpumon holders``,
+``print(nbgpumon.holders())``)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ if TYPE_CHECKING:
 
 
 def holders_lines(scan: HolderScan, limit: int = 20) -> list[str]:
-    """What holds memory, biggest first (the first ``limit``), then the processes on the GPU."""
+    """What holds memory, biggest first (the first ``limit``), by kind on each device, then the
+    processes on the GPU."""
     where = "host memory" if scan.device == "host" else f"{scan.device} memory"
     lines = [
         f"nbgpumon holders of {where}: {format_bytes(scan.total)} in "
@@ -30,6 +32,9 @@ def holders_lines(scan: HolderScan, limit: int = 20) -> list[str]:
     if len(scan.holders) > limit:
         rest = sum(h.bytes for h in scan.holders[limit:])
         lines.append(f"  … {len(scan.holders) - limit} more, {format_bytes(rest)}")
+    for place, kinds in scan.categories.items():
+        parts = " · ".join(f"{kind} {format_bytes(size)}" for kind, size in kinds.items())
+        lines.append(f"  by kind, {'host memory' if place == 'host' else place}: {parts}")
     if scan.partial:
         lines.append(f"  ({scan.partial})")
     for p in scan.processes:

@@ -17,6 +17,17 @@ from typing import Any, Protocol
 StorageKey = tuple[str, int]
 Storage = tuple[StorageKey, int]  # with its size in bytes
 
+# What a storage is, as the walk credits it (the breakdown of memory by kind). A plug-in says
+# the first four; anything else is an array held by a variable, or by one of IPython's hidden
+# references (``Out[N]``, a stored traceback) when the walk reached it from one.
+PARAMETERS = "parameters"
+GRADIENTS = "gradients"
+OPTIMIZER_STATE = "optimizer state"
+BUFFERS = "buffers"
+ARRAYS = "arrays held by variables"
+HIDDEN = "outputs and tracebacks"
+CATEGORIES = (PARAMETERS, GRADIENTS, OPTIMIZER_STATE, BUFFERS, ARRAYS, HIDDEN)
+
 
 class Reach(Protocol):
     """The walk's side, as a plug-in's readers use it."""
@@ -26,16 +37,18 @@ class Reach(Protocol):
         is what this walk counts."""
         ...
 
-    def credit(self, holder: str, storage: Storage | None) -> None:
-        """Count ``storage`` for ``holder`` unless it was counted already (None: nothing)."""
+    def credit(self, holder: str, storage: Storage | None, category: str | None = None) -> None:
+        """Count ``storage`` for ``holder`` unless it was counted already (None: nothing), as
+        ``category`` (one of :data:`CATEGORIES`; None: what the walk's visit says)."""
         ...
 
     def enter(self, obj: Any) -> None:
         """Mark ``obj`` as walked, so that reaching it again costs nothing."""
         ...
 
-    def visit(self, holder: str, root: Any) -> None:
-        """Walk everything reachable from ``root`` for ``holder``."""
+    def visit(self, holder: str, root: Any, category: str | None = None) -> None:
+        """Walk everything reachable from ``root`` for ``holder`` (what it finds counted as
+        ``category``, where given)."""
         ...
 
 

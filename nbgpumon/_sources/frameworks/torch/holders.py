@@ -1,5 +1,6 @@
 """How the holder scan walks torch's objects: a tensor holds its storage (and a leaf its
-``.grad``), a module its parameters, gradients and buffers, an optimizer its state."""
+``.grad``), a module its parameters, gradients and buffers, an optimizer its state; each
+credited as what it is (the categories of ``holder_walk``)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,16 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from ..holder_walk import HolderKinds, Reach, Storage, class_of
+from ..holder_walk import (
+    BUFFERS,
+    GRADIENTS,
+    OPTIMIZER_STATE,
+    PARAMETERS,
+    HolderKinds,
+    Reach,
+    Storage,
+    class_of,
+)
 
 
 def holder_kinds(device: str) -> HolderKinds | None:
@@ -16,6 +26,7 @@ def holder_kinds(device: str) -> HolderKinds | None:
     if torch is None:
         return None
     tensor = class_of(torch, "Tensor")
+    parameter = class_of(torch, "nn", "Parameter")
     module = class_of(torch, "nn", "Module")
     optimizer = class_of(torch, "optim", "Optimizer")
     containers = tuple(c for c in (module, optimizer) if c is not None)
@@ -26,9 +37,19 @@ def holder_kinds(device: str) -> HolderKinds | None:
         else:
             _open_optimizer(walk, holder, obj)
 
+    def count_tensor(walk: Reach, holder: str, t: Any) -> None:
+        # a parameter held apart from its module (``w = model.fc.weight``) is one all the same
+        is_parameter = parameter is not None and isinstance(t, parameter)
+        walk.credit(holder, _storage(walk, t), PARAMETERS if is_parameter else None)
+        # only a leaf has a .grad: asking a non-leaf makes torch warn, in the cell
+        leaf = t.requires_grad and getattr(t, "is_leaf", True)
+        grad = getattr(t, "grad", None) if leaf else None
+        if grad is not None:
+            walk.credit(f"{holder} (grads)", _storage(walk, grad), GRADIENTS)
+
     return HolderKinds(
         arrays=(tensor,) if tensor is not None else (),
-        count=_count_tensor,
+        count=count_tensor,
         containers=containers,
         open=open_container,
         first=(module,) if module is not None else (),
@@ -38,31 +59,25 @@ def holder_kinds(device: str) -> HolderKinds | None:
 def _storage(walk: Reach, t: Any) -> Storage | None:
     try:
         device = t.device
-        if not walk.wants("host" if device.type == "cpu" else device.type, device.index):
+        host = device.type == "cpu"
+        if not walk.wants("host" if host else device.type, device.index):
             return None
         storage = t.untyped_storage()
-        return (str(device), storage.data_ptr()), int(storage.nbytes())
+        # host memory is one place for every library (``torch.from_numpy`` shares numpy's)
+        place = "host" if host else str(device)
+        return (place, storage.data_ptr()), int(storage.nbytes())
     except Exception:
         return None  # sparse, meta, or otherwise storage-less tensors
-
-
-def _count_tensor(walk: Reach, holder: str, t: Any) -> None:
-    walk.credit(holder, _storage(walk, t))
-    # only a leaf has a .grad: asking a non-leaf makes torch warn, in the cell
-    leaf = t.requires_grad and getattr(t, "is_leaf", True)
-    grad = getattr(t, "grad", None) if leaf else None
-    if grad is not None:
-        walk.credit(f"{holder} (grads)", _storage(walk, grad))
 
 
 def _open_module(walk: Reach, holder: str, module: Any, follow: Callable[[Any], None]) -> None:
     try:
         for t in module.parameters():
-            walk.credit(holder, _storage(walk, t))
+            walk.credit(holder, _storage(walk, t), PARAMETERS)
             if t.grad is not None:
-                walk.credit(f"{holder} (grads)", _storage(walk, t.grad))
+                walk.credit(f"{holder} (grads)", _storage(walk, t.grad), GRADIENTS)
         for t in module.buffers():
-            walk.credit(holder, _storage(walk, t))
+            walk.credit(holder, _storage(walk, t), BUFFERS)
         for sub in module.modules():
             walk.enter(sub)
             attrs = _instance_dict(sub) or {}
@@ -76,10 +91,10 @@ def _open_module(walk: Reach, holder: str, module: Any, follow: Callable[[Any], 
 def _open_optimizer(walk: Reach, holder: str, opt: Any) -> None:
     try:
         for state in list(opt.state.values()):
-            walk.visit(f"{holder} (state)", state)
+            walk.visit(f"{holder} (state)", state, OPTIMIZER_STATE)
         for group in opt.param_groups:
             for t in group.get("params", ()):
-                walk.credit(f"{holder} (params)", _storage(walk, t))
+                walk.credit(f"{holder} (params)", _storage(walk, t), PARAMETERS)
     except Exception:
         return
 

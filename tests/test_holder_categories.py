@@ -1,0 +1,106 @@
+"""The holder scan's breakdown by kind (parameters, gradients, optimizer state, buffers, arrays
+held by variables, IPython's hidden references): real torch objects on the host, each
+category held to the byte against the unique storages torch reports."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from nbgpumon._forensics import holder_scan as holders
+from nbgpumon._sources.frameworks.holder_walk import CATEGORIES
+
+from fake_shell import shell_with
+
+MIB = 2**20
+
+
+def _bytes(tensors) -> int:
+    """What ``tensors`` hold: each storage once, at its size."""
+    seen: dict[int, int] = {}
+    for t in tensors:
+        storage = t.untyped_storage()
+        seen[storage.data_ptr()] = storage.nbytes()
+    return sum(seen.values())
+
+
+def test_a_trained_model_is_told_apart_by_kind_to_the_byte():
+    torch = pytest.importorskip("torch")
+    model = torch.nn.Sequential(
+        torch.nn.Linear(64, 128), torch.nn.BatchNorm1d(128), torch.nn.Linear(128, 8)
+    )
+    opt = torch.optim.AdamW(model.parameters())
+    model(torch.randn(16, 64)).sum().backward()
+    opt.step()
+    batch = torch.randn(32, 64)
+    shell = shell_with(opt=opt, model=model, batch=batch)
+    shell.user_ns["Out"][3] = torch.ones(MIB // 4)  # an output kept by IPython
+
+    found = holders.scan(shell, "host").categories["host"]
+
+    state = [t for s in opt.state.values() for t in s.values() if torch.is_tensor(t)]
+    assert found == {
+        "parameters": _bytes(model.parameters()),
+        "gradients": _bytes(p.grad for p in model.parameters()),
+        "optimizer state": _bytes(state),
+        "buffers": _bytes(model.buffers()),
+        "arrays held by variables": _bytes([batch]),
+        "outputs and tracebacks": MIB,
+    }
+    assert list(found) == [c for c in CATEGORIES if c in found]  # in the stable order
+
+
+def test_the_categories_hold_what_the_holders_hold():
+    torch = pytest.importorskip("torch")
+    model = torch.nn.Linear(256, 256)
+    model(torch.ones(2, 256)).sum().backward()
+    weight = model.weight  # a parameter held apart from its module: still a parameter
+    shared = np.ones(MIB // 8)
+    as_tensor = torch.from_numpy(shared)  # numpy's memory: one storage, counted once
+    scan = holders.scan(shell_with(weight=weight, shared=shared, as_tensor=as_tensor), "host")
+    host = scan.categories["host"]
+    assert host == {
+        "parameters": _bytes([weight]),
+        "gradients": _bytes([weight.grad]),
+        "arrays held by variables": MIB,
+    }
+    assert sum(host.values()) == scan.total
+
+
+def test_only_the_optimizer_held_still_gives_its_parameters_as_parameters():
+    torch = pytest.importorskip("torch")
+    params = [torch.nn.Parameter(torch.ones(1024))]
+    opt = torch.optim.SGD(params, lr=0.1, momentum=0.9)
+    params[0].sum().backward()
+    opt.step()
+    del params
+    host = holders.scan(shell_with(opt=opt), "host").categories["host"]
+    (param,) = opt.param_groups[0]["params"]
+    assert host == {
+        "parameters": _bytes([param]),
+        "optimizer state": _bytes([opt.state[param]["momentum_buffer"]]),
+    }
+
+
+def test_a_traceback_s_arrays_are_hidden_references():
+    def step():
+        activations = np.ones(MIB // 8)  # noqa: F841 - held by the traceback
+        raise RuntimeError("out of memory")
+
+    shell = shell_with(kept=np.ones(2 * MIB // 8))
+    try:
+        step()
+    except RuntimeError as exc:
+        shell.last_execution_result = type("R", (), {"error_in_exec": exc, "result": None})()
+    host = holders.scan(shell, "host").categories["host"]
+    assert host == {"arrays held by variables": 2 * MIB, "outputs and tracebacks": MIB}
+
+
+def test_the_holders_words_say_the_kinds_on_each_device():
+    torch = pytest.importorskip("torch")
+    from nbgpumon._views.holders_text import holders_lines
+
+    model = torch.nn.Linear(512, 512)  # 1 MiB of weights, 2 KiB of bias
+    model(torch.ones(1, 512)).sum().backward()
+    lines = holders_lines(holders.scan(shell_with(model=model), "host"))
+    assert "  by kind, host memory: parameters 1.0 MiB · gradients 1.0 MiB" in lines
