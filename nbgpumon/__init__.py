@@ -2,7 +2,7 @@
 
 In IPython/Jupyter: ``%load_ext nbgpumon``, then ``%gpumon``. From Python: :func:`monitor`,
 :func:`cells`, :func:`cells_frame`, :func:`mark`, :func:`track`, :func:`holders`,
-:func:`free`, :func:`fit`, :func:`load`, :func:`compare`, :func:`serve`.
+:func:`explain`, :func:`free`, :func:`fit`, :func:`load`, :func:`compare`, :func:`serve`.
 
 This module is the public API and re-exports nothing else; everything under a ``_`` name is
 internal (the layers are described in docs/architecture.md).
@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     import pandas
 
     from ._api.compare import Comparison
+    from ._api.explain import Explanation
     from ._api.recorded import Recorded
     from ._forensics.holder_scan import HolderScan
     from ._views.fit_result import FitResult
@@ -40,6 +41,8 @@ if TYPE_CHECKING:
 _LAZY = {
     "Recorded": ("._api.recorded", "Recorded"),
     "Comparison": ("._api.compare", "Comparison"),
+    "Explanation": ("._api.explain", "Explanation"),
+    "MemoryExplained": ("._forensics.explain", "MemoryExplained"),
     "HolderScan": ("._forensics.holder_scan", "HolderScan"),
     "FitResult": ("._views.fit_result", "FitResult"),
 }
@@ -64,9 +67,11 @@ __all__ = [
     "CellRecord",
     "Comparison",
     "DeviceUsage",
+    "Explanation",
     "FitResult",
     "GPUMon",
     "HolderScan",
+    "MemoryExplained",
     "Monitor",
     "Recorded",
     "RecordingError",
@@ -77,6 +82,7 @@ __all__ = [
     "cells",
     "cells_frame",
     "compare",
+    "explain",
     "fit",
     "free",
     "holders",
@@ -113,6 +119,13 @@ def holders(device: str | None = None) -> HolderScan:
     """What holds GPU memory now (host memory without CUDA), biggest first: your variables,
     ``Out[N]``, ``_``, and the frames of stored tracebacks. ``device``: cuda, cuda:N or host."""
     return monitor().holders(device)  # a HolderReport: the scan, which prints as its words
+
+
+def explain() -> Explanation:
+    """This kernel's GPU memory now, one entry per GPU, by what it is: ``.categories`` (name →
+    bytes, in a stable order) adding up to ``.total``, the driver's figure for this process.
+    Prints as the breakdown; in a notebook, a stacked bar per GPU too."""
+    return monitor().explain()
 
 
 def free() -> str:

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from .._views.fit_result import FitResult
     from .._views.static_view import StaticView
     from .._views.widget import GPUMonWidget, Publisher
+    from .explain import Explanation
 
 # The views (anywidget and ipywidgets, numpy, pandas) are imported when first used, not by
 # ``%load_ext``: together they cost more than the rest of loading (docs/benchmarks.md).
@@ -119,6 +120,15 @@ class Monitor(LiveData):
         from .holders import HolderReport  # the scan, which prints as its words
 
         return HolderReport.of(self._session.memory.holders(device, budget))
+
+    def explain(self, budget: float = 0.05) -> Explanation:
+        """This kernel's memory on each GPU it can use, by what it is (parameters, gradients,
+        optimizer state, buffers, other arrays, outputs and tracebacks, what the frameworks
+        count in use that nothing reached holds, their unused reserves, the CUDA context),
+        adding up to the driver's figure for this process. "No GPU" is a UsageError."""
+        from .explain import Explanation
+
+        return Explanation(self._session.memory.explain(budget))
 
     def free(self) -> str:
         """Drop what IPython's hidden references hold (outputs, ``_``, stored tracebacks),

@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from .._sources.processes.on_gpu import ProcessOnGpu
 
 MAX_DEPTH = 8  # containers nested deeper than this are not followed
+NUMPY = "numpy"  # whose a plain numpy array is (host memory; not a plug-in)
 CHECK_EVERY = 256  # objects between looks at the clock
 _SCALARS = (str, bytes, bytearray, int, float, complex, bool, type(None), range)
 _NOT_FOLLOWED = (
@@ -79,6 +80,9 @@ class HolderScan:
     # where the memory is ("cuda:N", "host") -> what it is (holder_walk.CATEGORIES, in that
     # order; only those found) -> bytes: the same storages as ``holders``, by kind
     categories: dict[str, dict[str, int]] = field(default_factory=dict)
+    # where -> whose ("torch", "jax", "cupy": a plug-in's name; "numpy") -> bytes: the same
+    # storages by the framework whose array or container the walk counted them in
+    frameworks: dict[str, dict[str, int]] = field(default_factory=dict)
 
 
 class _Walk:
@@ -95,16 +99,20 @@ class _Walk:
         numpy = sys.modules.get("numpy")
         self.ndarray = getattr(numpy, "ndarray", None) if device in ("host", "any") else None
         kinds = framework_kinds(device)
-        # each plug-in's arrays and containers, in registration order
-        self.arrays = [(k.arrays, k.count) for k in kinds if k.arrays and k.count]
-        self.containers = [(k.containers, k.open) for k in kinds if k.containers and k.open]
-        self.array_types = tuple(t for types_, _ in self.arrays for t in types_)
-        self.container_types = tuple(t for types_, _ in self.containers for t in types_)
+        # each plug-in's arrays and containers, in registration order, with its name
+        self.arrays = [(k.arrays, k.count, name) for name, k in kinds if k.arrays and k.count]
+        self.containers = [
+            (k.containers, k.open, name) for name, k in kinds if k.containers and k.open
+        ]
+        self.array_types = tuple(t for types_, _, _ in self.arrays for t in types_)
+        self.container_types = tuple(t for types_, _, _ in self.containers for t in types_)
         self.found: dict[str, list[int]] = {}  # holder name -> [bytes, storages]
         self.hidden: set[str] = set()  # holder names that are hidden references
         self.visiting_hidden = False
         self.category: str | None = None  # what the visit under way finds, where it says
+        self.framework = NUMPY  # whose array or container is being counted
         self.by_place: dict[str, dict[str, int]] = {}  # "cuda:N"/"host" -> category -> bytes
+        self.by_framework: dict[str, dict[str, int]] = {}  # "cuda:N"/"host" -> plug-in -> bytes
 
     # -- budget ---------------------------------------------------------------------------
     def tick(self) -> bool:
@@ -151,6 +159,8 @@ class _Walk:
         kind = category or self.category or (HIDDEN if self.visiting_hidden else ARRAYS)
         place = self.by_place.setdefault(key[0], {})
         place[kind] = place.get(kind, 0) + size
+        owners = self.by_framework.setdefault(key[0], {})
+        owners[self.framework] = owners.get(self.framework, 0) + size
 
     # -- the walk -------------------------------------------------------------------------
     def visit(
@@ -160,11 +170,12 @@ class _Walk:
         ``category`` where given: a plug-in's visit of an optimizer's state)."""
         if hidden is not None:
             self.visiting_hidden = hidden
-        outer, self.category = self.category, category or self.category
+        outer = self.category, self.framework  # (a plug-in's visit inside a container's)
+        self.category = category or self.category
         try:
             self._visit(holder, root)
         finally:
-            self.category = outer
+            self.category, self.framework = outer
 
     def _visit(self, holder: str, root: Any) -> None:
         stack: list[tuple[Any, int]] = [(root, 0)]
@@ -173,14 +184,16 @@ class _Walk:
             if isinstance(obj, _SCALARS):
                 continue
             if isinstance(obj, self.array_types):  # one check for every plug-in's arrays
-                next(count for types_, count in self.arrays if isinstance(obj, types_))(
-                    self, holder, obj
+                count, self.framework = next(
+                    (count, name) for types_, count, name in self.arrays if isinstance(obj, types_)
                 )
+                count(self, holder, obj)
                 continue
             if self.ndarray is not None and isinstance(obj, self.ndarray):
                 if obj.dtype.hasobject:
                     self._push_items(stack, obj.flat, depth)
                 else:
+                    self.framework = NUMPY
                     self.credit(holder, self._array_storage(obj))
                 continue
             if isinstance(obj, _NOT_FOLLOWED) or depth >= MAX_DEPTH or id(obj) in self.entered:
@@ -189,7 +202,9 @@ class _Walk:
                 continue  # nbgpumon's own state (``mon = nbgpumon.monitor()``) is no holder
             self.entered.add(id(obj))
             if isinstance(obj, self.container_types):
-                opened = next(o for types_, o in self.containers if isinstance(obj, types_))
+                opened, self.framework = next(
+                    (o, name) for types_, o, name in self.containers if isinstance(obj, types_)
+                )
                 opened(self, holder, obj, lambda value, d=depth: stack.append((value, d + 1)))
             elif isinstance(obj, dict):
                 self._push_items(stack, obj.values(), depth)
@@ -235,6 +250,7 @@ class _Walk:
             place: {c: found[c] for c in CATEGORIES if c in found}
             for place, found in sorted(self.by_place.items())
         }
+        frameworks = {place: dict(owners) for place, owners in sorted(self.by_framework.items())}
         return HolderScan(
             device=self.device,
             holders=holders,
@@ -243,6 +259,7 @@ class _Walk:
             seconds=seconds,
             partial=partial,
             categories=categories,
+            frameworks=frameworks,
         )
 
 
@@ -252,8 +269,9 @@ def _is_ours(obj: Any) -> bool:
     return (getattr(type(obj), "__module__", "") or "").startswith("nbgpumon.")
 
 
-def framework_kinds(device: str) -> list[HolderKinds]:
-    """What each registered plug-in's arrays and containers are, for a walk of ``device``."""
+def framework_kinds(device: str) -> list[tuple[str, HolderKinds]]:
+    """What each registered plug-in's arrays and containers are, for a walk of ``device``,
+    with the plug-in's name."""
     found = []
     for plugin in frameworks():
         try:
@@ -261,7 +279,7 @@ def framework_kinds(device: str) -> list[HolderKinds]:
         except Exception:
             kinds = None  # a plug-in that cannot say is walked past, never a failed scan
         if kinds is not None:
-            found.append(kinds)
+            found.append((plugin.name, kinds))
     return found
 
 
@@ -286,7 +304,7 @@ def user_variables(shell: Any) -> list[tuple[str, Any]]:
         and name not in hidden
         and not isinstance(value, types.ModuleType | type)
     ]
-    first = tuple(t for kinds in framework_kinds("any") for t in kinds.first)
+    first = tuple(t for _, kinds in framework_kinds("any") for t in kinds.first)
     if not first:
         return names
     return sorted(names, key=lambda nv: not isinstance(nv[1], first))

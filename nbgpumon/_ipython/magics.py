@@ -132,6 +132,9 @@ class GPUMonMagics(Magics):
     def _holders(self, mon: Monitor, rest: list[str]) -> None:
         display(holders_view(mon.holders(rest[0] if rest else None)))
 
+    def _explain(self, mon: Monitor, rest: list[str]) -> None:
+        display(mon.explain())
+
     def _free(self, mon: Monitor, rest: list[str]) -> None:
         print(mon.free())
 

@@ -8,7 +8,7 @@ import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from .._sources.devices.protocol import DeviceSource
+from .._sources.devices.protocol import DeviceSource, GpuProcess
 from .bounded_call import NO_ANSWER, BoundedCall
 
 T = TypeVar("T")
@@ -43,6 +43,10 @@ class DeviceAsk:
     def free(self) -> list[int | None] | None:
         """Device memory free per device now, bytes."""
         return self._ask(self.device_source.read_free)
+
+    def processes(self) -> list[GpuProcess] | None:
+        """The GPUs' processes now, as the driver lists them."""
+        return self._ask(self.device_source.read_processes)
 
     def mig_used(self, migs: list[Any]) -> list[int | None] | None:
         """Each of ``migs``' memory in use now, bytes."""

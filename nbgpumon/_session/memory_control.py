@@ -11,11 +11,12 @@ from .._foundation.errors import UsageError
 from .._ledger.ledger import Ledger
 from .._sampling.device_ask import DeviceAsk
 from .._sources.base import AllocatorSource, AllocatorStats
-from .._sources.devices.protocol import DeviceSource, GpuDevice
+from .._sources.devices.protocol import DeviceSource, GpuDevice, GpuProcess
 from .._sources.host import HostSource
 from .._sources.processes.on_gpu import ProcessOnGpu
 
 if TYPE_CHECKING:
+    from .._forensics.explain import MemoryExplained
     from .._forensics.holder_scan import HolderScan
     from .._forensics.release import Freed, MemoryNow
 
@@ -59,6 +60,47 @@ class MemoryControl:
             )
         found = holder_scan.scan(self._shell(), device, budget)
         return dataclasses.replace(found, processes=tuple(self.processes_on(device)))
+
+    def explain(self, budget: float = 0.05) -> list[MemoryExplained]:
+        """This kernel's memory on each GPU it can use, by what it is, adding up to the
+        driver's figure for this process: the holder scan's categories, each framework's
+        counters (read right after the scan), the driver's process list (asked now, waited
+        for at most DeviceAsk's limit). A UsageError where there is no GPU."""
+        from .._forensics import holder_scan
+        from .._forensics.explain import explain_device
+
+        gpus = [gpu for gpu in self._devices.devices if gpu.cuda_index is not None]
+        if not gpus:
+            raise UsageError(
+                f"no GPU here ({self._devices.status}): %gpumon holders host lists what "
+                "holds host memory"
+                if not self._devices.devices
+                else "CUDA_VISIBLE_DEVICES hides every GPU from this kernel: nothing to explain"
+            )
+        scan = holder_scan.scan(self._shell(), "cuda", budget)
+        allocators = self._ledger.read_allocators()
+        listed = self._ask.processes()
+        found = []
+        for gpu in gpus:
+            place = f"cuda:{gpu.cuda_index}"
+            figure, why = _this_process_on(gpu.index, listed, self._ask.not_answering)
+            found.append(
+                explain_device(
+                    gpu.index,
+                    gpu.cuda_index,  # type: ignore[arg-type]
+                    scan.categories.get(place, {}),
+                    scan.frameworks.get(place, {}),
+                    {
+                        name: by_cuda[gpu.cuda_index]
+                        for name, by_cuda in allocators.items()
+                        if gpu.cuda_index in by_cuda
+                    },
+                    figure,
+                    why,
+                    scan.partial,
+                )
+            )
+        return found
 
     def free(self) -> Freed:
         """Drop what IPython's hidden references hold (outputs, ``_``, stored tracebacks),
@@ -108,3 +150,18 @@ class MemoryControl:
             reserved=sum(s.reserved for s in stats.values()) if stats else None,
             rss=self._host.rss(),
         )
+
+
+def _this_process_on(
+    index: int, listed: list[GpuProcess] | None, not_answering: str
+) -> tuple[int | None, str]:
+    """The driver's figure for this process on GPU ``index``, or None and why (not listed
+    there: nothing of this kernel's is, or a PID namespace hides which process it is)."""
+    if listed is None:
+        return None, not_answering
+    mine = [p for p in listed if p.index == index and p.is_this_kernel]
+    if not mine:
+        return None, "the driver does not list this process on it"
+    if any(p.used_memory is None for p in mine):
+        return None, "the driver does not say how much this process uses"
+    return sum(p.used_memory or 0 for p in mine), ""

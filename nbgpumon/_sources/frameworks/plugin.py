@@ -83,6 +83,9 @@ class Framework:
     settings: tuple[Setting, ...] = ()
     # what its source's release_cache() gives back, as %gpumon free's help says it ("": nothing)
     cache_words: str = ""
+    # what its users call what it reserves beyond its arrays ("cache", "pool"): the breakdown's
+    # "torch cache (reserved, unused)"
+    reserve_name: str = "pool"
 
     # forensics (and analysis): what the holder scan, tracing, NVTX, the post-mortem, the
     # profiler and the advisor ask it; each optional

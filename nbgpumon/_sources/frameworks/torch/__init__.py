@@ -30,6 +30,7 @@ PLUGIN = register_framework(
         cap_name=peaks.CAP_NAME,
         owns_unnamed_figures=True,  # nbgpumon measured torch alone before JAX and CuPy came
         cache_words="torch's cache",
+        reserve_name="cache",
         # forensics
         holder_kinds=holders.holder_kinds,
         oom=OOM,

@@ -1,0 +1,102 @@
+"""This kernel's memory on one GPU by what it is, adding up to the driver's figure for this
+process: what the holder scan found by kind (parameters, gradients, optimizer state, buffers,
+other arrays, outputs and tracebacks), what each framework's allocator counts in use beyond
+that (unexplained: nothing the scan reached holds it), each allocator's reserve it does not
+use, and the rest of the driver's figure (the CUDA context, its libraries' workspaces).
+
+Pure arithmetic over figures read by the caller, so that the categories add up by
+construction and each one is what its definition says; where the readings disagree (taken
+moments apart), the note says so rather than a category going negative.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from .._foundation.units import format_bytes
+from .._sources.base import AllocatorStats
+from .._sources.frameworks.holder_walk import CATEGORIES
+from .._sources.frameworks.plugin import facts_of
+
+UNEXPLAINED = "unexplained"
+CONTEXT = "CUDA context and libraries"
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryExplained:
+    """One GPU's share of this kernel, by category."""
+
+    index: int  # the GPU, as the device source numbers it (gpu0)
+    device: str  # "cuda:N" as CUDA numbers it in this process
+    total: int  # bytes: the driver's figure for this process (``measured`` says otherwise)
+    categories: dict[str, int]  # name -> bytes, in a stable order, adding up to ``total``
+    measured: str  # where ``total`` comes from
+    notes: tuple[str, ...] = ()  # fragmentation, readings that disagree, a partial scan
+
+
+def reserve_category(framework: str) -> str:
+    """The category of what ``framework``'s allocator reserves and does not use."""
+    facts = facts_of(framework)
+    return f"{facts.label} {facts.reserve_name} (reserved, unused)"
+
+
+def explain_device(
+    index: int,
+    cuda_index: int,
+    found: Mapping[str, int],
+    found_by_framework: Mapping[str, int],
+    allocators: Mapping[str, AllocatorStats],
+    process_bytes: int | None,
+    why_no_process_figure: str = "",
+    partial: str = "",
+) -> MemoryExplained:
+    """The breakdown of one GPU (``cuda_index`` in this process).
+
+    ``found``: the holder scan's bytes by category on this device; ``found_by_framework``: the
+    same by framework; ``allocators``: each active framework's counters on this device;
+    ``process_bytes``: the driver's figure for this process (None where it gives none, said
+    by ``why_no_process_figure``); ``partial``: why the scan stopped early, if it did.
+    """
+    categories = {name: found[name] for name in CATEGORIES if found.get(name)}
+    notes: list[str] = []
+    unexplained = 0
+    for name, stats in allocators.items():
+        left = stats.allocated - found_by_framework.get(name, 0)
+        if left < 0:  # the scan and the counters were read moments apart
+            notes.append(
+                f"the scan found {format_bytes(-left)} more of {facts_of(name).label}'s than it "
+                "counts in use: read moments apart"
+            )
+        unexplained += max(left, 0)
+    if unexplained:
+        categories[UNEXPLAINED] = unexplained
+    for name, stats in allocators.items():
+        unused = stats.reserved - stats.allocated
+        if unused > 0:
+            categories[reserve_category(name)] = unused
+        if stats.inactive_split:
+            notes.append(
+                f"{facts_of(name).label}: {format_bytes(stats.inactive_split)} of its "
+                "reserve is split blocks, too small for large requests (fragmentation)"
+            )
+    counted = sum(categories.values())
+    if process_bytes is None:
+        measured = "what the frameworks hold and reserve: " + (
+            why_no_process_figure or "no figure of the driver's for this process"
+        )
+        total = counted
+    else:
+        measured = "the driver's figure for this process"
+        rest = process_bytes - counted
+        if rest > 0:
+            categories[CONTEXT] = rest
+        elif rest < 0:
+            notes.append(
+                f"the driver's figure ({format_bytes(process_bytes)}) is below what the "
+                f"frameworks reserve ({format_bytes(counted)}): read moments apart"
+            )
+        total = max(process_bytes, counted)
+    if partial:
+        notes.append(f"the scan {partial}")
+    return MemoryExplained(index, f"cuda:{cuda_index}", total, categories, measured, tuple(notes))

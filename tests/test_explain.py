@@ -1,0 +1,125 @@
+"""The breakdown of this kernel's GPU memory by what it is (``nbgpumon.explain()``, ``%gpumon
+explain``): its arithmetic, a session's with NVML and JAX faked at their boundaries, and the
+words in a real kernel."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+from nbgpumon import Monitor, UsageError
+from nbgpumon._forensics.explain import CONTEXT, UNEXPLAINED, explain_device
+from nbgpumon._sources.base import AllocatorStats
+
+from fake_frameworks import GIB, FakeJaxClient, FakeJaxDevice, fake_jax
+from notebook_runner import fake_nvml_env, fake_pynvml, run_cells
+
+MIB = 2**20
+
+
+def _stats(allocated: int, reserved: int, inactive_split: int | None = None) -> AllocatorStats:
+    return AllocatorStats(allocated, reserved, None, None, inactive_split=inactive_split)
+
+
+def test_the_categories_add_up_to_the_drivers_figure_each_by_its_definition():
+    found = {"optimizer state": 2 * GIB, "parameters": GIB, "gradients": GIB, "buffers": MIB}
+    e = explain_device(
+        0,
+        0,
+        found,
+        {"torch": 4 * GIB + MIB},
+        {"torch": _stats(5 * GIB, 6 * GIB, inactive_split=300 * MIB)},
+        process_bytes=6 * GIB + 500 * MIB,
+    )
+    assert e.categories == {
+        "parameters": GIB,
+        "gradients": GIB,
+        "optimizer state": 2 * GIB,
+        "buffers": MIB,
+        UNEXPLAINED: GIB - MIB,  # torch counts in use what nothing the scan reached holds
+        "torch cache (reserved, unused)": GIB,
+        CONTEXT: 500 * MIB,  # the driver's figure beyond every reserve
+    }
+    assert list(e.categories)[:4] == ["parameters", "gradients", "optimizer state", "buffers"]
+    assert sum(e.categories.values()) == e.total == 6 * GIB + 500 * MIB
+    assert e.measured == "the driver's figure for this process" and e.device == "cuda:0"
+    assert any("300 MiB" in note and "fragmentation" in note for note in e.notes)
+
+
+def test_readings_that_disagree_are_said_never_a_negative_category():
+    e = explain_device(
+        1,
+        0,
+        {"arrays held by variables": 2 * GIB},
+        {"torch": 2 * GIB},
+        {"torch": _stats(GIB, GIB)},  # counted before the scan's tensors came
+        process_bytes=GIB,
+    )
+    assert all(size > 0 for size in e.categories.values())
+    assert e.categories == {"arrays held by variables": 2 * GIB}
+    assert e.total == 2 * GIB == sum(e.categories.values())
+    assert any("read moments apart" in note for note in e.notes), e.notes
+
+
+def test_without_the_drivers_figure_the_total_is_what_the_frameworks_hold_and_reserve():
+    e = explain_device(0, 0, {}, {}, {"jax": _stats(GIB, 3 * GIB)}, None, "NVML not answering")
+    assert e.categories == {UNEXPLAINED: GIB, "JAX pool (reserved, unused)": 2 * GIB}
+    assert e.total == 3 * GIB and e.measured.endswith("NVML not answering")
+
+
+@pytest.fixture
+def jax_gpu(monkeypatch):
+    gpu = FakeJaxDevice(0)
+    for name, module in fake_jax({"cuda": FakeJaxClient([gpu])}).items():
+        monkeypatch.setitem(sys.modules, name, module)
+    return gpu
+
+
+def test_a_session_explains_each_gpu_from_the_drivers_list_and_the_allocators(jax_gpu):
+    jax_gpu.use(512 * MIB, pool=GIB)
+    devices = [
+        {"name": "Fake H200", "used": 3 * GIB, "total": 141 * GIB,
+         "processes": [{"pid": "self", "used": 2 * GIB}, {"pid": 4242, "used": GIB}]},
+    ]  # fmt: skip
+    mon = Monitor(nvml_module=fake_pynvml(devices=devices))
+    try:
+        (gpu0,) = mon.explain()
+        assert gpu0.categories == {
+            UNEXPLAINED: 512 * MIB,  # JAX's arrays in use: no variable here holds one
+            "JAX pool (reserved, unused)": 512 * MIB,
+            CONTEXT: GIB,  # this process's figure beyond the pool; the other process's not
+        }
+        assert gpu0.total == 2 * GIB
+        said = repr(mon.explain())
+        lines = said.splitlines()
+        assert lines[1] == "gpu0 (cuda:0): 2.0 GiB, the driver's figure for this process"
+        assert "  JAX pool (reserved, unused)     512 MiB   25%  ████████" in lines, said
+    finally:
+        mon.close()
+
+
+def test_no_gpu_is_one_line_that_says_what_to_do():
+    mon = Monitor(nvml_module=fake_pynvml(devices=[]))
+    try:
+        with pytest.raises(UsageError, match=r"no GPU here .*%gpumon holders host"):
+            mon.explain()
+    finally:
+        mon.close()
+
+
+def test_in_a_kernel_explain_prints_the_breakdown_and_no_gpu_is_one_line():
+    nvml = {"devices": [{"name": "Fake H200", "used": GIB, "total": 141 * GIB,
+                         "processes": [{"pid": "self", "used": 600 * MIB}]}]}  # fmt: skip
+    runs = run_cells(
+        ["%load_ext nbgpumon", "%gpumon explain", "import nbgpumon\nnbgpumon.explain()[0].total"],
+        env=fake_nvml_env(**nvml),
+    )
+    said = runs[1].text
+    assert said.startswith("nbgpumon explain: this kernel's GPU memory by what it is"), said
+    assert "gpu0 (cuda:0): 600 MiB, the driver's figure for this process" in said
+    assert "  CUDA context and libraries     600 MiB  100%  " + "█" * 30 in said.splitlines(), said
+    assert runs[2].text.strip() == str(600 * MIB)
+    bare = run_cells(["%load_ext nbgpumon", "%gpumon explain"], env=fake_nvml_env(devices=[]))
+    assert bare[1].text.startswith("UsageError: no GPU here"), bare[1].text
+    assert "Traceback" not in bare[1].text
