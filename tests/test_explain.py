@@ -123,3 +123,20 @@ def test_in_a_kernel_explain_prints_the_breakdown_and_no_gpu_is_one_line():
     bare = run_cells(["%load_ext nbgpumon", "%gpumon explain"], env=fake_nvml_env(devices=[]))
     assert bare[1].text.startswith("UsageError: no GPU here"), bare[1].text
     assert "Traceback" not in bare[1].text
+
+
+def test_the_html_is_one_stacked_bar_per_gpu_with_a_tip_per_category_and_the_words():
+    import html
+
+    from nbgpumon._views.explain_text import explain_html, explain_text
+
+    used = explain_device(
+        0, 0, {"parameters": GIB}, {"torch": GIB}, {"torch": _stats(GIB, 2 * GIB)}, 3 * GIB
+    )
+    unused = explain_device(1, 1, {}, {}, {}, None, "the driver does not list this process on it")
+    page = explain_html([used, unused])
+    assert page.count('<div class="nbgpumon-explain">') == 1  # (nothing of this kernel's on gpu1)
+    assert page.count("<span title=") == len(used.categories) == 3
+    assert 'title="parameters: 1.0 GiB"' in page and "gpu0 (cuda:0): 3.0 GiB" in page
+    assert page.endswith(f"<pre>{html.escape(explain_text([used, unused]))}</pre>")
+    assert "gpu1 (cuda:1): nothing of this kernel's" in explain_text([used, unused]).splitlines()
