@@ -140,3 +140,27 @@ def test_the_html_is_one_stacked_bar_per_gpu_with_a_tip_per_category_and_the_wor
     assert 'title="parameters: 1.0 GiB"' in page and "gpu0 (cuda:0): 3.0 GiB" in page
     assert page.endswith(f"<pre>{html.escape(explain_text([used, unused]))}</pre>")
     assert "gpu1 (cuda:1): nothing of this kernel's" in explain_text([used, unused]).splitlines()
+
+
+def test_the_out_of_memory_post_mortem_says_the_failing_devices_memory_by_kind():
+    from nbgpumon._forensics.holder_scan import Holder, HolderScan
+    from nbgpumon._forensics.postmortem import OomFacts
+    from nbgpumon._views.oom_text import report
+
+    scan = HolderScan(
+        "cuda:0",
+        (Holder("opt (state)", 4 * GIB, 20, False), Holder("model", 2 * GIB, 10, False)),
+        6 * GIB,
+        100,
+        0.01,
+        "",
+        categories={"cuda:0": {"parameters": 2 * GIB, "optimizer state": 4 * GIB}},
+        frameworks={"cuda:0": {"torch": 6 * GIB}},
+    )
+    stats = {"torch": _stats(9 * GIB, 10 * GIB)}
+    facts = OomFacts("[5]", "CUDA out of memory", GIB, 0, "GPU", 0, 80 * GIB, stats, scan, ())
+    lines = report(facts).splitlines()
+    by_kind = "  by kind: parameters 2.0 GiB · optimizer state 4.0 GiB · unexplained 3.0 GiB"
+    assert lines[lines.index("  held by: opt (state) 4.0 GiB · model 2.0 GiB") + 1] == by_kind, (
+        lines
+    )

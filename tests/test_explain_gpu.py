@@ -1,8 +1,9 @@
-"""The breakdown on a real GPU (``pytest -m gpu``): GPT-2 small built from its config (no
-download), fp32, AdamW, after one step, in a real kernel. Parameters, gradients and optimizer
-state each equal, to the byte, the sum over their unique CUDA storages as torch reports them;
-torch's cache equals reserved − allocated; the categories add up to the driver's figure for
-this process, read by the test itself."""
+"""The breakdown on a real GPU (``pytest -m gpu``), each case in a real kernel of its own.
+GPT-2 small built from its config (no download), fp32, AdamW, after one step: parameters,
+gradients and optimizer state each equal, to the byte, the sum over their unique CUDA storages
+as torch reports them; torch's cache equals reserved − allocated. CuPy's arrays and pool, and
+JAX's, likewise. Every case adds up to the driver's figure for this process, read by the test
+itself."""
 
 from __future__ import annotations
 
@@ -15,7 +16,6 @@ import pytest
 from notebook_runner import run_cells
 
 torch = pytest.importorskip("torch")
-pytest.importorskip("transformers")
 pytestmark = [
     pytest.mark.gpu,
     pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU"),
@@ -51,6 +51,7 @@ print('EXPLAINED=' + json.dumps({'categories': e.categories, 'total': e.total,
 
 @pytest.fixture(scope="module")
 def runs():
+    pytest.importorskip("transformers")
     cells = [
         "%load_ext nbgpumon",
         "import json, torch, nbgpumon\n"
@@ -86,3 +87,61 @@ def test_explain_shows_the_breakdown_in_the_cell(runs):
     said = runs[4].text
     assert said.startswith("nbgpumon explain: this kernel's GPU memory by what it is"), said
     assert "  parameters " in said and "  CUDA context and libraries " in said, said
+
+
+DRIVER = """\
+import os, pynvml
+pynvml.nvmlInit()
+_h = pynvml.nvmlDeviceGetHandleByIndex(e.index)
+driver = sum(p.usedGpuMemory for p in pynvml.nvmlDeviceGetComputeRunningProcesses(_h)
+             if p.pid == os.getpid())
+"""
+
+
+def test_cupy_arrays_and_its_pool_are_explained_to_the_byte():
+    pytest.importorskip("cupy")
+    runs = run_cells(
+        [
+            "%load_ext nbgpumon",
+            "import json, cupy as cp, nbgpumon\n"
+            "x = cp.ones(2**28, dtype=cp.float32)\n"
+            "t = cp.ones(2**27, dtype=cp.float32); del t\n"  # 512 MiB back to the pool
+            "cp.cuda.Device(0).synchronize()",
+            "e = nbgpumon.explain()[0]\npool = cp.get_default_memory_pool()\n"
+            + DRIVER
+            + "print('EXPLAINED=' + json.dumps({'categories': e.categories, 'total': e.total,\n"
+            "    'arrays': x.data.mem.size, 'unused': pool.total_bytes() - pool.used_bytes(),\n"
+            "    'driver': driver}))",
+        ],
+        timeout=300,
+    )
+    got = _kept("explain_gpu_cupy.json", runs[2].json_after("EXPLAINED="))
+    assert got["categories"]["arrays held by variables"] == got["arrays"] == 2**30, got
+    assert got["categories"]["CuPy pool (reserved, unused)"] == got["unused"], got
+    assert sum(got["categories"].values()) == got["total"] == got["driver"], got
+
+
+def test_jax_arrays_and_its_pool_are_explained_and_add_up_to_the_drivers_figure():
+    pytest.importorskip("jax")
+    runs = run_cells(
+        [
+            "%load_ext nbgpumon",
+            "import json, jax, jax.numpy as jnp, nbgpumon\n"
+            "x = jnp.ones((2**28,), dtype=jnp.float32).block_until_ready()",
+            "e = nbgpumon.explain()[0]\n" + DRIVER + "s = x.devices().pop().memory_stats()\n"
+            "reserved = s.get('pool_bytes') or s.get('bytes_reserved') or s['bytes_in_use']\n"
+            "print('EXPLAINED=' + json.dumps({'categories': e.categories, 'total': e.total,\n"
+            "    'unused': reserved - s['bytes_in_use'], 'driver': driver}))",
+        ],
+        timeout=300,
+    )
+    got = _kept("explain_gpu_jax.json", runs[2].json_after("EXPLAINED="))
+    assert got["categories"]["arrays held by variables"] == 2**30, got
+    assert got["categories"].get("JAX pool (reserved, unused)", 0) == got["unused"], got
+    assert sum(got["categories"].values()) == got["total"] == got["driver"], got
+
+
+def _kept(name: str, got: dict) -> dict:
+    """``got``, also written where the GPU run's files are kept (for docs/benchmarks.md)."""
+    (Path(os.environ.get("NBGPUMON_GPU_OUT", "/tmp")) / name).write_text(json.dumps(got))
+    return got

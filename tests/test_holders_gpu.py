@@ -62,6 +62,8 @@ def test_a_real_out_of_memory_error_gets_a_post_mortem_naming_the_holder(runs):
     assert "  device: " in report and "free of" in report
     assert "  this kernel, torch: " in report and " reserved (" in report
     assert "traceback frame grab() local 'keep' 1.0 GiB" in report
+    by_kind = next(line for line in report.splitlines() if line.startswith("  by kind: "))
+    assert "outputs and tracebacks 1.0 GiB" in by_kind, report  # the failing frame's tensor
     assert "y 1.0 GiB" in report
     assert "%gpumon free: drops the stored traceback (1.0 GiB)" in report
 

@@ -34,6 +34,9 @@ def report(facts: OomFacts) -> str:
     if scan is not None and scan.holders:
         top = " · ".join(f"{h.name} {format_bytes(h.bytes)}" for h in scan.holders[:5])
         lines.append(f"  held by: {top}")
+        kinds = _by_kind(facts)
+        if kinds:
+            lines.append(f"  by kind: {kinds}")
         if scan.partial:
             lines.append(f"  ({scan.partial})")
     elif scan is not None:
@@ -48,6 +51,24 @@ def report(facts: OomFacts) -> str:
     lines.append("  what to try, most memory back first:")
     lines += [f"    {n}. {text}" for n, text in enumerate(fixes(facts), 1)]
     return "\n".join(lines)
+
+
+def _by_kind(facts: OomFacts) -> str:
+    """What the scan found on the failing device by kind, then what the frameworks count in
+    use beyond it (the failing step's activations that no frame still names, mostly)."""
+    scan = facts.holders
+    if scan is None or facts.cuda_index is None:
+        return ""
+    place = f"cuda:{facts.cuda_index}"
+    found = scan.categories.get(place, {})
+    parts = [f"{kind} {format_bytes(size)}" for kind, size in found.items()]
+    owners = scan.frameworks.get(place, {})
+    beyond = sum(
+        max(stats.allocated - owners.get(name, 0), 0) for name, stats in facts.allocators.items()
+    )
+    if parts and beyond:
+        parts.append(f"unexplained {format_bytes(beyond)}")
+    return " · ".join(parts)
 
 
 def fixes(facts: OomFacts) -> list[str]:
