@@ -59,6 +59,7 @@ def test_readings_that_disagree_are_said_never_a_negative_category():
     assert all(size > 0 for size in e.categories.values())
     assert e.categories == {"arrays held by variables": 2 * GIB}
     assert e.total == 2 * GIB == sum(e.categories.values())
+    assert e.measured == "what the frameworks hold and reserve"  # not the driver's 1 GiB
     assert any("read moments apart" in note for note in e.notes), e.notes
 
 

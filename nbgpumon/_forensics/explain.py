@@ -86,17 +86,18 @@ def explain_device(
             why_no_process_figure or "no figure of the driver's for this process"
         )
         total = counted
-    else:
+    elif process_bytes >= counted:
         measured = "the driver's figure for this process"
-        rest = process_bytes - counted
-        if rest > 0:
-            categories[CONTEXT] = rest
-        elif rest < 0:
-            notes.append(
-                f"the driver's figure ({format_bytes(process_bytes)}) is below what the "
-                f"frameworks reserve ({format_bytes(counted)}): read moments apart"
-            )
-        total = max(process_bytes, counted)
+        if process_bytes > counted:
+            categories[CONTEXT] = process_bytes - counted
+        total = process_bytes
+    else:  # the frameworks' counters moved after the driver's list was read
+        measured = "what the frameworks hold and reserve"
+        notes.append(
+            f"the driver's figure for this process ({format_bytes(process_bytes)}) is below "
+            f"what the frameworks hold and reserve ({format_bytes(counted)}): read moments apart"
+        )
+        total = counted
     if partial:
         notes.append(f"the scan {partial}")
     return MemoryExplained(index, f"cuda:{cuda_index}", total, categories, measured, tuple(notes))
