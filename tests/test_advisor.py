@@ -170,3 +170,23 @@ def test_in_a_real_kernel_a_growing_cell_is_found_and_a_single_run_is_not(runs):
         assert kept, text
         # each run keeps its 32 MiB array; resident memory adds a little noise on top
         assert all(31.5 <= float(x) <= 40 for x in kept.groups()), text
+
+
+def test_optimizer_state_fires_on_state_far_above_the_parameters_only():
+    from dataclasses import replace
+
+    from nbgpumon._views.advisor import evidence
+
+    ev = evidence(session(quiet_samples(), []))
+    mib = 2**20
+    adam = {0: {"parameters": 475 * mib, "optimizer state": 950 * mib, "gradients": 475 * mib}}
+    (hint,) = advise(replace(ev, memory_kinds=adam))
+    assert hint.topic == "optimizer state"
+    assert hint.evidence == (
+        "gpu0 H200: the optimizer state holds 950 MiB, 2.0× the parameters (475 MiB)"
+    )
+    assert "AdamW8bit" in hint.advice and "SGD with momentum" in hint.advice
+    momentum = {0: {"parameters": 475 * mib, "optimizer state": 475 * mib}}  # SGD's: 1×
+    small = {0: {"parameters": 16 * mib, "optimizer state": 32 * mib}}  # under 256 MiB
+    for kinds in (momentum, small, {}):
+        assert [h.topic for h in advise(replace(ev, memory_kinds=kinds))] == []

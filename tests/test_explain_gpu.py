@@ -63,6 +63,7 @@ def runs():
         "loss = model(batch, labels=batch).loss\nloss.backward()\nopt.step()\ndel loss",
         TRUTH,
         "%gpumon explain",
+        "%gpumon advise",
     ]
     runs = run_cells(cells, timeout=600)
     out = Path(os.environ.get("NBGPUMON_GPU_OUT", "/tmp"))
@@ -81,6 +82,12 @@ def test_gpt2_after_a_step_is_explained_to_the_byte(runs):
     assert categories.get("torch cache (reserved, unused)", 0) == truth["cache"], got
     assert sum(categories.values()) == got["total"] == truth["driver"], got
     assert got["measured"] == "the driver's figure for this process"
+
+
+def test_advise_names_adams_state_at_twice_the_parameters(runs):
+    said = runs[5].text
+    assert "optimizer state: gpu0 " in said, said
+    assert "the optimizer state holds 949 MiB, 2.0× the parameters (475 MiB)" in said, said
 
 
 def test_explain_shows_the_breakdown_in_the_cell(runs):

@@ -25,11 +25,16 @@ BUSY_CELL_SECONDS = 10.0  # cells at least this long count as "running work"
 IDLE_UTIL = 60.0  # mean GPU utilization below this, in such a cell, is waiting
 NEAR_LIMIT = 0.90  # device memory in use over total
 GROWING_MIN = 16 * 2**20  # a re-run must keep at least this much to count as growth
+# an optimizer's state this many times its parameters' (Adam's two moments: 2×), and at least
+# this big, is worth a lighter optimizer or 8-bit states
+HEAVY_STATE = 1.5
+HEAVY_STATE_MIN = 256 * 2**20
 # the generic rules' places among the plug-ins' (PoolAdvice.rank), and how "nothing to
 # suggest" names them
 GENERIC_RULES = (
     (20, "idle GPU in long cells"),
     (30, "memory near the limit"),
+    (35, "optimizer state far above the parameters"),
     (40, "re-runs that keep growing"),
 )
 
@@ -46,6 +51,8 @@ class Evidence:
     # live only: allocator retries by framework, then by device index
     alloc_retries: dict[str, dict[int, int]] = field(default_factory=dict)
     fp32_modules: list[str] | None = None  # live only: modules with float32 parameters
+    # live only: each GPU's memory by kind now (device index -> the holder scan's categories)
+    memory_kinds: dict[int, dict[str, int]] = field(default_factory=dict)
 
     def device_column(self, role: str, device: int) -> np.ndarray | None:
         """The device source's ``role`` column ("mem_used") of GPU ``device``, if sampled."""
@@ -116,7 +123,18 @@ class RerunFinding:
     topic: str = "re-run growth"
 
 
-Finding = PoolFinding | IdleGpuFinding | MemoryLimitFinding | RerunFinding
+@dataclass(frozen=True)
+class OptimizerStateFinding:
+    """An optimizer's state on one GPU is several times its parameters (live only)."""
+
+    gpu: int
+    gpu_name: str
+    parameters: int  # bytes
+    state: int
+    topic: str = "optimizer state"
+
+
+Finding = PoolFinding | IdleGpuFinding | MemoryLimitFinding | OptimizerStateFinding | RerunFinding
 
 
 # -- the rules -------------------------------------------------------------------------------
@@ -223,6 +241,17 @@ def memory_limit(ev: Evidence) -> list[MemoryLimitFinding]:
     return found
 
 
+def optimizer_state(ev: Evidence) -> list[OptimizerStateFinding]:
+    """Where an optimizer's state holds HEAVY_STATE times the parameters or more, now."""
+    found = []
+    for index, name in ev.gpus:
+        kinds = ev.memory_kinds.get(index, {})
+        params, state = kinds.get("parameters", 0), kinds.get("optimizer state", 0)
+        if params and state >= HEAVY_STATE * params and state >= HEAVY_STATE_MIN:
+            found.append(OptimizerStateFinding(index, name, params, state))
+    return found
+
+
 def rerun_growth(ev: Evidence) -> list[RerunFinding]:
     runs: dict[str, list[CellRecord]] = {}
     for r in ev.records:
@@ -253,7 +282,8 @@ def _rules() -> list[tuple[int, Any]]:
     rules: list[tuple[int, Any]] = [
         (GENERIC_RULES[0][0], input_pipeline),
         (GENERIC_RULES[1][0], memory_limit),
-        (GENERIC_RULES[2][0], rerun_growth),
+        (GENERIC_RULES[2][0], optimizer_state),
+        (GENERIC_RULES[3][0], rerun_growth),
     ]
     for plugin in frameworks():
         for words in plugin.pool_advice:
@@ -284,6 +314,7 @@ def evidence(
     data: SessionData,
     alloc_retries: dict[str, dict[int, int]] | None = None,
     fp32_modules: list[str] | None = None,
+    memory_kinds: dict[int, dict[str, int]] | None = None,
 ) -> Evidence:
     """What the rules read from a session, live or recorded; the live-only facts (allocator
     retries, modules in float32) come from the caller, which can ask the kernel."""
@@ -296,6 +327,7 @@ def evidence(
         gpus=[(d.index, d.name) for d in data.devices],
         alloc_retries=dict(alloc_retries or {}),
         fp32_modules=fp32_modules,
+        memory_kinds=dict(memory_kinds or {}),
     )
 
 
@@ -305,7 +337,8 @@ def recorded_evidence(session: SessionData) -> Evidence:
 
 def live_evidence(session: Any, shell: Any) -> Evidence:
     """The evidence of the live session ``session``, with what only the kernel can say: each
-    framework's allocator retries, and the plug-ins' models in full precision in ``shell``."""
+    framework's allocator retries, the plug-ins' models in full precision in ``shell``, and
+    each GPU's memory by kind (the holder scan, where a framework has the GPU up)."""
     retries = {
         name: {
             d.index: by_cuda[d.cuda_index].alloc_retries
@@ -315,6 +348,14 @@ def live_evidence(session: Any, shell: Any) -> Evidence:
         for name, by_cuda in session.ledger.read_allocators().items()
     }
     models = None
+    kinds: dict[int, dict[str, int]] = {}
+    if shell is not None and session.memory.gpu_framework_active():
+        from .._forensics import holder_scan
+
+        scan = holder_scan.scan(shell, "cuda")
+        for d in session.device_source.devices:
+            if d.cuda_index is not None and f"cuda:{d.cuda_index}" in scan.categories:
+                kinds[d.index] = scan.categories[f"cuda:{d.cuda_index}"]
     if shell is not None:
         models = [
             name
@@ -322,7 +363,7 @@ def live_evidence(session: Any, shell: Any) -> Evidence:
             if f.precision_advice is not None
             for name in f.precision_advice.full_precision_models(shell)
         ]
-    return evidence(session, retries, models)
+    return evidence(session, retries, models, kinds)
 
 
 def _kept(r: CellRecord) -> int | None:

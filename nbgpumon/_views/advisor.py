@@ -14,6 +14,7 @@ from .._session.advice import (
     Finding,
     IdleGpuFinding,
     MemoryLimitFinding,
+    OptimizerStateFinding,
     PoolFinding,
     RerunFinding,
     evidence,
@@ -48,6 +49,8 @@ def hint(found: Finding) -> Hint:
         return _idle_gpu(found)
     if isinstance(found, MemoryLimitFinding):
         return _memory_limit(found)
+    if isinstance(found, OptimizerStateFinding):
+        return _optimizer_state(found)
     return _rerun(found)
 
 
@@ -104,6 +107,17 @@ def _memory_limit(f: MemoryLimitFinding) -> Hint:
         or "gradient accumulation over smaller batches; %gpumon holders shows what holds it"
     )
     return Hint(f.topic, evidence, advice)
+
+
+def _optimizer_state(f: OptimizerStateFinding) -> Hint:
+    return Hint(
+        f.topic,
+        f"gpu{f.gpu} {f.gpu_name}: the optimizer state holds {format_bytes(f.state)}, "
+        f"{f.state / f.parameters:.1f}× the parameters ({format_bytes(f.parameters)})",
+        "8-bit optimizer states (bitsandbytes' AdamW8bit) keep about a quarter of that; a "
+        "lighter optimizer keeps less (SGD with momentum: 1× the parameters; Adafactor: "
+        "factored moments); %gpumon explain shows the rest of the memory",
+    )
 
 
 def _rerun(f: RerunFinding) -> Hint:
