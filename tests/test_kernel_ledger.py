@@ -93,7 +93,8 @@ def test_cells_table_lists_the_cells_newest_first(allocation_run):
     assert lines[1].startswith("[7]") and "interrupted" in lines[1]
     kept = next(line for line in lines if line.startswith("[3] "))
     found = re.search(r" \+([0-9.]+) MiB ", kept)
-    assert found and 256 * 0.98 <= float(found[1]) <= 256 * 1.02, kept  # 256 MiB, 2% of noise
+    # 256 MiB: the process's RSS, to which the kernel's other threads may add a few MiB
+    assert found and 256 * 0.98 <= float(found[1]) <= 256 + 8, kept
 
 
 def test_summary_line_follows_each_cell_when_on():

@@ -180,7 +180,9 @@ def test_in_a_kernel_missing_nvml_is_one_line_and_the_ledger_still_works(machine
     assert runs[2].outputs == []
     assert f"NVML: unavailable: {reason}" in runs[3].text
     found = re.search(r"^\[3\] .* \+([0-9.]+) MiB ", runs[4].text, re.MULTILINE)
-    assert found and 128 * 0.98 <= float(found[1]) <= 128 * 1.02, runs[4].text  # within 2%
+    # the array's 128 MiB: the process's RSS, to which the kernel's other threads may add a
+    # few MiB in the same moment (CI once saw +131 MiB)
+    assert found and 128 * 0.98 <= float(found[1]) <= 128 + 8, runs[4].text
 
 
 def test_in_a_kernel_status_names_the_unsupported_metric():

@@ -34,7 +34,8 @@ def test_quickstart_runs_without_errors_and_shows_the_ledger(tmp_path):
     fourth = [line for line in text.splitlines() if line.startswith("[4]")]
     assert kept and 60 <= float(kept[1]) <= 70, fourth
     transient = re.search(r"^\[5\] host \S+ \S+ \(peak \+([0-9.]+) MiB\) · ", text, re.MULTILINE)
-    assert transient and 128 * 0.98 <= float(transient[1]) <= 128 * 1.02  # the 128 MiB that went
+    # the 128 MiB that went (the process's RSS: other threads may add a few MiB meanwhile)
+    assert transient and 128 * 0.98 <= float(transient[1]) <= 128 + 8
     for epoch in range(3):  # the tracked regions, in the ledger table under their cell
         assert re.search(rf"^\[8\] epoch {epoch} +ok ", text, re.MULTILINE)
     assert re.search(r"^  Out\[\d+\] +32\.0 MiB", text, re.MULTILINE)  # deleted, still shown
