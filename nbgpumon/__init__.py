@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     import pandas
 
     from ._api.compare import Comparison
-    from ._api.explain import Explanation
+    from ._api.explain import CellExplanation, Explanation
     from ._api.recorded import Recorded
     from ._forensics.holder_scan import HolderScan
     from ._views.fit_result import FitResult
@@ -42,6 +42,8 @@ _LAZY = {
     "Recorded": ("._api.recorded", "Recorded"),
     "Comparison": ("._api.compare", "Comparison"),
     "Explanation": ("._api.explain", "Explanation"),
+    "CellExplanation": ("._api.explain", "CellExplanation"),
+    "CellExplained": ("._forensics.explain", "CellExplained"),
     "MemoryExplained": ("._forensics.explain", "MemoryExplained"),
     "HolderScan": ("._forensics.holder_scan", "HolderScan"),
     "FitResult": ("._views.fit_result", "FitResult"),
@@ -64,6 +66,8 @@ def __dir__() -> list[str]:
 
 
 __all__ = [
+    "CellExplained",
+    "CellExplanation",
     "CellRecord",
     "Comparison",
     "DeviceUsage",
@@ -121,11 +125,15 @@ def holders(device: str | None = None) -> HolderScan:
     return monitor().holders(device)  # a HolderReport: the scan, which prints as its words
 
 
-def explain() -> Explanation:
+def explain(cell: int | None = None) -> Explanation | CellExplanation:
     """This kernel's GPU memory now, one entry per GPU, by what it is: ``.categories`` (name →
     bytes, in a stable order) adding up to ``.total``, the driver's figure for this process.
-    Prints as the breakdown; in a notebook, a stacked bar per GPU too."""
-    return monitor().explain()
+    Prints as the breakdown; in a notebook, a stacked bar per GPU too.
+
+    ``cell=N``: cell N's instead (its newest run), at its end (``.categories``, ``.total``,
+    ``.kept``: by kind since its start) and at its peak (``.peak_categories``: what stayed,
+    and the activations and temporaries, adding up to ``.peak``)."""
+    return monitor().explain(cell)
 
 
 def free() -> str:

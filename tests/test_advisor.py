@@ -190,3 +190,36 @@ def test_optimizer_state_fires_on_state_far_above_the_parameters_only():
     small = {0: {"parameters": 16 * mib, "optimizer state": 32 * mib}}  # under 256 MiB
     for kinds in (momentum, small, {}):
         assert [h.topic for h in advise(replace(ev, memory_kinds=kinds))] == []
+
+
+def _split(n: int, stayed: int, peak: int, kinds: tuple = ()) -> CellRecord:
+    """Cell ``n`` that held ``stayed`` at its end (by ``kinds``) and peaked at ``peak``."""
+    from dataclasses import replace
+
+    c = cell(n, 10.0 * n, 5.0)
+    d = replace(c.devices[0], allocated_after=stayed, peak_allocated=peak,
+                kinds_after=kinds or (("parameters", stayed),))  # fmt: skip
+    return replace(c, devices=(d,))
+
+
+def test_activations_fire_on_a_peak_mostly_freed_before_the_cells_end_only():
+    heavy = _split(3, 2 * GIB, 8 * GIB)  # 6 GiB of 8 freed before its end
+    lighter = _split(4, 2 * GIB, 5 * GIB)
+    (hint,) = advise(recorded_evidence(session(quiet_samples(), [lighter, heavy])))
+    assert hint.topic == "activations"
+    assert hint.evidence == (
+        "gpu0 H200: [3]'s peak of 8.0 GiB was 75% activations and temporaries (6.0 GiB, freed "
+        "before its end) (and 1 more cell like it)"
+    )
+    assert "checkpointing" in hint.advice and "autocast" in hint.advice
+    mostly_kept = _split(5, 6 * GIB, 8 * GIB)  # 2 GiB of 8: the peak is what it keeps
+    small = _split(6, 64 * 2**20, 600 * 2**20)  # all temporaries, under 1 GiB
+    unread = cell(7, 70.0, 5.0)  # no kinds read (no split): says nothing
+    assert topics(session(quiet_samples(), [mostly_kept, small, unread])) == []
+
+
+def test_a_recordings_kinds_at_a_cells_end_give_the_optimizer_state_hint():
+    mib = 2**20
+    kinds = (("parameters", 475 * mib), ("gradients", 475 * mib), ("optimizer state", 950 * mib))
+    step = _split(2, 1900 * mib, 1900 * mib, kinds)
+    assert topics(session(quiet_samples(), [step])) == ["optimizer state"]

@@ -14,6 +14,7 @@ from nbgpumon._sources.base import AllocatorStats
 
 from fake_frameworks import GIB, FakeJaxClient, FakeJaxDevice, fake_jax
 from notebook_runner import fake_nvml_env, fake_pynvml, run_cells
+from waiting import until
 
 MIB = 2**20
 
@@ -113,9 +114,17 @@ def test_in_a_kernel_explain_prints_the_breakdown_and_no_gpu_is_one_line():
     nvml = {"devices": [{"name": "Fake H200", "used": GIB, "total": 141 * GIB,
                          "processes": [{"pid": "self", "used": 600 * MIB}]}]}  # fmt: skip
     runs = run_cells(
-        ["%load_ext nbgpumon", "%gpumon explain", "import nbgpumon\nnbgpumon.explain()[0].total"],
+        [
+            "%load_ext nbgpumon",
+            "%gpumon explain",
+            "import nbgpumon\nnbgpumon.explain()[0].total",
+            "%gpumon explain 2",  # a cell with no framework up: no breakdown, in one line
+            "%gpumon explain two",
+        ],
         env=fake_nvml_env(**nvml),
     )
+    assert runs[3].text.startswith("UsageError: cell [2] has no breakdown: no framework"), runs[3]
+    assert runs[4].text.startswith("UsageError: usage: %gpumon explain [N]"), runs[4].text
     said = runs[1].text
     assert said.startswith("nbgpumon explain: this kernel's GPU memory by what it is"), said
     assert "gpu0 (cuda:0): 600 MiB, the driver's figure for this process" in said
@@ -165,3 +174,59 @@ def test_the_out_of_memory_post_mortem_says_the_failing_devices_memory_by_kind()
     assert lines[lines.index("  held by: opt (state) 4.0 GiB · model 2.0 GiB") + 1] == by_kind, (
         lines
     )
+
+
+def test_each_cell_is_explained_at_its_end_and_peak_recorded_and_read_back(jax_gpu, tmp_path):
+    """Through a session's cell pipeline (a stand-in shell, JAX faked at its boundary): each
+    cell's end by kind in its record and its recording; explain(cell=N) for the ledger's and the
+    file's; the one-line errors."""
+    import nbgpumon
+    from nbgpumon._ledger.records import TRANSIENT
+
+    from fake_shell import shell_with
+
+    shell = shell_with()
+    mon = Monitor(nvml_module=fake_pynvml(devices=[{"name": "Fake H200", "used": GIB,
+                                                    "total": 141 * GIB}]),
+                  shell=lambda: shell)  # fmt: skip
+    path = tmp_path / "run.sqlite"
+    try:
+        mon.record(str(path))
+        pipeline = mon._session.cells_pipeline
+        jax_gpu.use(0, pool=0)
+        for n, (in_use, peak) in enumerate([(256 * MIB, 256 * MIB), (768 * MIB, GIB)], 1):
+            opened = pipeline.begin(n, f"cell {n}")
+            jax_gpu.use(peak, pool=2 * GIB)
+            jax_gpu.use(in_use, pool=2 * GIB)  # (the fake's peak counter keeps ``peak``)
+            shell.user_ns[f"x{n}"] = object()  # a name bound: the cell is read, not carried
+            pipeline.end(opened, "ok", "", n, None)
+        second = mon.explain(cell=2)
+        (gpu0,) = second
+        assert gpu0.categories == {
+            UNEXPLAINED: 768 * MIB,
+            "JAX pool (reserved, unused)": 1280 * MIB,
+        }
+        assert gpu0.total == 2 * GIB
+        assert gpu0.kept == {UNEXPLAINED: 512 * MIB}
+        assert gpu0.peak_categories == {UNEXPLAINED: 768 * MIB, TRANSIENT: 256 * MIB}
+        assert gpu0.peak == GIB == sum(gpu0.peak_categories.values())
+        lines = repr(second).splitlines()
+        assert lines[0] == "nbgpumon explain [2]: the cell's GPU memory by what it is"
+        assert "  kept since its start: +512 MiB unexplained" in lines, lines
+        assert any(line.startswith("gpu0 (cuda:0) at its peak: 1.0 GiB") for line in lines)
+        assert second._repr_html_().count('<div class="nbgpumon-explain">') == 2
+
+        def recorded() -> bool:
+            try:
+                return len(nbgpumon.load(path).records) == 2
+            except nbgpumon.RecordingError:
+                return False
+
+        until(recorded, "both cells in the file")
+        assert list(nbgpumon.load(path).explain(2)) == list(second)
+        with pytest.raises(UsageError, match=r"^no cell \[7\] in the ledger"):
+            mon.explain(cell=7)
+        with pytest.raises(UsageError, match="a cell's number"):
+            mon.explain(cell="2")
+    finally:
+        mon.close()

@@ -398,3 +398,27 @@ def test_the_static_picture_of_a_session_draws_its_marks():
     session = recording(20, [gpu_cell(1, T0 + 1, 5, GiB, 0)], marks=[(T0 + 3, XSS)])
     root = _page_svg(static_svg(session))
     assert _texts(root, "mark-label") == [XSS]
+
+
+def test_each_cells_peak_by_kind_is_in_the_listing_and_the_page():
+    import dataclasses
+
+    MiB = 2**20
+    plain = gpu_cell(1, T0 + 1, 5, peak=GiB, kept=0)
+    kinds = (("parameters", GiB - 64 * MiB), ("optimizer state <b>", 64 * MiB))  # (escaped)
+    device = dataclasses.replace(plain.devices[0], kinds_after=kinds, peak_allocated=3 * GiB)
+    step = dataclasses.replace(gpu_cell(2, T0 + 10, 5, peak=3 * GiB, kept=0), devices=(device,))
+    session = recording(60, [plain, step])
+    report = report_widget(session)
+    brush(report, T0, T0 + 20)
+    assert listed(report) == ["1", "2"]
+    words = (
+        "gpu0: parameters 960 MiB · optimizer state &lt;b&gt; 64.0 MiB · activations and "
+        "temporaries 2.0 GiB"
+    )
+    row = re.search(r"<tr data-cell='2'.*?</tr>", report.listing.value).group(0)
+    assert f"<td>{words}</td>" in row
+    assert "<th>by kind</th>" in report.listing.value
+    page = session.report_html()
+    assert f"<li data-cell='2'>[2] peak by kind: {words}</li>" in page
+    assert "<li data-cell='1'>" not in page.split("Memory by kind, per cell")[1].split("</ul>")[0]

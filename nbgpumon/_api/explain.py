@@ -1,10 +1,20 @@
 """``nbgpumon.explain()``'s answer: one entry per GPU (data, from forensics), printed as the
-breakdown's words and, in a notebook, a stacked bar per GPU."""
+breakdown's words and, in a notebook, a stacked bar per GPU; ``explain(cell=N)``'s, the same
+for one cell of the ledger, at its end and at its peak."""
 
 from __future__ import annotations
 
-from .._forensics.explain import MemoryExplained
-from .._views.explain_text import explain_html, explain_text
+from collections.abc import Iterable
+
+from .._forensics.explain import CellExplained, MemoryExplained, explain_cell
+from .._foundation.errors import UsageError
+from .._ledger.records import CellRecord
+from .._views.explain_text import (
+    cell_explain_html,
+    cell_explain_text,
+    explain_html,
+    explain_text,
+)
 
 
 class Explanation(tuple[MemoryExplained, ...]):
@@ -22,3 +32,39 @@ class Explanation(tuple[MemoryExplained, ...]):
 
     def _repr_html_(self) -> str:
         return explain_html(self)
+
+
+class CellExplanation(tuple[CellExplained, ...]):
+    """One cell's GPU memory by what it is: a :class:`CellExplained` per GPU, each with
+    ``.categories`` (at the cell's end) adding up to ``.total``, ``.kept`` (by kind, since its
+    start) and ``.peak_categories`` (what stayed, and the activations and temporaries it freed
+    before its end) adding up to ``.peak``."""
+
+    __slots__ = ()
+
+    def text(self) -> str:
+        """The breakdown, as lines."""
+        return cell_explain_text(self)
+
+    def __repr__(self) -> str:
+        return self.text()
+
+    def _repr_html_(self) -> str:
+        return cell_explain_html(self)
+
+
+def explain_recorded_cell(records: Iterable[CellRecord], cell: object) -> CellExplanation:
+    """The breakdown of cell ``cell`` (its execution count; the newest run of it) among
+    ``records``, newest first. A UsageError, in one line, where there is none."""
+    if isinstance(cell, bool) or not isinstance(cell, int):
+        raise UsageError(f"cell is a cell's number (12 for In[12]), not {cell!r}")
+    record = next((r for r in records if r.kind == "cell" and r.execution_count == cell), None)
+    if record is None:
+        raise UsageError(f"no cell [{cell}] in the ledger: %gpumon cells lists those there are")
+    found = explain_cell(record)
+    if not found:
+        raise UsageError(
+            f"cell [{cell}] has no breakdown: no framework had the GPU up at its end (or it "
+            "was recorded before nbgpumon read cells by kind)"
+        )
+    return CellExplanation(found)

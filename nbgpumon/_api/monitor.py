@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from .._views.fit_result import FitResult
     from .._views.static_view import StaticView
     from .._views.widget import GPUMonWidget, Publisher
-    from .explain import Explanation
+    from .explain import CellExplanation, Explanation
 
 # The views (anywidget and ipywidgets, numpy, pandas) are imported when first used, not by
 # ``%load_ext``: together they cost more than the rest of loading (docs/benchmarks.md).
@@ -121,13 +121,21 @@ class Monitor(LiveData):
 
         return HolderReport.of(self._session.memory.holders(device, budget))
 
-    def explain(self, budget: float = 0.05) -> Explanation:
+    def explain(
+        self, cell: int | None = None, budget: float = 0.05
+    ) -> Explanation | CellExplanation:
         """This kernel's memory on each GPU it can use, by what it is (parameters, gradients,
         optimizer state, buffers, other arrays, outputs and tracebacks, what the frameworks
         count in use that nothing reached holds, their unused reserves, the CUDA context),
-        adding up to the driver's figure for this process. "No GPU" is a UsageError."""
-        from .explain import Explanation
+        adding up to the driver's figure for this process. "No GPU" is a UsageError.
 
+        ``cell``: cell N of the ledger instead (its newest run): its memory by kind at its
+        end, what it kept by kind, and its peak split into what stayed and the activations
+        and temporaries it freed before its end."""
+        from .explain import Explanation, explain_recorded_cell
+
+        if cell is not None:
+            return explain_recorded_cell(self._session.ledger.newest_first(), cell)
         return Explanation(self._session.memory.explain(budget))
 
     def free(self) -> str:

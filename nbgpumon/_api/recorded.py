@@ -24,6 +24,8 @@ from .._views.widget import GPUMonWidget, Publisher
 if TYPE_CHECKING:
     import pandas
 
+    from .explain import CellExplanation
+
 
 @dataclasses.dataclass(frozen=True)
 class Recorded(RecordedSession):
@@ -64,6 +66,13 @@ class Recorded(RecordedSession):
 
     def cells(self) -> list[CellRecord]:
         return list(self.records)
+
+    def explain(self, cell: int) -> CellExplanation:
+        """Cell ``cell``'s GPU memory by what it is, at its end and at its peak (as
+        ``nbgpumon.explain(cell=N)``); a UsageError for a cell recorded without it."""
+        from .explain import explain_recorded_cell
+
+        return explain_recorded_cell(reversed(self.records), cell)
 
     # -- SessionData: what views read (the live chart too) ------------------------------
     @property

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from .._foundation.units import format_bytes
+from .._ledger.records import CellRecord
 from .._sources.base import AllocatorStats
 from .._sources.frameworks.holder_walk import CATEGORIES
 from .._sources.frameworks.plugin import facts_of
@@ -41,6 +42,31 @@ def reserve_category(framework: str) -> str:
     return f"{facts.label} {facts.reserve_name} (reserved, unused)"
 
 
+def allocated_by_kind(
+    found: Mapping[str, int],
+    found_by_framework: Mapping[str, int],
+    allocated: Mapping[str, int],
+) -> tuple[dict[str, int], list[str]]:
+    """What the frameworks count in use on one device, by kind: the scan's categories
+    (``found``), then what each framework counts beyond what the scan found of its
+    (``found_by_framework``, against ``allocated``: framework -> bytes) as unexplained; with
+    the notes on readings that disagree."""
+    categories = {name: found[name] for name in CATEGORIES if found.get(name)}
+    notes: list[str] = []
+    unexplained = 0
+    for name, in_use in allocated.items():
+        left = in_use - found_by_framework.get(name, 0)
+        if left < 0:  # the scan and the counters were read moments apart
+            notes.append(
+                f"the scan found {format_bytes(-left)} more of {facts_of(name).label}'s than it "
+                "counts in use: read moments apart"
+            )
+        unexplained += max(left, 0)
+    if unexplained:
+        categories[UNEXPLAINED] = unexplained
+    return categories, notes
+
+
 def explain_device(
     index: int,
     cuda_index: int,
@@ -58,19 +84,8 @@ def explain_device(
     ``process_bytes``: the driver's figure for this process (None where it gives none, said
     by ``why_no_process_figure``); ``partial``: why the scan stopped early, if it did.
     """
-    categories = {name: found[name] for name in CATEGORIES if found.get(name)}
-    notes: list[str] = []
-    unexplained = 0
-    for name, stats in allocators.items():
-        left = stats.allocated - found_by_framework.get(name, 0)
-        if left < 0:  # the scan and the counters were read moments apart
-            notes.append(
-                f"the scan found {format_bytes(-left)} more of {facts_of(name).label}'s than it "
-                "counts in use: read moments apart"
-            )
-        unexplained += max(left, 0)
-    if unexplained:
-        categories[UNEXPLAINED] = unexplained
+    allocated = {name: stats.allocated for name, stats in allocators.items()}
+    categories, notes = allocated_by_kind(found, found_by_framework, allocated)
     for name, stats in allocators.items():
         unused = stats.reserved - stats.allocated
         if unused > 0:
@@ -101,3 +116,52 @@ def explain_device(
     if partial:
         notes.append(f"the scan {partial}")
     return MemoryExplained(index, f"cuda:{cuda_index}", total, categories, measured, tuple(notes))
+
+
+@dataclass(frozen=True, slots=True)
+class CellExplained:
+    """One GPU's memory in one cell, by kind: at the cell's end and at its peak."""
+
+    index: int  # the GPU, as the device source numbers it (gpu0)
+    device: str  # "cuda:N"
+    cell: str  # the record's name: "[12]"
+    total: int  # bytes the frameworks held from the driver at the cell's end (reserved)
+    categories: dict[str, int]  # at its end: by kind, then each allocator's unused reserve
+    kept: dict[str, int]  # by kind, its end less its start (negative: freed); {} unknown
+    peak: int  # the highest allocated while it ran
+    peak_exact: bool  # False: a sampled lower bound
+    peak_categories: dict[str, int]  # what was there at its end, then the transient rest
+    notes: tuple[str, ...] = ()
+
+
+def explain_cell(record: CellRecord) -> list[CellExplained]:
+    """Each GPU of ``record`` whose memory by kind was read at its end (none: [])."""
+    found = []
+    for d in record.devices:
+        if not d.kinds_after:
+            continue
+        categories = dict(d.kinds_after)
+        for f in d.frameworks:
+            if f.reserved_after is not None and f.allocated_after is not None:
+                unused = f.reserved_after - f.allocated_after
+                if unused > 0:
+                    categories[reserve_category(f.framework)] = unused
+        notes = [d.kinds_note] if d.kinds_note else []
+        if not d.kinds_before:
+            notes.append("what it kept by kind is unknown: its start was not read by kind")
+        split = d.peak_by_kind
+        found.append(
+            CellExplained(
+                index=d.index,
+                device=f"cuda:{d.cuda_index}",
+                cell=record.name,
+                total=sum(categories.values()),
+                categories=categories,
+                kept=d.kept_by_kind if d.kinds_before else {},
+                peak=sum(split.values()),
+                peak_exact=d.peak_exact,
+                peak_categories=split,
+                notes=tuple(notes),
+            )
+        )
+    return found

@@ -20,7 +20,7 @@ import sys
 import time
 import types
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -83,6 +83,9 @@ class HolderScan:
     # where -> whose ("torch", "jax", "cupy": a plug-in's name; "numpy") -> bytes: the same
     # storages by the framework whose array or container the walk counted them in
     frameworks: dict[str, dict[str, int]] = field(default_factory=dict)
+    # every holder name that reached memory of ``device``, also where another holder was
+    # credited with it first (an optimizer's parameters, after its model's)
+    reached: frozenset[str] = frozenset()
 
 
 class _Walk:
@@ -107,6 +110,7 @@ class _Walk:
         self.array_types = tuple(t for types_, _, _ in self.arrays for t in types_)
         self.container_types = tuple(t for types_, _, _ in self.containers for t in types_)
         self.found: dict[str, list[int]] = {}  # holder name -> [bytes, storages]
+        self.reached: set[str] = set()  # holder names that reached a storage, new or not
         self.hidden: set[str] = set()  # holder names that are hidden references
         self.visiting_hidden = False
         self.category: str | None = None  # what the visit under way finds, where it says
@@ -148,6 +152,7 @@ class _Walk:
         if key_size is None:
             return
         key, size = key_size
+        self.reached.add(holder)
         if key in self.seen_storages or size <= 0:
             return
         self.seen_storages.add(key)
@@ -260,6 +265,7 @@ class _Walk:
             partial=partial,
             categories=categories,
             frameworks=frameworks,
+            reached=frozenset(self.reached),
         )
 
 
@@ -292,14 +298,15 @@ def _instance_dict(obj: Any) -> dict | None:
 
 
 # -- roots --------------------------------------------------------------------------------
-def user_variables(shell: Any) -> list[tuple[str, Any]]:
-    """The user's own variables, those a plug-in names first (torch's modules) before the
-    others."""
+def user_variables(shell: Any, only: Collection[str] | None = None) -> list[tuple[str, Any]]:
+    """The user's own variables (those named in ``only``, where given), those a plug-in names
+    first (torch's modules) before the others."""
     ns = getattr(shell, "user_ns", {}) or {}
     hidden = getattr(shell, "user_ns_hidden", {}) or {}
+    pairs = list(ns.items()) if only is None else [(n, ns[n]) for n in sorted(only) if n in ns]
     names = [
         (name, value)
-        for name, value in list(ns.items())
+        for name, value in pairs
         if not _IPYTHON_NAME.match(name)
         and name not in hidden
         and not isinstance(value, types.ModuleType | type)
@@ -310,13 +317,17 @@ def user_variables(shell: Any) -> list[tuple[str, Any]]:
     return sorted(names, key=lambda nv: not isinstance(nv[1], first))
 
 
-def hidden_references(shell: Any) -> Iterator[tuple[str, Any]]:
-    """IPython's references a user does not see: the output cache, ``_``/``__``/``___``, the
-    last result, and the frames of stored tracebacks (each frame's locals by name)."""
+def hidden_references(
+    shell: Any, outputs: Collection[int] | None = None
+) -> Iterator[tuple[str, Any]]:
+    """IPython's references a user does not see: the output cache (only the entries numbered
+    in ``outputs``, where given), ``_``/``__``/``___``, the last result, and the frames of
+    stored tracebacks (each frame's locals by name)."""
     ns = getattr(shell, "user_ns", {}) or {}
     out = ns.get("Out")
     if isinstance(out, dict):
-        for n in sorted(out, reverse=True):
+        numbers = out if outputs is None else [n for n in outputs if n in out]
+        for n in sorted(numbers, reverse=True):
             yield f"Out[{n}]", out[n]
     hook = getattr(shell, "displayhook", None)
     for name in ("_", "__", "___"):
@@ -373,20 +384,28 @@ def _frame_locals(tb: Any, user_ns: dict) -> Iterator[tuple[str, Any]]:
 DEVICES = re.compile(r"^(cuda|cuda:\d+|host|any)$")
 
 
-def scan(shell: Any, device: str = "cuda", budget: float = 0.05) -> HolderScan:
+def scan(
+    shell: Any,
+    device: str = "cuda",
+    budget: float = 0.05,
+    names: Collection[str] | None = None,
+    outputs: Collection[int] | None = None,
+) -> HolderScan:
     """What holds memory on ``device`` ("cuda", "cuda:N", "host" or "any") now, biggest first.
 
-    Stops after ``budget`` seconds with what it found so far (``partial`` says so).
+    Stops after ``budget`` seconds with what it found so far (``partial`` says so). ``names``
+    and ``outputs``, where given, narrow the walk to those variables and ``Out`` entries (the
+    other hidden references are always walked): a read of what is known to hold memory.
     """
     if not DEVICES.match(device):
         raise ValueError(f"device must be cuda, cuda:N, host or any, not {device!r}")
     started = time.perf_counter()
     walk = _Walk(device, budget)
-    for name, value in user_variables(shell):
+    for name, value in user_variables(shell, names):
         if walk.stopped:
             break
         walk.visit(name, value, hidden=False)
-    for name, value in hidden_references(shell):
+    for name, value in hidden_references(shell, outputs):
         if walk.stopped:
             break
         walk.visit(name, value, hidden=True)

@@ -32,12 +32,31 @@ class LeakWatch:
         self._ids = NamespaceIds()
         self._outputs_before: set[Any] = set()
         self._last_sizes: dict[str, int] = {}  # holder -> bytes at the last scan
+        self.scan_of_cell: holder_scan.HolderScan | None = None  # the verdict's, this cell
 
     def cell_started(self) -> None:
         ns = getattr(self.shell, "user_ns", None) or {}
         self._before = self._ids.note(ns)
         out = ns.get("Out")
         self._outputs_before = set(out) if isinstance(out, dict) else set()
+        self.scan_of_cell = None
+
+    def changes(self) -> tuple[set[str], set[int]]:
+        """Since the cell's start: the user's names it bound, bound again or deleted, and the
+        ``Out`` entries it added (at a cost that does not grow with the cells run)."""
+        ns = getattr(self.shell, "user_ns", None) or {}
+        after = self._ids.note(ns)
+        names = {n for n, i in after.items() if self._before.get(n) != i}
+        names.update(n for n in self._before if n not in after)
+        out = ns.get("Out")
+        outputs: set[int] = set()
+        if isinstance(out, dict) and len(out) != len(self._outputs_before):
+            # (IPython numbers outputs by cell: the new ones are the newest keys)
+            for n in reversed(out):
+                if n in self._outputs_before:
+                    break
+                outputs.add(n)
+        return names, outputs
 
     def verdict(self, record: CellRecord, threshold: int, budget: float = 0.05) -> Retention | None:
         """Who holds what ``record`` kept, or None when it kept less than ``threshold``."""
@@ -51,6 +70,7 @@ class LeakWatch:
         else:
             return None
         found = holder_scan.scan(self.shell, device, budget)
+        self.scan_of_cell = found
         smallest = max(2**20, amount // 64)  # below this a holder does not explain the amount
         named = [nb for nb in self._new_holders(found, record.status != "ok") if nb[1] >= smallest]
         self._last_sizes = {h.name: h.bytes for h in found.holders}

@@ -133,7 +133,7 @@ class GPUMonMagics(Magics):
         display(holders_view(mon.holders(rest[0] if rest else None)))
 
     def _explain(self, mon: Monitor, rest: list[str]) -> None:
-        display(mon.explain())
+        display(mon.explain(int(rest[0]) if rest else None))
 
     def _free(self, mon: Monitor, rest: list[str]) -> None:
         print(mon.free())

@@ -109,12 +109,15 @@ what holds memory now, biggest first: variables, Out[N], _,
 stored tracebacks; DEV cuda, cuda:N or host (default: cuda
 once {frameworks} has the GPU up, else host)""".format_map(_NAMED)),),
                (ANY,), usage="usage: %gpumon holders [cuda | cuda:N | host]"),
-    Subcommand("explain", (("%gpumon explain", """\
+    Subcommand("explain", (("%gpumon explain [N]", """\
 this kernel's GPU memory now by what it is: parameters,
 gradients, optimizer state, buffers, other arrays, outputs
 and tracebacks, unexplained, each framework's unused
 reserve, the CUDA context; adding up to the driver's
-figure for this process"""),)),
+figure for this process. N: cell N's instead, at its end
+(and what it kept, by kind) and at its peak (what stayed,
+and the activations and temporaries it freed)"""),),
+               (POSITIVE,), usage="usage: %gpumon explain [N], N a cell's number"),
     Subcommand("free", (("%gpumon free", """\
 drop what IPython's hidden references hold (outputs with
 arrays, _, stored tracebacks), collect garbage, give back

@@ -8,6 +8,9 @@ from dataclasses import dataclass
 from .._sources.frameworks import frameworks
 from .._sources.processes.children import ChildUsage, child_from_dict
 
+# the part of a cell's peak that it freed before its end (DeviceUsage.peak_by_kind)
+TRANSIENT = "activations and temporaries"
+
 
 def _delta(before: int | None, after: int | None) -> int | None:
     return None if before is None or after is None else after - before
@@ -58,10 +61,37 @@ class DeviceUsage:
     util_mean: float | None  # percent, from the timeline
     util_max: float | None
     frameworks: tuple[AllocatorUsage, ...] = ()  # one per framework active on the device
+    # The allocated bytes by kind (holder_walk.CATEGORIES, then "unexplained": in use, reached
+    # by nothing), at the cell's start and its end, each adding up to that moment's allocated
+    # figure; () where not read (no framework had the GPU up). ``kinds_note``: how (a carried
+    # figure, a partial scan).
+    kinds_before: tuple[tuple[str, int], ...] = ()
+    kinds_after: tuple[tuple[str, int], ...] = ()
+    kinds_note: str = ""
 
     @property
     def allocated_delta(self) -> int | None:
         return _delta(self.allocated_before, self.allocated_after)
+
+    @property
+    def kept_by_kind(self) -> dict[str, int]:
+        """What the cell kept (or freed: negative), by kind: its end's kinds less its start's."""
+        before, after = dict(self.kinds_before), dict(self.kinds_after)
+        change = {name: after.get(name, 0) - before.get(name, 0) for name in {**before, **after}}
+        order = [name for name, _ in self.kinds_after] + [n for n, _ in self.kinds_before]
+        return {name: change[name] for name in dict.fromkeys(order) if change[name]}
+
+    @property
+    def peak_by_kind(self) -> dict[str, int]:
+        """The cell's peak split: what it held at its end (by kind), and the rest of the peak,
+        freed before the end (activations and temporaries); adds up to ``peak_allocated``."""
+        if not self.kinds_after or self.peak_allocated is None or self.allocated_after is None:
+            return {}
+        split = dict(self.kinds_after)
+        transient = self.peak_allocated - self.allocated_after
+        if transient > 0:
+            split[TRANSIENT] = transient
+        return split
 
     @property
     def reserved_delta(self) -> int | None:
@@ -244,6 +274,8 @@ def _device_from_dict(d: dict) -> DeviceUsage:
             "peak_exact": bool(fields.get("peak_exact")),
         }]  # fmt: skip
     frameworks = tuple(AllocatorUsage(**f) for f in given or ())
+    for name in ("kinds_before", "kinds_after"):  # (JSON lists; none before schema 6)
+        fields[name] = tuple((str(kind), int(size)) for kind, size in fields.get(name, ()))
     return DeviceUsage(**fields, frameworks=frameworks)
 
 

@@ -21,6 +21,11 @@ cell ``idx``, ``pid``, ``started``: its key), with flat columns and the whole ``
 JSON in ``record``. The cell's JSON ``record`` no longer holds them. A child that outlives its
 cell rewrites its own row (``INSERT OR REPLACE``), never the cell's. Older sessions have no
 rows there and load with no children.
+
+Schema 6 gives each device of a cell's JSON ``record`` its memory by kind at the cell's start
+and end (``kinds_before``, ``kinds_after``: lists of [kind, bytes]) and how they were read
+(``kinds_note``). No table changes; a reader older than 6 would fail on the new fields, which
+is why the version says so. Older sessions load with no kinds.
 """
 
 from __future__ import annotations
@@ -31,7 +36,7 @@ from collections.abc import Sequence
 from .._foundation.metrics import metric_of
 from .._ledger.records import unnamed_figures_owner
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 BUCKETS_SINCE = 3  # the first schema version whose sessions may have sample_buckets rows
 CHILDREN_SINCE = 5  # the first whose cells' children are in the children table
 # SQLite's header field for "which program's file is this" (PRAGMA application_id): "nbgm".

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from .._foundation.metrics import device_of, device_role, metric
-from .._ledger.records import CellRecord
+from .._ledger.records import TRANSIENT, CellRecord
 from .._sources.frameworks import frameworks
 from .._sources.frameworks.advice import PoolAdvice
 from .data import SessionData
@@ -29,11 +29,17 @@ GROWING_MIN = 16 * 2**20  # a re-run must keep at least this much to count as gr
 # this big, is worth a lighter optimizer or 8-bit states
 HEAVY_STATE = 1.5
 HEAVY_STATE_MIN = 256 * 2**20
+# a cell whose peak is at least this share activations and temporaries (what it freed before
+# its end), and at least this many bytes of them, would peak lower with checkpointing,
+# autocast or a smaller batch
+ACTIVATIONS_SHARE = 0.5
+ACTIVATIONS_MIN = 2**30
 # the generic rules' places among the plug-ins' (PoolAdvice.rank), and how "nothing to
 # suggest" names them
 GENERIC_RULES = (
     (20, "idle GPU in long cells"),
     (30, "memory near the limit"),
+    (33, "activations dominating a cell's peak"),
     (35, "optimizer state far above the parameters"),
     (40, "re-runs that keep growing"),
 )
@@ -134,7 +140,27 @@ class OptimizerStateFinding:
     topic: str = "optimizer state"
 
 
-Finding = PoolFinding | IdleGpuFinding | MemoryLimitFinding | OptimizerStateFinding | RerunFinding
+@dataclass(frozen=True)
+class ActivationsFinding:
+    """Cells on one GPU whose peak was mostly what they freed before their end."""
+
+    gpu: int
+    gpu_name: str
+    cell: str  # the one with the most: "[7]"
+    peak: int  # its peak, bytes
+    transient: int  # of which activations and temporaries
+    more: int  # other cells like it on this GPU
+    topic: str = "activations"
+
+
+Finding = (
+    PoolFinding
+    | IdleGpuFinding
+    | MemoryLimitFinding
+    | ActivationsFinding
+    | OptimizerStateFinding
+    | RerunFinding
+)
 
 
 # -- the rules -------------------------------------------------------------------------------
@@ -241,11 +267,30 @@ def memory_limit(ev: Evidence) -> list[MemoryLimitFinding]:
     return found
 
 
-def optimizer_state(ev: Evidence) -> list[OptimizerStateFinding]:
-    """Where an optimizer's state holds HEAVY_STATE times the parameters or more, now."""
+def activations(ev: Evidence) -> list[ActivationsFinding]:
+    """Per GPU, the cells whose peak split (their records' kinds) was ACTIVATIONS_SHARE or
+    more activations and temporaries, and at least ACTIVATIONS_MIN of them."""
     found = []
     for index, name in ev.gpus:
-        kinds = ev.memory_kinds.get(index, {})
+        heavy = []
+        for r in ev.records:
+            for d in r.devices:
+                split = d.peak_by_kind if d.index == index else {}
+                transient, peak = split.get(TRANSIENT, 0), sum(split.values())
+                if transient >= ACTIVATIONS_MIN and transient >= ACTIVATIONS_SHARE * peak:
+                    heavy.append((transient, peak, r.name))
+        if heavy:
+            transient, peak, cell = max(heavy)
+            found.append(ActivationsFinding(index, name, cell, peak, transient, len(heavy) - 1))
+    return found
+
+
+def optimizer_state(ev: Evidence) -> list[OptimizerStateFinding]:
+    """Where an optimizer's state holds HEAVY_STATE times the parameters or more: now (live),
+    else at the newest cell's end whose memory by kind was read."""
+    found = []
+    for index, name in ev.gpus:
+        kinds = ev.memory_kinds.get(index) or _newest_kinds(ev, index)
         params, state = kinds.get("parameters", 0), kinds.get("optimizer state", 0)
         if params and state >= HEAVY_STATE * params and state >= HEAVY_STATE_MIN:
             found.append(OptimizerStateFinding(index, name, params, state))
@@ -282,8 +327,9 @@ def _rules() -> list[tuple[int, Any]]:
     rules: list[tuple[int, Any]] = [
         (GENERIC_RULES[0][0], input_pipeline),
         (GENERIC_RULES[1][0], memory_limit),
-        (GENERIC_RULES[2][0], optimizer_state),
-        (GENERIC_RULES[3][0], rerun_growth),
+        (GENERIC_RULES[2][0], activations),
+        (GENERIC_RULES[3][0], optimizer_state),
+        (GENERIC_RULES[4][0], rerun_growth),
     ]
     for plugin in frameworks():
         for words in plugin.pool_advice:
@@ -364,6 +410,15 @@ def live_evidence(session: Any, shell: Any) -> Evidence:
             for name in f.precision_advice.full_precision_models(shell)
         ]
     return evidence(session, retries, models, kinds)
+
+
+def _newest_kinds(ev: Evidence, index: int) -> dict[str, int]:
+    """GPU ``index``'s memory by kind at the end of the newest cell that read it."""
+    for r in reversed(ev.records):
+        for d in r.devices:
+            if d.index == index and d.kinds_after:
+                return dict(d.kinds_after)
+    return {}
 
 
 def _kept(r: CellRecord) -> int | None:

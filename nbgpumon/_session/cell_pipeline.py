@@ -25,6 +25,7 @@ from .region import Region
 from .tracing_control import TracingControl
 
 if TYPE_CHECKING:
+    from .._forensics.cell_kinds import CellKinds
     from .._forensics.leaks import LeakWatch
     from .._forensics.postmortem import OomFacts
     from .._forensics.tracing import TracedAllocation
@@ -62,6 +63,7 @@ class CellPipeline:
         self.children = children
         self._tracing, self._memory, self._recording = tracing, memory, recording
         self._leak_watch: LeakWatch | None = None
+        self._cell_kinds: CellKinds | None = None  # each cell's memory by kind
         # how a record keeps its traced allocations, as lines (the views' words: the Monitor
         # gives them; a bare session keeps none)
         self.traced_line = traced_line
@@ -155,7 +157,9 @@ class CellPipeline:
         self, shell: Any, record: CellRecord, exception: BaseException | None, traced: bool
     ) -> CellOutcome:
         range_error = self._tracing.range_error_news()
-        retention: Retention | None = self._leaks(shell).verdict(record, self.config.leak_threshold)
+        leaks = self._leaks(shell)
+        retention: Retention | None = leaks.verdict(record, self.config.leak_threshold)
+        record = self._kinds(shell).read(record, *leaks.changes(), whole=leaks.scan_of_cell)
         found = self._tracing.cell_finished(record.execution_count)
         line = self.traced_line
         lines = tuple(line(a) for a in found) if line is not None else ()
@@ -176,6 +180,13 @@ class CellPipeline:
                 flight = self._tracing.oom_flight_record(shell, record, traced)
                 oom = dataclasses.replace(oom, **flight)
         return CellOutcome(record, found, oom, range_error=range_error)
+
+    def _kinds(self, shell: Any) -> CellKinds:
+        if self._cell_kinds is None or self._cell_kinds.shell is not shell:
+            from .._forensics.cell_kinds import CellKinds
+
+            self._cell_kinds = CellKinds(shell)
+        return self._cell_kinds
 
     def _leaks(self, shell: Any) -> LeakWatch:
         if self._leak_watch is None or self._leak_watch.shell is not shell:

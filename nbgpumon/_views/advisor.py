@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from .._foundation.metrics import device_label
 from .._foundation.units import format_bytes, format_percent, format_seconds
 from .._session.advice import (
+    ActivationsFinding,
     Evidence,
     Finding,
     IdleGpuFinding,
@@ -49,6 +50,8 @@ def hint(found: Finding) -> Hint:
         return _idle_gpu(found)
     if isinstance(found, MemoryLimitFinding):
         return _memory_limit(found)
+    if isinstance(found, ActivationsFinding):
+        return _activations(found)
     if isinstance(found, OptimizerStateFinding):
         return _optimizer_state(found)
     return _rerun(found)
@@ -107,6 +110,20 @@ def _memory_limit(f: MemoryLimitFinding) -> Hint:
         or "gradient accumulation over smaller batches; %gpumon holders shows what holds it"
     )
     return Hint(f.topic, evidence, advice)
+
+
+def _activations(f: ActivationsFinding) -> Hint:
+    more = f" (and {f.more} more cell{'s' if f.more > 1 else ''} like it)" if f.more else ""
+    return Hint(
+        f.topic,
+        f"gpu{f.gpu} {f.gpu_name}: {f.cell}'s peak of {format_bytes(f.peak)} was "
+        f"{f.transient / f.peak:.0%} activations and temporaries ({format_bytes(f.transient)}, "
+        f"freed before its end){more}",
+        "activation checkpointing (torch.utils.checkpoint, or gradient_checkpointing_enable() "
+        "on a transformers model) trades compute for that memory; autocast to bfloat16 halves "
+        "it; so does half the batch (with gradient accumulation to keep its size); "
+        "%gpumon explain N shows the cell's split",
+    )
 
 
 def _optimizer_state(f: OptimizerStateFinding) -> Hint:

@@ -35,6 +35,7 @@ from .._session.data import SessionData
 from .._session.live_data import LiveData
 from .axis import bytes_axis, percent_axis, time_ticks, value_ticks
 from .children_text import children_text
+from .explain_text import kinds_words
 from .panels import PALETTE, Series, chart_panels
 from .report_nodes import MAX_NODE_LINES, NodeSeries, node_series
 
@@ -811,6 +812,7 @@ def _listing_html(
             format_bytes(kept, signed=not gpu),
             r.status,
             children_text(r.children),  # the processes it started: "python train.py ≥3.0 GiB …"
+            kinds_words(r),  # its peak by kind: "gpu0: parameters 475 MiB · …"
             r.label,
         )
         rows.append(
@@ -821,11 +823,9 @@ def _listing_html(
         )
     more = len(records) - MAX_LISTED
     if more > 0:
-        rows.append(f"<tr><td colspan='8'>… {more} more (brush a shorter range)</td></tr>")
-    header = "".join(
-        f"<th>{h}</th>"
-        for h in ("cell", "start", "time", "peak", "kept", "status", "children", "source")
-    )
+        rows.append(f"<tr><td colspan='9'>… {more} more (brush a shorter range)</td></tr>")
+    titles = ("cell", "start", "time", "peak", "kept", "status", "children", "by kind", "source")
+    header = "".join(f"<th>{h}</th>" for h in titles)
     table = (
         "<table class='nbgpumon-report-cells' style='border-collapse:collapse;font-size:12px'>"
         f"<thead><tr>{header}</tr></thead><tbody>{''.join(rows)}</tbody></table>"

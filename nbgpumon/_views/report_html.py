@@ -14,6 +14,7 @@ from .._foundation.units import format_bytes, format_utc
 from .._ledger.records import CellRecord
 from .._session.data import Cluster, Device
 from .children_text import children_text
+from .explain_text import kinds_words
 from .report_nodes import node_series
 from .svg import timeline_svg
 from .text import cells_table
@@ -80,6 +81,7 @@ def session_html(session: Recorded, max_points: int = 1200) -> str:
     )
     table = cells_table(records).html
     children = _children_html(records, devices)
+    kinds = _kinds_html(records)
     nodes = _nodes_html(Cluster(session.nodes, session.cluster_server)) if session.nodes else ""
     return (
         "<!doctype html><html><head><meta charset='utf-8'>"
@@ -88,8 +90,22 @@ def session_html(session: Recorded, max_points: int = 1200) -> str:
         f"<div class='timeline'>{picture}</div>"
         + (f"<h2>Marks</h2><ul class='marks'>{marks}</ul>" if marks else "")
         + nodes
-        + f"<h2>Cells</h2>{table}{children}</body></html>"
+        + f"<h2>Cells</h2>{table}{kinds}{children}</body></html>"
     )
+
+
+def _kinds_html(records: Sequence[CellRecord]) -> str:
+    """Each cell's peak by kind (what it held at its end, and the activations and temporaries
+    it freed before it); "" when no cell's was read."""
+    items = [
+        f"<li data-cell='{'' if r.execution_count is None else r.execution_count}'>"
+        f"{html.escape(f'{r.name} peak by kind: {words}')}</li>"
+        for r in records
+        if r.kind == "cell" and (words := kinds_words(r))
+    ]
+    if not items:
+        return ""
+    return f"<h2>Memory by kind, per cell</h2><ul class='kinds'>{''.join(items)}</ul>"
 
 
 def _children_html(records: Sequence[CellRecord], devices: Sequence[Device]) -> str:

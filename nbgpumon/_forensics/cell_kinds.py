@@ -1,0 +1,190 @@
+"""Each cell's GPU memory by kind at its end (and so what it kept, by kind, against the cell
+before), at a cost per cell that does not grow with the cells run or, mostly, the namespace.
+
+A whole holder walk costs tens of milliseconds on a large model, too much for every cell. So
+each read starts from what the last one learned: the variables and ``Out`` entries that held
+GPU memory then. A cell that moved no allocator and bound no name carries the last figures
+over; any other cell walks those holders, the names it bound and the outputs it added (and
+IPython's last results and stored tracebacks). What that misses (a list that held nothing and
+now holds tensors) shows as unexplained; when unexplained grows past a few MiB since the last
+whole walk, one whole walk runs, and its roots are known from then on. A cell that kept more
+than the leak threshold had its whole walk already (the leak verdict's): it is used as is.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from typing import Any
+
+from .._ledger.records import CellRecord, DeviceUsage
+from . import holder_scan
+from .explain import UNEXPLAINED, allocated_by_kind
+
+WALK_AGAIN = 4 * 2**20  # unexplained growth (bytes, or 1% of allocated) that walks it all
+CARRIED = "carried over: the cell moved no allocator and bound no name"
+_OUTPUT = re.compile(r"^Out\[(\d+)\]$")
+# the other hidden references' names (always walked): not variables to walk by name
+_HIDDEN_ROOT = re.compile(r"^(_{1,3}|_\d+|the last result|traceback frame .*)$")
+
+Kinds = tuple[tuple[str, int], ...]
+
+
+@dataclasses.dataclass
+class _Place:
+    """What the last read learned of one device."""
+
+    allocated: dict[str, int]  # framework -> bytes in use then
+    kinds: Kinds  # by kind then, adding up to ``allocated``'s sum
+    unexplained_at_walk: int = 0  # unexplained at the last whole walk
+
+
+class CellKinds:
+    """Reads each cell's memory by kind at its end (main thread, after the leak verdict)."""
+
+    def __init__(self, shell: Any, device: str = "cuda", budget: float = 0.05) -> None:
+        self.shell = shell
+        self.device = device  # "cuda" (each GPU as "cuda:N"); "host" only in tests
+        self.budget = budget
+        self._places: dict[str, _Place] = {}
+        self._roots: set[str] = set()  # user names that held memory at the last read
+        self._outputs: set[int] = set()  # Out entries that did
+        self.whole_walks = 0  # (for tests and bench/)
+        self.narrow_walks = 0
+
+    def read(
+        self,
+        record: CellRecord,
+        changed: set[str],
+        new_outputs: set[int],
+        whole: holder_scan.HolderScan | None = None,
+    ) -> CellRecord:
+        """``record`` with each measured GPU's kinds before and after. ``changed``: the
+        names the cell bound, bound again or deleted; ``new_outputs``: the ``Out`` entries
+        it added; ``whole``: a whole walk of this device made at this cell's end, if any."""
+        targets = {}
+        for d in record.devices:
+            place = self._place_of(d)
+            allocated = _in_use(d, "allocated_after")
+            if place is not None and any(f.allocated_after is not None for f in d.frameworks):
+                targets[place] = (d, allocated)
+        if not targets:
+            return record
+        before = {  # the last read's kinds, where they are of this cell's start
+            p: self._places[p].kinds
+            for p, (d, _) in targets.items()
+            if p in self._places and self._places[p].allocated == _in_use(d, "allocated_before")
+        }
+        if whole is not None and whole.device != self.device:
+            whole = None
+        known = all(
+            p in self._places and self._places[p].allocated == a for p, (_, a) in targets.items()
+        )
+        if whole is None and known and not changed and not new_outputs:
+            kept = {p: (self._places[p].kinds, CARRIED) for p in targets}
+            return self._replace(record, targets, kept, before)
+        scan, is_whole = whole, whole is not None
+        if scan is None:
+            self.narrow_walks += 1
+            scan = holder_scan.scan(
+                self.shell,
+                self.device,
+                self.budget,
+                names=self._roots | changed,
+                outputs=self._outputs | new_outputs,
+            )
+            if self._grew(scan, targets):
+                scan, is_whole = None, True
+        if scan is None:
+            self.whole_walks += 1
+            scan = holder_scan.scan(self.shell, self.device, self.budget)
+        found = {p: self._kinds(scan, p, a) for p, (_, a) in targets.items()}
+        self._learn(scan, targets, found, is_whole)
+        return self._replace(record, targets, found, before)
+
+    # -- the pieces ---------------------------------------------------------------------
+    def _place_of(self, d: DeviceUsage) -> str | None:
+        if self.device == "host":
+            return "host"
+        return None if d.cuda_index is None else f"cuda:{d.cuda_index}"
+
+    @staticmethod
+    def _kinds(
+        scan: holder_scan.HolderScan, place: str, allocated: dict[str, int]
+    ) -> tuple[Kinds, str]:
+        kinds, notes = allocated_by_kind(
+            scan.categories.get(place, {}), scan.frameworks.get(place, {}), allocated
+        )
+        if scan.partial:
+            notes.append(f"the scan {scan.partial}")
+        return tuple(kinds.items()), "; ".join(notes)
+
+    def _grew(
+        self, scan: holder_scan.HolderScan, targets: dict[str, tuple[DeviceUsage, dict[str, int]]]
+    ) -> bool:
+        """Whether the narrow walk left so much more unexplained than the last whole walk did
+        that something it did not look at must hold memory now."""
+        for place, (_, allocated) in targets.items():
+            kinds, _ = self._kinds(scan, place, allocated)
+            unexplained = dict(kinds).get(UNEXPLAINED, 0)
+            known = self._places.get(place)
+            baseline = known.unexplained_at_walk if known is not None else 0
+            if unexplained - baseline > max(WALK_AGAIN, sum(allocated.values()) // 100):
+                return True
+        return False
+
+    def _learn(
+        self,
+        scan: holder_scan.HolderScan,
+        targets: dict[str, tuple[DeviceUsage, dict[str, int]]],
+        found: dict[str, tuple[Kinds, str]],
+        is_whole: bool,
+    ) -> None:
+        """Keep what the next read starts from: the holders found, each device's figures."""
+        self._roots = set()
+        self._outputs = set()
+        hidden = {h.name for h in scan.holders if h.hidden}
+        for name in scan.reached:
+            root = name.split(" (", 1)[0]
+            output = _OUTPUT.match(root)
+            if output is not None:
+                self._outputs.add(int(output.group(1)))
+            elif name not in hidden and not _HIDDEN_ROOT.match(root):
+                self._roots.add(root)
+        for place, (_, allocated) in targets.items():
+            kinds = found[place][0]
+            before = self._places.get(place)
+            baseline = before.unexplained_at_walk if before is not None else 0
+            if is_whole:
+                baseline = dict(kinds).get(UNEXPLAINED, 0)
+            self._places[place] = _Place(dict(allocated), kinds, baseline)
+
+    def _replace(
+        self,
+        record: CellRecord,
+        targets: dict[str, tuple[DeviceUsage, dict[str, int]]],
+        found: dict[str, tuple[Kinds, str]],
+        before: dict[str, Kinds],
+    ) -> CellRecord:
+        """``record`` with each device's kinds: after, as found; before, the last read's where
+        it was of the same allocated figures as this cell's start (else unknown: ())."""
+        devices = []
+        for d in record.devices:
+            place = self._place_of(d)
+            if place not in targets:
+                devices.append(d)
+                continue
+            kinds, note = found[place]
+            devices.append(
+                dataclasses.replace(
+                    d, kinds_before=before.get(place, ()), kinds_after=kinds, kinds_note=note
+                )
+            )
+        return dataclasses.replace(record, devices=tuple(devices))
+
+
+def _in_use(d: DeviceUsage, field: str) -> dict[str, int]:
+    """Each framework's figure ``field`` on ``d`` (those that hold nothing left out: one that
+    came up during the cell had nothing before it)."""
+    figures = ((f.framework, getattr(f, field)) for f in d.frameworks)
+    return {name: size for name, size in figures if size}

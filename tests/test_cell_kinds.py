@@ -1,0 +1,185 @@
+"""Each cell's memory by kind at its end, read from what the last read learned: real torch
+objects on the host (the walk is the same for CUDA, by place), figures held to the byte against
+the unique storages torch reports, and the narrow and whole walks counted."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from nbgpumon._forensics.cell_kinds import CARRIED, WALK_AGAIN, CellKinds
+from nbgpumon._forensics.explain import UNEXPLAINED
+from nbgpumon._forensics.leaks import LeakWatch
+from nbgpumon._ledger.records import (
+    TRANSIENT,
+    AllocatorUsage,
+    CellRecord,
+    DeviceUsage,
+    record_from_dict,
+)
+
+from fake_shell import shell_with
+
+MIB = 2**20
+
+
+def _bytes(tensors) -> int:
+    seen: dict[int, int] = {}
+    for t in tensors:
+        storage = t.untyped_storage()
+        seen[storage.data_ptr()] = storage.nbytes()
+    return sum(seen.values())
+
+
+def _record(before: int, after: int, peak: int, index: int = 0) -> CellRecord:
+    """A cell's record whose one device's torch figures are ``before``/``after``/``peak``."""
+    usage = AllocatorUsage("torch", before, after, before, after, peak, True)
+    device = DeviceUsage(
+        0, 0, "test", before, after, before, after, None, None, peak, True, None, None, None,
+        (usage,),
+    )  # fmt: skip
+    return CellRecord(
+        index, "cell", index + 1, None, "", 0.0, 1.0, "ok", "", (device,), None, None, None, False
+    )
+
+
+class _Cells:
+    """Cells run against one shell: each cell's allocated figure is what its variables hold
+    plus ``outside`` (memory in use that no variable reaches)."""
+
+    def __init__(self, shell, torch) -> None:
+        self.shell, self.torch = shell, torch
+        self.kinds = CellKinds(shell, device="host")
+        self.allocated = 0
+        self.outside = 0
+        self.n = 0
+
+    def held(self) -> int:
+        ns = self.shell.user_ns
+        tensors = []
+        for value in ns.values():
+            if isinstance(value, self.torch.nn.Module):
+                tensors += list(value.parameters()) + list(value.buffers())
+                tensors += [p.grad for p in value.parameters() if p.grad is not None]
+            elif isinstance(value, self.torch.optim.Optimizer):
+                tensors += [
+                    t for s in value.state.values() for t in s.values() if self.torch.is_tensor(t)
+                ]
+            elif isinstance(value, self.torch.Tensor):
+                tensors.append(value)
+            elif isinstance(value, list):
+                tensors += [t for t in value if isinstance(t, self.torch.Tensor)]
+        return _bytes(tensors) + self.outside
+
+    def run(self, changed: set[str], transient: int = 0) -> CellRecord:
+        after = self.held()
+        record = _record(self.allocated, after, after + transient, self.n)
+        self.allocated, self.n = after, self.n + 1
+        return self.kinds.read(record, changed, set())
+
+
+def test_a_training_run_is_told_apart_by_kind_cell_by_cell():
+    torch = pytest.importorskip("torch")
+    shell = shell_with()
+    cells = _Cells(shell, torch)
+
+    model = torch.nn.Sequential(*(torch.nn.Linear(64, 64) for _ in range(8)))
+    opt = torch.optim.AdamW(model.parameters())
+    shell.user_ns.update(model=model, opt=opt)
+    built = cells.run({"model", "opt"}).devices[0]
+    params = _bytes(model.parameters())
+    assert dict(built.kinds_after) == {"parameters": params}
+    assert built.kinds_before == ()  # nothing read before the first cell
+
+    model(torch.randn(16, 64)).sum().backward()
+    opt.step()
+    cells.outside = MIB  # e.g. a library's workspace: in use, reached by nothing
+    step = cells.run(set(), transient=10 * MIB).devices[0]  # (binds no name)
+    state = [t for s in opt.state.values() for t in s.values() if torch.is_tensor(t)]
+    grads = _bytes(p.grad for p in model.parameters())
+    assert dict(step.kinds_after) == {
+        "parameters": params,
+        "gradients": grads,
+        "optimizer state": _bytes(state),
+        UNEXPLAINED: MIB,
+    }
+    assert sum(size for _, size in step.kinds_after) == step.allocated_after
+    assert step.kept_by_kind == {
+        "gradients": grads,
+        "optimizer state": _bytes(state),
+        UNEXPLAINED: MIB,
+    }
+    split = step.peak_by_kind
+    assert split[TRANSIENT] == 10 * MIB and sum(split.values()) == step.peak_allocated
+    assert cells.kinds.whole_walks == 0  # the names bound and the known holders were enough
+
+    walks = cells.kinds.narrow_walks
+    quiet = cells.run(set()).devices[0]  # a cell that moved nothing and bound nothing
+    assert quiet.kinds_after == step.kinds_after and quiet.kinds_note == CARRIED
+    assert cells.kinds.narrow_walks == walks  # no walk at all
+    assert quiet.kept_by_kind == {}
+
+
+def test_memory_that_the_known_holders_miss_sends_one_whole_walk():
+    torch = pytest.importorskip("torch")
+    bag: list = []
+    shell = shell_with(bag=bag, model=torch.nn.Linear(32, 32))
+    cells = _Cells(shell, torch)
+    cells.run({"bag", "model"})  # bag holds nothing yet: not a known holder
+
+    bag.append(torch.ones(WALK_AGAIN // 4 + MIB // 4))  # over WALK_AGAIN, no name bound
+    grown = cells.run(set()).devices[0]
+    assert dict(grown.kinds_after)["arrays held by variables"] == _bytes(bag)
+    assert UNEXPLAINED not in dict(grown.kinds_after)
+    assert cells.kinds.whole_walks == 1
+
+    bag.append(torch.ones(MIB // 4))  # bag is known now: the narrow walk finds it
+    again = cells.run(set()).devices[0]
+    assert dict(again.kinds_after)["arrays held by variables"] == _bytes(bag)
+    assert cells.kinds.whole_walks == 1
+    assert again.kept_by_kind == {"arrays held by variables": MIB}
+
+
+def test_the_leak_verdicts_whole_walk_is_used_as_it_is():
+    torch = pytest.importorskip("torch")
+    from nbgpumon._forensics import holder_scan
+
+    shell = shell_with(x=torch.ones(MIB))
+    cells = _Cells(shell, torch)
+    whole = holder_scan.scan(shell, "host")
+    after = cells.held()
+    record = cells.kinds.read(_record(0, after, after), set(), set(), whole=whole)
+    assert dict(record.devices[0].kinds_after) == {"arrays held by variables": 4 * MIB}
+    assert cells.kinds.narrow_walks == 0 and cells.kinds.whole_walks == 0
+
+
+def test_a_cells_changes_are_its_names_and_its_outputs():
+    torch = pytest.importorskip("torch")
+    shell = shell_with(a=1, b=2)
+    watch = LeakWatch(shell)
+    watch.cell_started()
+    ns = shell.user_ns
+    ns["a"] = torch.ones(4)  # bound again
+    del ns["b"]  # deleted
+    ns["c"] = 3  # new
+    ns["_i5"] = "c = 3"  # IPython's own: not a change of the user's
+    ns["Out"][5] = ns["a"]
+    assert watch.changes() == ({"a", "b", "c"}, {5})
+
+
+def test_the_kinds_survive_the_recordings_json():
+    record = _record(0, 3 * MIB, 5 * MIB)
+    device = dataclasses.replace(
+        record.devices[0],
+        kinds_before=(("parameters", MIB),),
+        kinds_after=(("parameters", MIB), ("gradients", 2 * MIB)),
+        kinds_note="a note",
+    )
+    record = dataclasses.replace(record, devices=(device,))
+    as_json = dataclasses.asdict(record)
+    assert record_from_dict(as_json) == record
+    older = dataclasses.asdict(_record(0, MIB, MIB))  # a schema 5 file's device: no kinds
+    for d in older["devices"]:
+        del d["kinds_before"], d["kinds_after"], d["kinds_note"]
+    assert record_from_dict(older).devices[0].kinds_after == ()
