@@ -104,3 +104,68 @@ def test_the_holders_words_say_the_kinds_on_each_device():
     model(torch.ones(1, 512)).sum().backward()
     lines = holders_lines(holders.scan(shell_with(model=model), "host"))
     assert "  by kind, host memory: parameters 1.0 MiB · gradients 1.0 MiB" in lines
+
+
+def _jax_bytes(tree) -> int:
+    """What the arrays of pytree ``tree`` hold, each buffer once."""
+    import jax
+
+    seen = {}
+    for leaf in jax.tree_util.tree_leaves(tree):
+        if isinstance(leaf, jax.Array):
+            for shard in leaf.addressable_shards:
+                seen[shard.data.unsafe_buffer_pointer()] = shard.data.nbytes
+    return sum(seen.values())
+
+
+def test_flax_nnx_and_optax_are_told_apart_by_kind_to_the_byte(recwarn):
+    """A real flax nnx model (a Linear and a BatchNorm) and its nnx optimizer (optax's AdamW),
+    on JAX's CPU backend (host memory: the same walk as a GPU's): its Params, BatchStats and
+    optimizer state each equal the bytes of their own arrays; reading them warns of nothing."""
+    pytest.importorskip("flax")
+    optax = pytest.importorskip("optax")
+    from flax import nnx
+
+    class Net(nnx.Module):
+        def __init__(self, rngs):
+            self.dense = nnx.Linear(64, 128, rngs=rngs)
+            self.norm = nnx.BatchNorm(128, rngs=rngs)
+
+    model = Net(nnx.Rngs(0))
+    opt = nnx.Optimizer(model, optax.adamw(1e-3), wrt=nnx.Param)
+    found = holders.scan(shell_with(opt=opt, model=model), "host").categories["host"]
+
+    assert found == {
+        "parameters": _jax_bytes(nnx.state(model, nnx.Param)),
+        "optimizer state": _jax_bytes(nnx.state(opt, nnx.training.optimizer.OptState)),
+        "buffers": _jax_bytes(nnx.state(model, nnx.BatchStat)),
+    }
+    assert found["optimizer state"] >= 2 * found["parameters"]  # (Adam's two moments)
+    assert not [w for w in recwarn if issubclass(w.category, DeprecationWarning)]
+
+
+def test_a_flax_train_state_and_a_bare_optax_state_are_told_apart_by_kind():
+    pytest.importorskip("flax")
+    optax = pytest.importorskip("optax")
+    import flax.linen as nn
+    import jax
+    import jax.numpy as jnp
+    from flax.training import train_state
+
+    dense = nn.Dense(256)
+    params = dense.init(jax.random.key(0), jnp.ones((1, 64)))["params"]
+    tx = optax.adamw(1e-3)
+    state = train_state.TrainState.create(apply_fn=dense.apply, params=params, tx=tx)
+    found = holders.scan(shell_with(state=state), "host").categories["host"]
+    assert found == {
+        "parameters": _jax_bytes(state.params),
+        "optimizer state": _jax_bytes(state.opt_state),
+    }
+    # linen's parameters are a plain dict (nothing says they are parameters); optax's state
+    # is its own NamedTuples, wherever it is held
+    opt_state = tx.init(params)
+    bare = holders.scan(shell_with(params=params, opt_state=opt_state), "host").categories
+    assert bare["host"] == {
+        "optimizer state": _jax_bytes(opt_state),
+        "arrays held by variables": _jax_bytes(params),
+    }

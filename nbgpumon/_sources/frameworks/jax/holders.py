@@ -1,5 +1,6 @@
 """How the holder scan walks JAX's arrays: once per addressable shard (CPU shards are host
-memory), by each shard's buffer pointer."""
+memory), by each shard's buffer pointer; and flax's and optax's objects, by kind
+(``training_state``)."""
 
 from __future__ import annotations
 
@@ -7,12 +8,24 @@ import sys
 from typing import Any
 
 from ..holder_walk import HolderKinds, Reach, Storage, class_of
+from .training_state import open_training, training_types
 
 
 def holder_kinds(device: str) -> HolderKinds | None:
-    """JAX's arrays for one walk; None without JAX imported."""
+    """JAX's arrays, and flax's and optax's training objects, for one walk; None without JAX
+    imported."""
     array = class_of(sys.modules.get("jax"), "Array")
-    return None if array is None else HolderKinds(arrays=(array,), count=_count_array)
+    if array is None:
+        return None
+    types = training_types()
+    containers = types.containers
+    return HolderKinds(
+        arrays=(array,),
+        count=_count_array,
+        containers=containers,
+        open=open_training(types) if containers else None,
+        first=(types.module,) if types.module is not None else (),
+    )
 
 
 def _count_array(walk: Reach, holder: str, a: Any) -> None:

@@ -5,6 +5,7 @@ credited as what it is (the categories of ``holder_walk``)."""
 from __future__ import annotations
 
 import sys
+from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
@@ -58,45 +59,82 @@ def holder_kinds(device: str) -> HolderKinds | None:
 
 def _storage(walk: Reach, t: Any) -> Storage | None:
     try:
-        device = t.device
-        host = device.type == "cpu"
-        if not walk.wants("host" if host else device.type, device.index):
-            return None
+        if t.is_cpu:
+            # host memory is one place for every library (``torch.from_numpy`` shares numpy's)
+            if not walk.wants("host", None):
+                return None
+            place = "host"
+        else:
+            device = t.device
+            if not walk.wants(device.type, device.index):
+                return None
+            place = _PLACES.get(device) or _PLACES.setdefault(device, str(device))
         storage = t.untyped_storage()
-        # host memory is one place for every library (``torch.from_numpy`` shares numpy's)
-        place = "host" if host else str(device)
         return (place, storage.data_ptr()), int(storage.nbytes())
     except Exception:
         return None  # sparse, meta, or otherwise storage-less tensors
 
 
+_PLACES: dict[Any, str] = {}  # a device -> its name ("cuda:0"), made once, not per tensor
+_PLAIN = (bool, int, float, str, type(None))  # a module's attributes that hold no tensor
+
+
 def _open_module(walk: Reach, holder: str, module: Any, follow: Callable[[Any], None]) -> None:
+    # one pass over the submodules, reading their own parameters and buffers (a parameter
+    # shared by two of them is one storage, counted once by the walk)
+    grads = f"{holder} (grads)"
     try:
-        for t in module.parameters():
-            walk.credit(holder, _storage(walk, t), PARAMETERS)
-            if t.grad is not None:
-                walk.credit(f"{holder} (grads)", _storage(walk, t.grad), GRADIENTS)
-        for t in module.buffers():
-            walk.credit(holder, _storage(walk, t), BUFFERS)
         for sub in module.modules():
             walk.enter(sub)
             attrs = _instance_dict(sub) or {}
+            for t in (attrs.get("_parameters") or {}).values():
+                if t is None:
+                    continue
+                walk.credit(holder, _storage(walk, t), PARAMETERS)
+                grad = t.grad
+                if grad is not None:
+                    walk.credit(grads, _storage(walk, grad), GRADIENTS)
+            for t in (attrs.get("_buffers") or {}).values():
+                if t is not None:
+                    walk.credit(holder, _storage(walk, t), BUFFERS)
             for key, value in attrs.items():
-                if key not in ("_parameters", "_buffers", "_modules") and not key.endswith("hooks"):
-                    follow(value)
+                if isinstance(value, _PLAIN) or key in _MODULE_OWN or "hooks" in key:
+                    continue
+                if type(value) in _BUILTIN_CONTAINERS and not value:
+                    continue  # (every module's empty sets and dicts of its own)
+                follow(value)
     except Exception:
         return
+
+
+_MODULE_OWN = frozenset(("_parameters", "_buffers", "_modules"))
+_BUILTIN_CONTAINERS = frozenset((dict, set, list, tuple, OrderedDict))
 
 
 def _open_optimizer(walk: Reach, holder: str, opt: Any) -> None:
+    state_holder = f"{holder} (state)"
     try:
         for state in list(opt.state.values()):
-            walk.visit(f"{holder} (state)", state, OPTIMIZER_STATE)
+            if not isinstance(state, dict):
+                walk.visit(state_holder, state, OPTIMIZER_STATE)
+                continue
+            for value in state.values():  # (Adam's: exp_avg, exp_avg_sq, step)
+                storage = _storage(walk, value) if _is_tensor(value) else None
+                if storage is not None:
+                    walk.credit(state_holder, storage, OPTIMIZER_STATE)
+                elif not _is_tensor(value):
+                    walk.visit(state_holder, value, OPTIMIZER_STATE)
+        params = f"{holder} (params)"
         for group in opt.param_groups:
             for t in group.get("params", ()):
-                walk.credit(f"{holder} (params)", _storage(walk, t), PARAMETERS)
+                walk.credit(params, _storage(walk, t), PARAMETERS)
     except Exception:
         return
+
+
+def _is_tensor(value: Any) -> bool:
+    torch = sys.modules.get("torch")
+    return torch is not None and isinstance(value, torch.Tensor)
 
 
 def _instance_dict(obj: Any) -> dict | None:
