@@ -183,3 +183,43 @@ def test_the_kinds_survive_the_recordings_json():
     for d in older["devices"]:
         del d["kinds_before"], d["kinds_after"], d["kinds_note"]
     assert record_from_dict(older).devices[0].kinds_after == ()
+
+
+def test_a_remembering_walk_finds_what_a_fresh_one_finds_as_the_tensors_change():
+    """The memo's readings are reused only while their tensors stay put: after each change
+    (new gradients, a parameter given new data, the optimizer's state reset, a shared storage
+    counted by another holder first) a walk that remembers finds what a fresh walk finds."""
+    torch = pytest.importorskip("torch")
+    from nbgpumon._forensics import holder_scan
+
+    model = torch.nn.Sequential(torch.nn.Linear(64, 64), torch.nn.Linear(64, 8))
+    opt = torch.optim.AdamW(model.parameters())
+    shell = shell_with(model=model, opt=opt)
+    memo = holder_scan.OwnMemo()
+
+    def same() -> None:
+        fresh = holder_scan.scan(shell, "host")
+        remembered = holder_scan.scan(shell, "host", memo=memo)
+        assert remembered.categories == fresh.categories
+        assert remembered.holders == fresh.holders
+
+    def step() -> None:
+        opt.zero_grad(set_to_none=True)
+        model(torch.randn(4, 64)).sum().backward()
+        opt.step()
+
+    same()
+    step()
+    same()
+    reused = memo.reused
+    same()
+    assert memo.reused > reused  # nothing moved: the readings were reused
+    step()  # new gradients
+    same()
+    with torch.no_grad():
+        model[0].weight.data = torch.zeros(64, 128)[:, :64]  # new data, a view of a bigger one
+    same()
+    opt.state.clear()
+    same()
+    shell.user_ns["a_view"] = model[1].weight[:4]  # a parameter's storage, held twice
+    same()

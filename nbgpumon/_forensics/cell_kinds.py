@@ -3,12 +3,14 @@ before), at a cost per cell that does not grow with the cells run or, mostly, th
 
 A whole holder walk costs tens of milliseconds on a large model, too much for every cell. So
 each read starts from what the last one learned: the variables and ``Out`` entries that held
-GPU memory then. A cell that moved no allocator and bound no name carries the last figures
-over; any other cell walks those holders, the names it bound and the outputs it added (and
-IPython's last results and stored tracebacks). What that misses (a list that held nothing and
-now holds tensors) shows as unexplained; when unexplained grows past a few MiB since the last
-whole walk, one whole walk runs, and its roots are known from then on. A cell that kept more
-than the leak threshold had its whole walk already (the leak verdict's): it is used as is.
+GPU memory then, and what each model and optimizer held itself (read again only once its
+tensors' addresses or sizes change: ``OwnMemo``). A cell that moved no allocator and bound no
+name carries the last figures over; any other cell walks those holders, the names it bound and
+the outputs it added (and IPython's last results and stored tracebacks). What that misses (a
+list that held nothing and now holds tensors) shows as unexplained; when unexplained grows past
+a few MiB since the last whole walk, one whole walk runs, and its roots are known from then on.
+A cell that kept more than the leak threshold had its whole walk already (the leak verdict's):
+it is used as is.
 """
 
 from __future__ import annotations
@@ -49,6 +51,8 @@ class CellKinds:
         self._places: dict[str, _Place] = {}
         self._roots: set[str] = set()  # user names that held memory at the last read
         self._outputs: set[int] = set()  # Out entries that did
+        # what the models and optimizers read themselves, reused while their tensors stay put
+        self.memo = holder_scan.OwnMemo()
         self.whole_walks = 0  # (for tests and bench/)
         self.narrow_walks = 0
 
@@ -92,12 +96,13 @@ class CellKinds:
                 self.budget,
                 names=self._roots | changed,
                 outputs=self._outputs | new_outputs,
+                memo=self.memo,
             )
             if self._grew(scan, targets):
                 scan, is_whole = None, True
         if scan is None:
             self.whole_walks += 1
-            scan = holder_scan.scan(self.shell, self.device, self.budget)
+            scan = holder_scan.scan(self.shell, self.device, self.budget, memo=self.memo)
         found = {p: self._kinds(scan, p, a) for p, (_, a) in targets.items()}
         self._learn(scan, targets, found, is_whole)
         return self._replace(record, targets, found, before)

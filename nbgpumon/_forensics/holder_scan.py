@@ -15,12 +15,13 @@ allocation, at its pool chunk's size; like torch, only when the library is alrea
 
 from __future__ import annotations
 
+import gc
 import re
 import sys
 import time
 import types
 from collections import deque
-from collections.abc import Collection, Iterator
+from collections.abc import Callable, Collection, Hashable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -29,6 +30,7 @@ from .._sources.frameworks.holder_walk import (
     ARRAYS,
     CATEGORIES,
     HIDDEN,
+    Credit,
     HolderKinds,
     Storage,
     StorageKey,
@@ -88,10 +90,54 @@ class HolderScan:
     reached: frozenset[str] = frozenset()
 
 
+@dataclass(frozen=True, slots=True)
+class _Own:
+    """One container's own reading (``Reach.credit_own``), kept for the next walk."""
+
+    fingerprint: Hashable
+    names: frozenset[str]  # the holders it credits
+    keys: frozenset[StorageKey]
+    # each storage once, in the order read: (holder, category, place, bytes, key)
+    unique: tuple[tuple[str, str, str, int, StorageKey], ...]
+    # its sums by (holder, category, place) -> [bytes, storages], with the storages counted
+    # before it in the walk left out: by which were (the same ones, walk after walk)
+    sums: dict[frozenset[StorageKey], list[tuple[tuple[str, str, str], int, int]]] = field(
+        default_factory=dict
+    )
+
+    def sums_without(
+        self, counted: frozenset[StorageKey]
+    ) -> list[tuple[tuple[str, str, str], int, int]]:
+        found = self.sums.get(counted)
+        if found is None:
+            totals: dict[tuple[str, str, str], list[int]] = {}
+            for name, category, place, size, key in self.unique:
+                if key not in counted:
+                    entry = totals.setdefault((name, category, place), [0, 0])
+                    entry[0] += size
+                    entry[1] += 1
+            found = [(k, size, count) for k, (size, count) in totals.items()]
+            if len(self.sums) < 4:  # (a handful of overlaps, not one per walk)
+                self.sums[counted] = found
+        return found
+
+
+class OwnMemo:
+    """What the containers a walk read themselves held, by (owner, holder): kept from one walk
+    to the next (a cell's end to the next's), and only what the last walk read, so it is
+    bounded by the namespace, not by the cells run."""
+
+    def __init__(self) -> None:
+        self.entries: dict[tuple[int, str], _Own] = {}
+        self.reused = 0  # (for tests and bench/)
+
+
 class _Walk:
     """State of one scan: storages already counted, containers already entered, budget."""
 
-    def __init__(self, device: str, budget: float) -> None:
+    def __init__(self, device: str, budget: float, memo: OwnMemo | None = None) -> None:
+        self.memo = memo
+        self.read_own: dict[tuple[int, str], _Own] = {}  # this walk's, for the memo
         self.device = device
         self.deadline = time.perf_counter() + budget
         self.budget = budget
@@ -166,6 +212,34 @@ class _Walk:
         place[kind] = place.get(kind, 0) + size
         owners = self.by_framework.setdefault(key[0], {})
         owners[self.framework] = owners.get(self.framework, 0) + size
+
+    def credit_own(
+        self, holder: str, owner: Any, fingerprint: Hashable, read: Callable[[], list[Credit]]
+    ) -> None:
+        if self.memo is None:  # (a walk that forgets: each storage credited as it comes)
+            for name, storage, category in read():
+                self.credit(name, storage, category)
+            return
+        key = (id(owner), holder)
+        own = self.memo.entries.get(key)
+        if own is None or own.fingerprint != fingerprint:
+            own = _own_reading(fingerprint, read())
+        else:
+            self.memo.reused += 1
+        self.read_own[key] = own
+        counted = own.keys & self.seen_storages  # (a model's parameters, for its optimizer)
+        self.seen_storages |= own.keys
+        self.reached |= own.names
+        for (name, category, place), size, count in own.sums_without(frozenset(counted)):
+            if self.visiting_hidden:
+                self.hidden.add(name)
+            entry = self.found.setdefault(name, [0, 0])
+            entry[0] += size
+            entry[1] += count
+            kinds = self.by_place.setdefault(place, {})
+            kinds[category] = kinds.get(category, 0) + size
+            owners = self.by_framework.setdefault(place, {})
+            owners[self.framework] = owners.get(self.framework, 0) + size
 
     # -- the walk -------------------------------------------------------------------------
     def visit(
@@ -267,6 +341,23 @@ class _Walk:
             frameworks=frameworks,
             reached=frozenset(self.reached),
         )
+
+
+def _own_reading(fingerprint: Hashable, credits: list[Credit]) -> _Own:
+    unique: dict[StorageKey, tuple[str, str, str, int, StorageKey]] = {}
+    totals: dict[tuple[str, str, str], list[int]] = {}  # (its sums with nothing counted before)
+    for name, storage, category in credits:
+        if storage is None or storage[1] <= 0 or storage[0] in unique:
+            continue
+        key, size = storage
+        unique[key] = (name, category, key[0], size, key)
+        entry = totals.setdefault((name, category, key[0]), [0, 0])
+        entry[0] += size
+        entry[1] += 1
+    names = frozenset(c[0] for c in credits if c[1] is not None)
+    own = _Own(fingerprint, names, frozenset(unique), tuple(unique.values()))
+    own.sums[frozenset()] = [(k, size, count) for k, (size, count) in totals.items()]
+    return own
 
 
 def _is_ours(obj: Any) -> bool:
@@ -390,17 +481,40 @@ def scan(
     budget: float = 0.05,
     names: Collection[str] | None = None,
     outputs: Collection[int] | None = None,
+    memo: OwnMemo | None = None,
 ) -> HolderScan:
     """What holds memory on ``device`` ("cuda", "cuda:N", "host" or "any") now, biggest first.
 
     Stops after ``budget`` seconds with what it found so far (``partial`` says so). ``names``
     and ``outputs``, where given, narrow the walk to those variables and ``Out`` entries (the
     other hidden references are always walked): a read of what is known to hold memory.
+    ``memo``: what the containers read themselves at the last walk, reused where unchanged
+    (and kept for the next).
     """
     if not DEVICES.match(device):
         raise ValueError(f"device must be cuda, cuda:N, host or any, not {device!r}")
     started = time.perf_counter()
-    walk = _Walk(device, budget)
+    # The walk makes many small tuples and no cycles; left on, the collector would run full
+    # passes over the kernel's heap (a model's objects) in the middle of it, doubling its cost.
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        walk = _walk(shell, device, budget, names, outputs, memo)
+    finally:
+        if collecting:
+            gc.enable()
+    return walk.result(time.perf_counter() - started)
+
+
+def _walk(
+    shell: Any,
+    device: str,
+    budget: float,
+    names: Collection[str] | None,
+    outputs: Collection[int] | None,
+    memo: OwnMemo | None,
+) -> _Walk:
+    walk = _Walk(device, budget, memo)
     for name, value in user_variables(shell, names):
         if walk.stopped:
             break
@@ -409,7 +523,9 @@ def scan(
         if walk.stopped:
             break
         walk.visit(name, value, hidden=True)
-    return walk.result(time.perf_counter() - started)
+    if memo is not None and not walk.stopped:
+        memo.entries = walk.read_own  # (a walk cut short keeps the older readings)
+    return walk
 
 
 def holds_memory(value: Any) -> bool:

@@ -9,7 +9,7 @@ framework's module in ``sys.modules`` (None when the user has not imported it), 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -50,6 +50,18 @@ class Reach(Protocol):
         """Walk everything reachable from ``root`` for ``holder`` (what it finds counted as
         ``category``, where given)."""
         ...
+
+    def credit_own(
+        self, holder: str, owner: Any, fingerprint: Hashable, read: Callable[[], list[Credit]]
+    ) -> None:
+        """Credit what ``owner`` holds itself, as ``read()`` lists it; a walk that remembers
+        (a cell's end, from the last one) reuses its last reading of ``owner`` for ``holder``
+        where ``fingerprint`` (cheap: its tensors' addresses) is unchanged."""
+        ...
+
+
+# one thing a container holds itself: (holder, storage or None, category)
+Credit = tuple[str, Storage | None, str]
 
 
 # credits what one array holds: (the walk, its holder's name, the array)

@@ -14,6 +14,7 @@ from ..holder_walk import (
     GRADIENTS,
     OPTIMIZER_STATE,
     PARAMETERS,
+    Credit,
     HolderKinds,
     Reach,
     Storage,
@@ -80,23 +81,24 @@ _PLAIN = (bool, int, float, str, type(None))  # a module's attributes that hold 
 
 
 def _open_module(walk: Reach, holder: str, module: Any, follow: Callable[[Any], None]) -> None:
-    # one pass over the submodules, reading their own parameters and buffers (a parameter
-    # shared by two of them is one storage, counted once by the walk)
+    # one pass over the submodules: their own parameters, gradients and buffers (a parameter
+    # shared by two is one storage, counted once); other attributes followed
     grads = f"{holder} (grads)"
+    own: list[tuple[str, Any, str]] = []
+    gradients: list[tuple[str, Any, str]] = []  # (apart: a step makes them anew, set_to_none)
     try:
         for sub in module.modules():
             walk.enter(sub)
             attrs = _instance_dict(sub) or {}
             for t in (attrs.get("_parameters") or {}).values():
-                if t is None:
-                    continue
-                walk.credit(holder, _storage(walk, t), PARAMETERS)
-                grad = t.grad
-                if grad is not None:
-                    walk.credit(grads, _storage(walk, grad), GRADIENTS)
+                if t is not None:
+                    own.append((holder, t, PARAMETERS))
+                    grad = t.grad
+                    if grad is not None:
+                        gradients.append((grads, grad, GRADIENTS))
             for t in (attrs.get("_buffers") or {}).values():
                 if t is not None:
-                    walk.credit(holder, _storage(walk, t), BUFFERS)
+                    own.append((holder, t, BUFFERS))
             for key, value in attrs.items():
                 if isinstance(value, _PLAIN) or key in _MODULE_OWN or "hooks" in key:
                     continue
@@ -105,6 +107,8 @@ def _open_module(walk: Reach, holder: str, module: Any, follow: Callable[[Any], 
                 follow(value)
     except Exception:
         return
+    _credit_own(walk, holder, module, own)
+    _credit_own(walk, grads, module, gradients)
 
 
 _MODULE_OWN = frozenset(("_parameters", "_buffers", "_modules"))
@@ -112,29 +116,39 @@ _BUILTIN_CONTAINERS = frozenset((dict, set, list, tuple, OrderedDict))
 
 
 def _open_optimizer(walk: Reach, holder: str, opt: Any) -> None:
-    state_holder = f"{holder} (state)"
+    # its state's tensors and its parameters; anything else in its state walked
+    state_holder, params_holder = f"{holder} (state)", f"{holder} (params)"
+    own: list[tuple[str, Any, str]] = []
+    tensor = sys.modules["torch"].Tensor
     try:
         for state in list(opt.state.values()):
             if not isinstance(state, dict):
                 walk.visit(state_holder, state, OPTIMIZER_STATE)
                 continue
             for value in state.values():  # (Adam's: exp_avg, exp_avg_sq, step)
-                storage = _storage(walk, value) if _is_tensor(value) else None
-                if storage is not None:
-                    walk.credit(state_holder, storage, OPTIMIZER_STATE)
-                elif not _is_tensor(value):
+                if isinstance(value, tensor):
+                    own.append((state_holder, value, OPTIMIZER_STATE))
+                else:
                     walk.visit(state_holder, value, OPTIMIZER_STATE)
-        params = f"{holder} (params)"
         for group in opt.param_groups:
-            for t in group.get("params", ()):
-                walk.credit(params, _storage(walk, t), PARAMETERS)
+            own.extend((params_holder, t, PARAMETERS) for t in group.get("params", ()))
     except Exception:
         return
+    _credit_own(walk, holder, opt, own)
 
 
-def _is_tensor(value: Any) -> bool:
-    torch = sys.modules.get("torch")
-    return torch is not None and isinstance(value, torch.Tensor)
+def _credit_own(walk: Reach, holder: str, owner: Any, own: list[tuple[str, Any, str]]) -> None:
+    """Credit ``owner``'s own tensors, fingerprinted by their addresses and sizes so that a
+    walk that remembers reads their storages again only once one changes."""
+    try:
+        fingerprint: Any = tuple(t.data_ptr() for _, t, _ in own), sum(t.nbytes for _, t, _ in own)
+    except Exception:
+        fingerprint = object()  # (a storage-less tensor: read every time)
+
+    def read() -> list[Credit]:
+        return [(name, _storage(walk, t), kind) for name, t, kind in own]
+
+    walk.credit_own(holder, owner, fingerprint, read)
 
 
 def _instance_dict(obj: Any) -> dict | None:
