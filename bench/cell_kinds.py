@@ -4,8 +4,8 @@ tensors trained with AdamW (issue 31; target <= 5 ms a cell).
 What a cell's end runs for it: ``LeakWatch.changes()`` (the names it bound, the outputs it
 added) and ``CellKinds.read()``, timed for three kinds of cell: one that moves nothing and binds
 nothing (the figures carried over), one that binds a name (``lr = 0.1``: the known holders and
-that name walked), and a training step (zero_grad, forward, backward, step: the allocated figure
-moves; the known holders walked). Beside them, one whole holder walk of the same namespace,
+that name walked), and a training step (zero_grad, forward, backward, step, binding ``loss``:
+new gradients, read again; the rest as it was read). Beside them, one whole holder walk of the same namespace,
 which a read runs only when unexplained memory grows. Then the same reads over ``--cells``
 cells whose history (``_iN``, ``Out``) grows as a kernel's does: the first and the last 500.
 
@@ -90,9 +90,10 @@ def main() -> None:
             return torch.cuda.memory_allocated()
         return holder_scan.scan(shell, "host", 1.0).total  # (what there is to count here)
 
-    def step() -> None:
+    def step() -> None:  # (binds ``loss``, as a training cell does)
         opt.zero_grad(set_to_none=True)
-        model(batch).sum().backward()
+        ns["loss"] = loss = model(batch).sum()
+        loss.backward()
         opt.step()
 
     step()

@@ -136,6 +136,19 @@ def run_cells(
     return [CellRun(c.source, c.outputs) for c in nb.cells]
 
 
+def keep_gpu_file(name: str, data: object) -> object:
+    """Write ``data`` (as JSON) where a GPU run's files are kept (``NBGPUMON_GPU_OUT``: the
+    device's ``$OUT``, for docs/benchmarks.md; else /tmp) and return it."""
+    (Path(os.environ.get("NBGPUMON_GPU_OUT", "/tmp")) / name).write_text(json.dumps(data, indent=1))
+    return data
+
+
+def keep_gpu_cells(name: str, runs: list[CellRun]) -> list[CellRun]:
+    """:func:`keep_gpu_file` of each cell's source and text."""
+    keep_gpu_file(name, [{"source": r.source, "text": r.text} for r in runs])
+    return runs
+
+
 def fake_nvml_env(**machine) -> dict[str, str]:
     """Environment that makes a kernel import the fake pynvml describing ``machine``."""
     path = os.pathsep.join([str(FAKE_NVML_DIR), os.environ.get("PYTHONPATH", "")]).rstrip(

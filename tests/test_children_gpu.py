@@ -4,7 +4,6 @@ kernel named by its notebook, in real kernels against the real driver."""
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import sys
@@ -12,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from notebook_runner import run_cells
+from notebook_runner import keep_gpu_cells, run_cells
 
 torch = pytest.importorskip("torch")
 pytestmark = [
@@ -80,12 +79,7 @@ def run(other_kernel):
         "print('CHILDREN=' + _json.dumps({k: _children(k) for k in ('!', '# popen', '# job')}))",
         "kept.kill(); kept.wait()",
     ]
-    runs = run_cells(cells, timeout=600)
-    out = Path(os.environ.get("NBGPUMON_GPU_OUT", "/tmp"))
-    (out / "children_gpu_cells.json").write_text(
-        json.dumps([{"source": r.source, "text": r.text} for r in runs], indent=1)
-    )
-    return runs
+    return keep_gpu_cells("children_gpu_cells.json", run_cells(cells, timeout=600))
 
 
 def _children(run):

@@ -1,19 +1,16 @@
 """The breakdown on a real GPU (``pytest -m gpu``), each case in a real kernel of its own.
 GPT-2 small built from its config (no download), fp32, AdamW, after one step: parameters,
 gradients and optimizer state each equal, to the byte, the sum over their unique CUDA storages
-as torch reports them; torch's cache equals reserved − allocated. CuPy's arrays and pool, and
-JAX's, likewise. Every case adds up to the driver's figure for this process, read by the test
-itself."""
+as torch reports them; torch's cache equals reserved − allocated; the step cell's own record
+says the same at its end, and its peak split adds up to its exact peak. CuPy's arrays and pool,
+JAX's, and a flax nnx model with its optax AdamW state likewise. Every case adds up to the
+driver's figure for this process, read by the test itself."""
 
 from __future__ import annotations
 
-import json
-import os
-from pathlib import Path
-
 import pytest
 
-from notebook_runner import run_cells
+from notebook_runner import keep_gpu_cells, keep_gpu_file, run_cells
 
 torch = pytest.importorskip("torch")
 pytestmark = [
@@ -64,13 +61,18 @@ def runs():
         TRUTH,
         "%gpumon explain",
         "%gpumon advise",
+        STEP_CELL,
+        "%gpumon explain 3",
     ]
-    runs = run_cells(cells, timeout=600)
-    out = Path(os.environ.get("NBGPUMON_GPU_OUT", "/tmp"))
-    (out / "explain_gpu_cells.json").write_text(
-        json.dumps([{"source": r.source, "text": r.text} for r in runs], indent=1)
-    )
-    return runs
+    return keep_gpu_cells("explain_gpu_cells.json", run_cells(cells, timeout=600))
+
+
+# the step cell's own record (In[3]), as the ledger keeps it
+STEP_CELL = """_d = next(r for r in nbgpumon.cells() if r.execution_count == 3).devices[0]
+print('CELL=' + json.dumps({'after': dict(_d.kinds_after), 'kept': _d.kept_by_kind,
+    'split': _d.peak_by_kind, 'peak': _d.peak_allocated, 'exact': _d.peak_exact,
+    'allocated': _d.allocated_after, 'note': _d.kinds_note}))
+"""
 
 
 def test_gpt2_after_a_step_is_explained_to_the_byte(runs):
@@ -82,6 +84,23 @@ def test_gpt2_after_a_step_is_explained_to_the_byte(runs):
     assert categories.get("torch cache (reserved, unused)", 0) == truth["cache"], got
     assert sum(categories.values()) == got["total"] == truth["driver"], got
     assert got["measured"] == "the driver's figure for this process"
+
+
+def test_the_step_cells_record_says_the_same_at_its_end_and_splits_its_exact_peak(runs):
+    truth = runs[3].json_after("EXPLAINED=")["truth"]
+    cell = keep_gpu_file("explain_gpu_step_cell.json", runs[6].json_after("CELL="))
+    for name in ("parameters", "gradients", "optimizer state", "buffers"):
+        assert cell["after"].get(name, 0) == truth[name], (name, cell)
+    assert cell["after"]["arrays held by variables"] == truth["arrays held by variables"]
+    assert sum(cell["after"].values()) == cell["allocated"], cell
+    # the step made the gradients and Adam's state; it kept them
+    assert cell["kept"]["gradients"] == truth["gradients"], cell
+    assert cell["kept"]["optimizer state"] == truth["optimizer state"], cell
+    assert cell["exact"] and sum(cell["split"].values()) == cell["peak"], cell
+    assert cell["split"]["activations and temporaries"] == cell["peak"] - cell["allocated"] > 0
+    said = runs[7].text
+    assert said.startswith("nbgpumon explain [3]: the cell's GPU memory by what it is"), said
+    assert "  kept since its start: +" in said and " at its peak: " in said, said
 
 
 def test_advise_names_adams_state_at_twice_the_parameters(runs):
@@ -122,7 +141,7 @@ def test_cupy_arrays_and_its_pool_are_explained_to_the_byte():
         ],
         timeout=300,
     )
-    got = _kept("explain_gpu_cupy.json", runs[2].json_after("EXPLAINED="))
+    got = keep_gpu_file("explain_gpu_cupy.json", runs[2].json_after("EXPLAINED="))
     assert got["categories"]["arrays held by variables"] == got["arrays"] == 2**30, got
     assert got["categories"]["CuPy pool (reserved, unused)"] == got["unused"], got
     assert sum(got["categories"].values()) == got["total"] == got["driver"], got
@@ -142,13 +161,70 @@ def test_jax_arrays_and_its_pool_are_explained_and_add_up_to_the_drivers_figure(
         ],
         timeout=300,
     )
-    got = _kept("explain_gpu_jax.json", runs[2].json_after("EXPLAINED="))
+    got = keep_gpu_file("explain_gpu_jax.json", runs[2].json_after("EXPLAINED="))
     assert got["categories"]["arrays held by variables"] == 2**30, got
     assert got["categories"].get("JAX pool (reserved, unused)", 0) == got["unused"], got
     assert sum(got["categories"].values()) == got["total"] == got["driver"], got
 
 
-def _kept(name: str, got: dict) -> dict:
-    """``got``, also written where the GPU run's files are kept (for docs/benchmarks.md)."""
-    (Path(os.environ.get("NBGPUMON_GPU_OUT", "/tmp")) / name).write_text(json.dumps(got))
-    return got
+FLAX_BUILD = """\
+import json, jax, jax.numpy as jnp, optax, nbgpumon
+from flax import nnx
+class MLP(nnx.Module):
+    def __init__(self, rngs):
+        self.up = nnx.Linear(4096, 16384, rngs=rngs)
+        self.down = nnx.Linear(16384, 4096, rngs=rngs)
+    def __call__(self, x):
+        return self.down(jax.nn.relu(self.up(x)))
+model = MLP(nnx.Rngs(0))
+opt = nnx.Optimizer(model, optax.adamw(1e-3), wrt=nnx.Param)
+x = jnp.ones((1024, 4096))
+@nnx.jit
+def step(model, opt, x):
+    loss, grads = nnx.value_and_grad(lambda m: (m(x) ** 2).mean())(model)
+    opt.update(model, grads)
+    return loss
+"""
+
+FLAX_TRUTH = """\
+def jax_bytes(tree):
+    seen = {}
+    for leaf in jax.tree_util.tree_leaves(tree):
+        if isinstance(leaf, jax.Array):
+            for shard in leaf.addressable_shards:
+                if shard.device.platform != 'cpu':
+                    seen[shard.data.unsafe_buffer_pointer()] = shard.data.nbytes
+    return sum(seen.values())
+e = nbgpumon.explain()[0]
+_c = next(r for r in nbgpumon.cells() if r.execution_count == 3).devices[0]
+"""
+
+
+def test_a_flax_nnx_model_and_its_optax_state_are_explained_and_add_up():
+    pytest.importorskip("flax")
+    pytest.importorskip("optax")
+    runs = run_cells(
+        [
+            "%load_ext nbgpumon",
+            FLAX_BUILD,
+            "float(step(model, opt, x))",
+            FLAX_TRUTH
+            + DRIVER
+            + "print('EXPLAINED=' + json.dumps({'categories': e.categories, 'total': e.total,\n"
+            "    'parameters': jax_bytes(nnx.state(model, nnx.Param)),\n"
+            "    'state': jax_bytes(nnx.state(opt, nnx.training.optimizer.OptState)),\n"
+            "    'driver': driver, 'cell': dict(_c.kinds_after), 'split': _c.peak_by_kind,\n"
+            "    'peak': _c.peak_allocated, 'allocated': _c.allocated_after}))",
+            "%gpumon explain 3",
+        ],
+        timeout=300,
+    )
+    keep_gpu_cells("explain_gpu_flax_cells.json", runs)
+    got = keep_gpu_file("explain_gpu_flax.json", runs[3].json_after("EXPLAINED="))
+    assert got["categories"]["parameters"] == got["parameters"] > 0, got
+    assert got["categories"]["optimizer state"] == got["state"] >= 2 * got["parameters"], got
+    assert sum(got["categories"].values()) == got["total"] == got["driver"], got
+    assert got["cell"]["parameters"] == got["parameters"], got  # the step cell's end
+    assert got["cell"]["optimizer state"] == got["state"], got
+    assert sum(got["cell"].values()) == got["allocated"], got
+    assert sum(got["split"].values()) == got["peak"], got

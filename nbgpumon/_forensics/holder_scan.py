@@ -30,7 +30,6 @@ from .._sources.frameworks.holder_walk import (
     ARRAYS,
     CATEGORIES,
     HIDDEN,
-    Credit,
     HolderKinds,
     Storage,
     StorageKey,
@@ -123,12 +122,12 @@ class _Own:
 
 
 class OwnMemo:
-    """What the containers a walk read themselves held, by (owner, holder): kept from one walk
+    """What the containers a walk read themselves held, by (owner, holder, kind): kept from one walk
     to the next (a cell's end to the next's), and only what the last walk read, so it is
     bounded by the namespace, not by the cells run."""
 
     def __init__(self) -> None:
-        self.entries: dict[tuple[int, str], _Own] = {}
+        self.entries: dict[tuple[int, str, str], _Own] = {}
         self.reused = 0  # (for tests and bench/)
 
 
@@ -137,7 +136,7 @@ class _Walk:
 
     def __init__(self, device: str, budget: float, memo: OwnMemo | None = None) -> None:
         self.memo = memo
-        self.read_own: dict[tuple[int, str], _Own] = {}  # this walk's, for the memo
+        self.read_own: dict[tuple[int, str, str], _Own] = {}  # this walk's, for the memo
         self.device = device
         self.deadline = time.perf_counter() + budget
         self.budget = budget
@@ -214,16 +213,21 @@ class _Walk:
         owners[self.framework] = owners.get(self.framework, 0) + size
 
     def credit_own(
-        self, holder: str, owner: Any, fingerprint: Hashable, read: Callable[[], list[Credit]]
+        self,
+        holder: str,
+        category: str,
+        owner: Any,
+        fingerprint: Hashable,
+        read: Callable[[], list[Storage | None]],
     ) -> None:
         if self.memo is None:  # (a walk that forgets: each storage credited as it comes)
-            for name, storage, category in read():
-                self.credit(name, storage, category)
+            for storage in read():
+                self.credit(holder, storage, category)
             return
-        key = (id(owner), holder)
+        key = (id(owner), holder, category)
         own = self.memo.entries.get(key)
         if own is None or own.fingerprint != fingerprint:
-            own = _own_reading(fingerprint, read())
+            own = _own_reading(fingerprint, holder, category, read())
         else:
             self.memo.reused += 1
         self.read_own[key] = own
@@ -343,20 +347,22 @@ class _Walk:
         )
 
 
-def _own_reading(fingerprint: Hashable, credits: list[Credit]) -> _Own:
+def _own_reading(
+    fingerprint: Hashable, holder: str, category: str, storages: list[Storage | None]
+) -> _Own:
     unique: dict[StorageKey, tuple[str, str, str, int, StorageKey]] = {}
-    totals: dict[tuple[str, str, str], list[int]] = {}  # (its sums with nothing counted before)
-    for name, storage, category in credits:
+    totals: dict[str, list[int]] = {}  # place -> [bytes, storages], nothing counted before
+    for storage in storages:
         if storage is None or storage[1] <= 0 or storage[0] in unique:
             continue
         key, size = storage
-        unique[key] = (name, category, key[0], size, key)
-        entry = totals.setdefault((name, category, key[0]), [0, 0])
+        unique[key] = (holder, category, key[0], size, key)
+        entry = totals.setdefault(key[0], [0, 0])
         entry[0] += size
         entry[1] += 1
-    names = frozenset(c[0] for c in credits if c[1] is not None)
+    names = frozenset((holder,)) if any(s is not None for s in storages) else frozenset()
     own = _Own(fingerprint, names, frozenset(unique), tuple(unique.values()))
-    own.sums[frozenset()] = [(k, size, count) for k, (size, count) in totals.items()]
+    own.sums[frozenset()] = [((holder, category, place), n, c) for place, (n, c) in totals.items()]
     return own
 
 

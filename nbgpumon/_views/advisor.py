@@ -119,10 +119,10 @@ def _activations(f: ActivationsFinding) -> Hint:
         f"gpu{f.gpu} {f.gpu_name}: {f.cell}'s peak of {format_bytes(f.peak)} was "
         f"{f.transient / f.peak:.0%} activations and temporaries ({format_bytes(f.transient)}, "
         f"freed before its end){more}",
-        "activation checkpointing (torch.utils.checkpoint, or gradient_checkpointing_enable() "
-        "on a transformers model) trades compute for that memory; autocast to bfloat16 halves "
-        "it; so does half the batch (with gradient accumulation to keep its size); "
-        "%gpumon explain N shows the cell's split",
+        "activation (gradient) checkpointing recomputes them in the backward pass instead of "
+        "keeping them; mixed precision (bfloat16 autocast) halves them; so does half the "
+        "batch, with gradient accumulation to keep its size; %gpumon explain N shows the "
+        "cell's split",
     )
 
 

@@ -52,16 +52,17 @@ class Reach(Protocol):
         ...
 
     def credit_own(
-        self, holder: str, owner: Any, fingerprint: Hashable, read: Callable[[], list[Credit]]
+        self,
+        holder: str,
+        category: str,
+        owner: Any,
+        fingerprint: Hashable,
+        read: Callable[[], list[Storage | None]],
     ) -> None:
-        """Credit what ``owner`` holds itself, as ``read()`` lists it; a walk that remembers
-        (a cell's end, from the last one) reuses its last reading of ``owner`` for ``holder``
-        where ``fingerprint`` (cheap: its tensors' addresses) is unchanged."""
+        """Credit what ``owner`` holds itself of ``category`` (``read()`` lists its storages)
+        to ``holder``; a walk that remembers (a cell's end, from the last one) reuses its last
+        reading where ``fingerprint`` (cheap: the tensors' addresses) is unchanged."""
         ...
-
-
-# one thing a container holds itself: (holder, storage or None, category)
-Credit = tuple[str, Storage | None, str]
 
 
 # credits what one array holds: (the walk, its holder's name, the array)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import sys
 from collections import OrderedDict
 from collections.abc import Callable
+from operator import attrgetter, methodcaller
 from typing import Any
 
 from ..holder_walk import (
@@ -14,7 +15,6 @@ from ..holder_walk import (
     GRADIENTS,
     OPTIMIZER_STATE,
     PARAMETERS,
-    Credit,
     HolderKinds,
     Reach,
     Storage,
@@ -83,72 +83,88 @@ _PLAIN = (bool, int, float, str, type(None))  # a module's attributes that hold 
 def _open_module(walk: Reach, holder: str, module: Any, follow: Callable[[Any], None]) -> None:
     # one pass over the submodules: their own parameters, gradients and buffers (a parameter
     # shared by two is one storage, counted once); other attributes followed
-    grads = f"{holder} (grads)"
-    own: list[tuple[str, Any, str]] = []
-    gradients: list[tuple[str, Any, str]] = []  # (apart: a step makes them anew, set_to_none)
+    params: list[Any] = []
+    grads: list[Any] = []  # (apart: a step makes them anew, zero_grad(set_to_none=True))
+    buffers: list[Any] = []
     try:
+        torch_own = _torch_own_attributes(type(module))
         for sub in module.modules():
             walk.enter(sub)
             attrs = _instance_dict(sub) or {}
-            for t in (attrs.get("_parameters") or {}).values():
-                if t is not None:
-                    own.append((holder, t, PARAMETERS))
-                    grad = t.grad
-                    if grad is not None:
-                        gradients.append((grads, grad, GRADIENTS))
-            for t in (attrs.get("_buffers") or {}).values():
-                if t is not None:
-                    own.append((holder, t, BUFFERS))
-            for key, value in attrs.items():
-                if isinstance(value, _PLAIN) or key in _MODULE_OWN or "hooks" in key:
+            own = attrs.get("_parameters")
+            if own:
+                params += [t for t in own.values() if t is not None]
+            own = attrs.get("_buffers")
+            if own:
+                buffers += [t for t in own.values() if t is not None]
+            for key in attrs.keys() - torch_own:  # (the layer's own: in_features, a cache)
+                value = attrs[key]
+                if isinstance(value, _PLAIN) or "hooks" in key:
                     continue
                 if type(value) in _BUILTIN_CONTAINERS and not value:
-                    continue  # (every module's empty sets and dicts of its own)
+                    continue
                 follow(value)
+        grads = [g for g in map(_GRAD, params) if g is not None]
     except Exception:
         return
-    _credit_own(walk, holder, module, own)
-    _credit_own(walk, grads, module, gradients)
+    _credit_own(walk, holder, PARAMETERS, module, params)
+    _credit_own(walk, f"{holder} (grads)", GRADIENTS, module, grads)
+    _credit_own(walk, holder, BUFFERS, module, buffers)
 
 
-_MODULE_OWN = frozenset(("_parameters", "_buffers", "_modules"))
+_TORCH_OWN: dict[type, frozenset[str]] = {}
+
+
+def _torch_own_attributes(cls: type) -> frozenset[str]:
+    """The attributes every module has from torch itself (its parameters, buffers,
+    submodules, hooks and flags): not followed. Read once, from a bare ``nn.Module``."""
+    base = next((c for c in cls.__mro__ if c.__module__ == "torch.nn.modules.module"), None)
+    if base is None:
+        return frozenset(("_parameters", "_buffers", "_modules"))
+    if base not in _TORCH_OWN:
+        _TORCH_OWN[base] = frozenset(vars(base()))
+    return _TORCH_OWN[base]
+
+
 _BUILTIN_CONTAINERS = frozenset((dict, set, list, tuple, OrderedDict))
+_GRAD = attrgetter("grad")
+_NBYTES = attrgetter("nbytes")
+_DATA_PTR = methodcaller("data_ptr")
 
 
 def _open_optimizer(walk: Reach, holder: str, opt: Any) -> None:
     # its state's tensors and its parameters; anything else in its state walked
-    state_holder, params_holder = f"{holder} (state)", f"{holder} (params)"
-    own: list[tuple[str, Any, str]] = []
+    state_holder = f"{holder} (state)"
     tensor = sys.modules["torch"].Tensor
     try:
-        for state in list(opt.state.values()):
-            if not isinstance(state, dict):
-                walk.visit(state_holder, state, OPTIMIZER_STATE)
-                continue
-            for value in state.values():  # (Adam's: exp_avg, exp_avg_sq, step)
-                if isinstance(value, tensor):
-                    own.append((state_holder, value, OPTIMIZER_STATE))
-                else:
-                    walk.visit(state_holder, value, OPTIMIZER_STATE)
-        for group in opt.param_groups:
-            own.extend((params_holder, t, PARAMETERS) for t in group.get("params", ()))
+        states = list(opt.state.values())
+        values = [v for s in states if isinstance(s, dict) for v in s.values()]
+        state = [v for v in values if isinstance(v, tensor)]
+        for other in [s for s in states if not isinstance(s, dict)]:
+            walk.visit(state_holder, other, OPTIMIZER_STATE)
+        for other in [v for v in values if not isinstance(v, tensor)]:
+            walk.visit(state_holder, other, OPTIMIZER_STATE)
+        params = [t for group in opt.param_groups for t in group.get("params", ())]
     except Exception:
         return
-    _credit_own(walk, holder, opt, own)
+    _credit_own(walk, state_holder, OPTIMIZER_STATE, opt, state)
+    _credit_own(walk, f"{holder} (params)", PARAMETERS, opt, params)
 
 
-def _credit_own(walk: Reach, holder: str, owner: Any, own: list[tuple[str, Any, str]]) -> None:
-    """Credit ``owner``'s own tensors, fingerprinted by their addresses and sizes so that a
-    walk that remembers reads their storages again only once one changes."""
+def _credit_own(walk: Reach, holder: str, category: str, owner: Any, tensors: list[Any]) -> None:
+    """Credit ``owner``'s own ``tensors``, fingerprinted by their addresses and sizes so that
+    a walk that remembers reads their storages again only once one changes."""
+    if not tensors:
+        return
     try:
-        fingerprint: Any = tuple(t.data_ptr() for _, t, _ in own), sum(t.nbytes for _, t, _ in own)
+        fingerprint: Any = tuple(map(_DATA_PTR, tensors)), sum(map(_NBYTES, tensors))
     except Exception:
         fingerprint = object()  # (a storage-less tensor: read every time)
 
-    def read() -> list[Credit]:
-        return [(name, _storage(walk, t), kind) for name, t, kind in own]
+    def read() -> list[Storage | None]:
+        return [_storage(walk, t) for t in tensors]
 
-    walk.credit_own(holder, owner, fingerprint, read)
+    walk.credit_own(holder, category, owner, fingerprint, read)
 
 
 def _instance_dict(obj: Any) -> dict | None:
