@@ -5,9 +5,10 @@ What a cell's end runs for it: ``LeakWatch.changes()`` (the names it bound, the 
 added) and ``CellKinds.read()``, timed for three kinds of cell: one that moves nothing and binds
 nothing (the figures carried over), one that binds a name (``lr = 0.1``: the known holders and
 that name walked), and a training step (zero_grad, forward, backward, step, binding ``loss``:
-new gradients, read again; the rest as it was read). Beside them, one whole holder walk of the same namespace,
-which a read runs only when unexplained memory grows. Then the same reads over ``--cells``
-cells whose history (``_iN``, ``Out``) grows as a kernel's does: the first and the last 500.
+new gradients, read again; the rest as it was read). Beside them, one whole holder walk of the
+same namespace, which a read runs only when unexplained memory grows. Then the same reads over
+``--cells`` cells whose history (``_iN``, ``Out``) grows as a kernel's does: the first and the
+last 500.
 
 On a GPU the model is on cuda:0 and the figures are torch's; without one it is on the host and
 the walk looks for host memory (the same walk; the allocated figure is what the whole walk

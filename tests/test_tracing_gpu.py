@@ -14,10 +14,16 @@ pytestmark = [
 ]
 KEEP_1GIB = "import torch\ny = torch.empty(2**30, dtype=torch.uint8, device='cuda')"
 PREFIX = "nbgpumon trace: "
+PEAK = "nbgpumon trace, freed after its peak: "
+NET = (
+    "net = torch.nn.Sequential(torch.nn.Linear(4096, 4096), torch.nn.ReLU(),\n"
+    "                          torch.nn.Linear(4096, 4096)).cuda()\n"
+    "xb = torch.randn(8192, 4096, device='cuda')"
+)
 
 
-def _traced(run) -> list[str]:
-    return [line[len(PREFIX) :] for line in run.stdout.splitlines() if line.startswith(PREFIX)]
+def _traced(run, prefix: str = PREFIX) -> list[str]:
+    return [line[len(prefix) :] for line in run.stdout.splitlines() if line.startswith(prefix)]
 
 
 @pytest.fixture(scope="module")
@@ -33,8 +39,11 @@ def runs():
             "z = make(2**29)",  # In[7]
             "t = torch.empty(2**30, dtype=torch.uint8, device='cuda'); del t",  # In[8]
             KEEP_1GIB,  # In[9]: the same text as In[5], so the same cell file
-            "%gpumon trace off\nprint('HISTORY', torch._C._cuda_isHistoryEnabled())",  # In[10]
+            NET,  # In[10]
+            "loss = net(xb).square().mean()\nloss.backward()\ndel loss",  # In[11]
+            "%gpumon trace off\nprint('HISTORY', torch._C._cuda_isHistoryEnabled())",  # In[12]
             RECORDS_CELL,
+            "%gpumon explain 11",
         ],
         timeout=300,
     )
@@ -68,11 +77,28 @@ def test_memory_freed_within_the_cell_is_not_reported(runs):
     assert _traced(runs[7]) == []
 
 
+def test_what_a_cells_peak_held_and_it_freed_is_named_by_its_line(runs):
+    assert _traced(runs[7], PEAK) == [
+        "[8] line 1: t = torch.empty(2**30, dtype=torch.uint8, device='cuda'); del t — 1.0 GiB"
+    ]
+    assert _traced(runs[4], PEAK) == []  # it kept what it made: its peak is its end
+
+
+def test_a_training_steps_activations_are_named_by_the_forward_line(runs):
+    peak = _traced(runs[10], PEAK)
+    assert any(line.startswith("[11] line 1: loss = net(xb).square().mean() — ") for line in peak)
+    said = runs[13].text
+    assert "what the peak held and the cell freed, by the line that allocated it:" in said
+    assert "    [11] line 1: loss = net(xb).square().mean() — " in said, said
+    records = {r["execution_count"]: r for r in runs[12].json_after("RECORDS=")}
+    assert records[11]["traced_peak"], records[11]
+
+
 def test_a_rerun_of_identical_text_is_attributed_to_the_new_count(runs):
     assert [line.split(":")[0] for line in _traced(runs[8])] == ["[9] line 2"]
 
 
 def test_the_ledger_keeps_the_traced_lines_and_trace_off_stops_torchs_recorder(runs):
-    records = {r["execution_count"]: r for r in runs[10].json_after("RECORDS=")}
+    records = {r["execution_count"]: r for r in runs[12].json_after("RECORDS=")}
     assert records[5]["traced"] == "\n".join(_traced(runs[4]))
-    assert runs[9].stdout.splitlines() == ["nbgpumon: allocation tracing off", "HISTORY False"]
+    assert runs[11].stdout.splitlines() == ["nbgpumon: allocation tracing off", "HISTORY False"]

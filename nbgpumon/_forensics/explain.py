@@ -132,6 +132,8 @@ class CellExplained:
     peak_exact: bool  # False: a sampled lower bound
     peak_categories: dict[str, int]  # what was there at its end, then the transient rest
     notes: tuple[str, ...] = ()
+    # with tracing on: what the peak held and the cell freed, by cell line (the record's)
+    peak_traced: tuple[str, ...] = ()
 
 
 def explain_cell(record: CellRecord) -> list[CellExplained]:
@@ -162,6 +164,7 @@ def explain_cell(record: CellRecord) -> list[CellExplained]:
                 peak_exact=d.peak_exact,
                 peak_categories=split,
                 notes=tuple(notes),
+                peak_traced=record.traced_peak,
             )
         )
     return found

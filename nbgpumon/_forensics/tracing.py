@@ -20,7 +20,7 @@ from __future__ import annotations
 import linecache
 import os
 import sys
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -75,19 +75,33 @@ def attribute_blocks(
     ``live_keys``, when given, receives :func:`live_block_keys` of ``snapshot`` (one pass).
     """
 
+    blocks = []
+    for device, block in _live_blocks(snapshot):
+        key = _block_key(block)
+        if live_keys is not None:
+            live_keys.add(key)
+        if key not in alive_at_start:
+            blocks.append((device, int(block.get("size") or 0), block.get("frames") or ()))
+    return group_by_line(blocks, filename_map, execution_count, cell_filename, getline)
+
+
+def group_by_line(
+    blocks: Iterable[tuple[int, int, Sequence[Mapping[str, Any]]]],
+    filename_map: Mapping[str, int],
+    execution_count: int | None,
+    cell_filename: str | None = None,
+    getline: Callable[[str, int], str] = linecache.getline,
+) -> list[TracedAllocation]:
+    """``blocks`` ((device, bytes, frames) each) grouped by the innermost notebook-cell frame
+    of their stacks, biggest first (see :func:`attribute_blocks`)."""
+
     def count(frame: Mapping[str, Any]) -> int | None:
         name = frame.get("filename")
         return execution_count if name == cell_filename else filename_map.get(name)
 
     groups: dict[tuple, list[int]] = {}
     sources: dict[tuple[str, int], str] = {}  # many blocks come from one line
-    for device, block in _live_blocks(snapshot):
-        key = _block_key(block)
-        if live_keys is not None:
-            live_keys.add(key)
-        if key in alive_at_start:
-            continue
-        frames = block.get("frames") or ()
+    for device, size, frames in blocks:
         cells = [f for f in frames if f.get("filename") in filename_map]
         caller_cell = caller_line = None
         if cells:
@@ -102,7 +116,7 @@ def attribute_blocks(
         else:
             cell, line, source = execution_count, 0, _describe_frame(frames)
         entry = groups.setdefault((device, cell, line, source, caller_cell, caller_line), [0, 0])
-        entry[0] += int(block.get("size") or 0)
+        entry[0] += size
         entry[1] += 1
     found = [
         TracedAllocation(size, n, device, cell, line, source, caller_cell, caller_line)

@@ -166,6 +166,9 @@ class CellRecord:
     # the processes it started (children, their children) that used a GPU, as last seen: a
     # child that outlives its cell is brought up to date in the ledger while it runs
     children: tuple[ChildUsage, ...] = ()
+    # with tracing on: what its peak held and it freed before its end (activations and
+    # temporaries), by cell line, then any note on the replay ("(…)")
+    traced_peak: tuple[str, ...] = ()
 
     @property
     def nvml_unavailable(self) -> str:
@@ -254,6 +257,7 @@ def record_from_dict(d: dict) -> CellRecord:
         holders = tuple((str(name), int(size)) for name, size in retention.get("holders", ()))
         fields["retention"] = Retention(retention["device"], holders, retention.get("note", ""))
     fields["traced"] = tuple(fields.get("traced", ()))
+    fields["traced_peak"] = tuple(fields.get("traced_peak", ()))
     fields["children"] = tuple(child_from_dict(c) for c in fields.get("children", ()))
     for old, new in _OLD_RECORD_NAMES.items():
         if old in fields:

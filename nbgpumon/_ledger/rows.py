@@ -35,7 +35,7 @@ SOURCE_FIELDS = ("source_cut", "source")
 _DEVICE_FIELDS = tuple(
     f.name
     for f in fields(DeviceUsage)
-    if f.name not in ("index", "cuda_index", "name", "frameworks")
+    if f.name not in ("index", "cuda_index", "name", "frameworks", "kinds_before", "kinds_after")
 )
 _DEVICE_DERIVED = ("allocated_delta", "reserved_delta", "device_used_delta", "retained")
 # The device source's figures under the names cells_frame() and recordings have always given
@@ -58,10 +58,13 @@ def record_row(record: CellRecord) -> dict:
     r = record.retention
     row["held_by"] = ", ".join(name for name, _ in r.holders) if r is not None else ""
     row["traced"] = "\n".join(record.traced)  # with tracing on: one line per cell line
+    row["traced_peak"] = "\n".join(record.traced_peak)
     for d in record.devices:
         prefix = f"gpu{d.index}."
         for name in _DEVICE_FIELDS + _DEVICE_DERIVED:
             row[prefix + _COLUMN_NAMES.get(name, name)] = getattr(d, name)
+        # its end by kind, and the part of its peak it freed: ``gpu0.kind.parameters``
+        row.update({f"{prefix}kind.{kind}": size for kind, size in d.peak_by_kind.items()})
         for f in d.frameworks:
             for name in _FRAMEWORK_FIELDS + _FRAMEWORK_DERIVED:
                 row[f"{prefix}{f.framework}.{name}"] = getattr(f, name)

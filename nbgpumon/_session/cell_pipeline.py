@@ -163,8 +163,11 @@ class CellPipeline:
         found = self._tracing.cell_finished(record.execution_count)
         line = self.traced_line
         lines = tuple(line(a) for a in found) if line is not None else ()
-        if retention is not None or lines:  # (a copy of the record only when there is news)
-            record = dataclasses.replace(record, retention=retention, traced=lines)
+        peak_lines = self._peak_lines(record)
+        if retention is not None or lines or peak_lines:  # (a copy only when there is news)
+            record = dataclasses.replace(
+                record, retention=retention, traced=lines, traced_peak=peak_lines
+            )
         oom = None
         # host MemoryError is "oom" in the ledger too, but this post-mortem is about the GPU
         if (
@@ -180,6 +183,19 @@ class CellPipeline:
                 flight = self._tracing.oom_flight_record(shell, record, traced)
                 oom = dataclasses.replace(oom, **flight)
         return CellOutcome(record, found, oom, range_error=range_error)
+
+    def _peak_lines(self, record: CellRecord) -> tuple[str, ...]:
+        """What the cell's peak held and it freed, by line, as the record keeps it (tracing
+        on, a view's words for the lines): each device's lines, then its note."""
+        line = self.traced_line
+        if line is None:
+            return ()
+        lines: list[str] = []
+        for replay in self._tracing.peak_replays(record):
+            lines += [line(a) for a in replay.found]
+            if replay.note:
+                lines.append(f"({replay.note})")
+        return tuple(lines)
 
     def _kinds(self, shell: Any) -> CellKinds:
         if self._cell_kinds is None or self._cell_kinds.shell is not shell:

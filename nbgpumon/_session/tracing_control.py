@@ -1,17 +1,21 @@
 """Allocation tracing and NVTX cell ranges: on, off, their state, the ``GPUMon.nvtx`` setting
-kept in step, a cell's range and traced allocations, and the OOM flight record."""
+kept in step, a cell's range and traced allocations (what it left alive, what its peak held
+and it freed), and the OOM flight record."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from .._foundation.errors import failure_line
 from .._ledger.records import CellRecord
+from .._sources.frameworks import frameworks
 from .config import GPUMon
 from .nvtx_ranges import NvtxRanges, range_name
 
 if TYPE_CHECKING:
     from .._forensics.oom_snapshot import SnapshotStore
+    from .._forensics.peak_replay import PeakReplay
     from .._forensics.tracing import AllocationTracer, TracedAllocation
     from .recording_control import RecordingControl
 
@@ -73,6 +77,40 @@ class TracingControl:
             return ()
         found = self.tracer.cell_finished(execution_count)
         return tuple(a for a in found if a.bytes >= TRACE_MIN_BYTES)
+
+    def peak_replays(self, record: CellRecord) -> list[PeakReplay]:
+        """Where the cell freed TRACE_MIN_BYTES or more of its exact peak before its end
+        (tracing on): what the peak held and the cell freed, by line, per device."""
+        tracer = self.tracer
+        if tracer is None or not tracer.active:
+            return []
+        name = next((f.name for f in frameworks() if f.memory_history is tracer.history), "")
+        figures = [
+            (d.cuda_index, f.allocated_after, f.peak_allocated)
+            for d in record.devices
+            for f in d.frameworks
+            if f.framework == name
+            and d.cuda_index is not None
+            and f.peak_exact
+            and f.peak_allocated is not None
+            and f.allocated_after is not None
+            and f.peak_allocated - f.allocated_after >= TRACE_MIN_BYTES
+        ]
+        if not figures or tracer.max_entries <= 0:  # (no history of events kept)
+            return []
+        from .._forensics.peak_replay import replay_to_peak
+
+        compile_ = getattr(tracer.shell, "compile", None)
+        filename_map = getattr(compile_, "_filename_map", None) or {}
+        try:
+            snapshot = tracer.full_snapshot()  # (100-200 ms for torch's: only for such cells)
+            return [
+                replay_to_peak(snapshot, device, after, peak, filename_map, record.execution_count)
+                for device, after, peak in figures
+            ]
+        except Exception as exc:
+            tracer.error = failure_line("replaying allocations to the cell's peak failed", exc)
+            return []
 
     def oom_flight_record(self, shell: Any, record: CellRecord, traced: bool) -> dict[str, Any]:
         """The post-mortem's live blocks by line and saved snapshot (OomFacts fields);

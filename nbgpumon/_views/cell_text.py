@@ -7,6 +7,7 @@ from .._session.cell_pipeline import CellOutcome
 from .text import summary_line
 
 TRACE_LINES = 5  # traced lines printed under a cell (the record keeps them all)
+PEAK_LINES = 3  # and of what its peak held and it freed
 
 
 def cell_lines(outcome: CellOutcome, summary: bool) -> list[str]:
@@ -32,4 +33,11 @@ def trace_lines(outcome: CellOutcome) -> list[str]:
     lines = [f"nbgpumon trace: {line}" for line in traced[:TRACE_LINES]]
     if len(traced) > TRACE_LINES:
         lines.append(f"nbgpumon trace: … {len(traced) - TRACE_LINES} more lines")
+    peak = outcome.record.traced_peak
+    lines += [f"nbgpumon trace, freed after its peak: {line}" for line in peak[:PEAK_LINES]]
+    if len(peak) > PEAK_LINES:
+        lines.append(
+            f"nbgpumon trace, freed after its peak: … {len(peak) - PEAK_LINES} more lines "
+            f"(%gpumon explain {outcome.record.execution_count} lists them)"
+        )
     return lines

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from .._foundation.units import format_bytes
+from .._ledger.records import TRANSIENT
 
 if TYPE_CHECKING:
     from .._forensics.explain import CellExplained, MemoryExplained
@@ -80,6 +81,14 @@ def cell_explain_lines(entries: Sequence[CellExplained]) -> list[str]:
         exact = "exact" if e.peak_exact else "sampled: at least"
         lines.append(f"gpu{e.index} ({e.device}) at its peak: {format_bytes(e.peak)} ({exact})")
         lines += _category_lines(e.peak_categories, e.peak)
+        if e.peak_traced:
+            lines.append("  what the peak held and the cell freed, by the line that allocated it:")
+            lines += [f"    {line}" for line in e.peak_traced]
+        elif e.peak_categories.get(TRANSIENT):
+            lines.append(
+                "  (%gpumon trace on names the lines of the activations and temporaries, "
+                "from the next cell on)"
+            )
         lines += [f"  ({note})" for note in e.notes]
     return lines
 
