@@ -223,3 +223,20 @@ def test_a_remembering_walk_finds_what_a_fresh_one_finds_as_the_tensors_change()
     same()
     shell.user_ns["a_view"] = model[1].weight[:4]  # a parameter's storage, held twice
     same()
+
+
+def test_the_widgets_rows_carry_each_cells_peak_by_kind_and_refuse_a_malformed_one():
+    from nbgpumon._views.widget import cell_row
+    from nbgpumon._views.widget_traits import CELL
+
+    record = _record(0, 3 * MIB, 5 * MIB)
+    device = dataclasses.replace(record.devices[0], kinds_after=(("parameters", 3 * MIB),))
+    row = cell_row(dataclasses.replace(record, devices=(device,)))
+    assert row["kinds"] == [
+        {"gpu": 0, "kind": "parameters", "bytes": 3 * MIB},
+        {"gpu": 0, "kind": TRANSIENT, "bytes": 2 * MIB},
+    ]
+    assert row["kinds_text"] == "gpu0: parameters 3.0 MiB · activations and temporaries 2.0 MiB"
+    CELL.check(row, "cells")  # (a well-formed row passes)
+    with pytest.raises(Exception, match="gpu, kind, bytes"):
+        CELL.check({**row, "kinds": [{"gpu": "0", "kind": "x", "bytes": 1}]}, "cells")

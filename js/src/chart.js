@@ -11,11 +11,13 @@ import { cellEnd, cellId, cellKey } from "./cells.js";
 import { formatBytes, formatBytesAxis, formatPercent, formatSeconds, ledgerLine, runningLine } from "./format.js";
 import { bucketColumns } from "./budget.js";
 import { Downsampler, bucketSeconds } from "./downsample.js";
+import { kindColor, kindsOn } from "./kinds.js";
 import { linePath } from "./line-path.js";
 import { timeAxis } from "./time-axis.js";
 import { cudaLabelOf, panelNameOf, unavailableOf } from "./devices.js";
 
 export const PANEL_HEIGHT = 160; // CSS px, axes included
+
 const TEXT_WIDTHS_KEPT = 1000; // label widths remembered (cells' names, totals)
 
 // A node's rows come once per scrape interval (15 s by default): until a panel holds a few,
@@ -104,6 +106,7 @@ export function panelSpecs({ devices, columns, gpu, toggles, seen = () => true }
       if (!g.series.length) continue;
       out.push({
         id: `${prefix}-${panel}`,
+        ...(device !== null && panel === "memory" ? { kindsOf: device } : {}),
         title: panelTitle(device, name, panel, cudaLabel),
         unit: g.series[0].unit,
         series: g.series.map((c, k) => ({
@@ -153,14 +156,15 @@ function clock(seconds) {
  * running cell's so far; then its source. A row without a summary (an older kernel's) gets one
  * made here, with the holders on a line of their own.
  */
-function tipText(cell) {
+function tipText(cell, kinds = false) {
   const label = typeof cell.label === "string" ? cell.label : "";
+  const byKind = kinds && typeof cell.kinds_text === "string" ? cell.kinds_text : "";
   if (!cell.running && typeof cell.summary === "string" && cell.summary) {
-    return [cell.summary, label].filter(Boolean).join("\n");
+    return [cell.summary, byKind && `peak by kind: ${byKind}`, label].filter(Boolean).join("\n");
   }
   const held = typeof cell.held_by === "string" && cell.held_by ? `held by ${cell.held_by}` : "";
   const line = cell.running ? runningLine(cell) : ledgerLine(cell);
-  return [line, held, label].filter(Boolean).join("\n");
+  return [line, held, byKind && `peak by kind: ${byKind}`, label].filter(Boolean).join("\n");
 }
 
 /**
@@ -268,8 +272,9 @@ export class Chart {
    * @param {object[]} f.marks
    * @param {string|null} f.highlight cellKey of the selected cell
    * @param {Set<string>} f.hidden series keys the user switched off
+   * @param {boolean} [f.kinds] stack each cell's memory by kind in its band (GPU memory panels)
    */
-  update({ store, specs, window, width, cells, running = null, marks, highlight, hidden }) {
+  update({ store, specs, window, width, cells, running = null, marks, highlight, hidden, kinds = false }) {
     const layout = specs.map((s) => `${s.id}:${s.series.map((x) => x.column).join(",")}`).join("|");
     if (layout !== this.layout) this._rebuild(specs, width, hidden);
     else if (width !== this.width) {
@@ -281,7 +286,7 @@ export class Chart {
 
     const t1 = store.lastTime;
     const now = t1;
-    this.frame = { index: this._indexOf(cells), running, marks, highlight, now };
+    this.frame = { index: this._indexOf(cells), running, marks, highlight, now, kinds };
     // The window is a maximum: until that much is held the chart spans what there is.
     let t0 = window ? Math.max(t1 - window, store.firstTime) : store.firstTime;
     if (!(t1 > t0)) t0 = t1 - 1;
@@ -517,7 +522,37 @@ export class Chart {
       if (!c.running) ctx.fillRect(x0 + w - pr, bbox.top, pr, bbox.height);
     }
     flush();
+    const drawn = this.frame.kinds && Number.isInteger(panel.spec.kindsOf) ? this._drawKinds(u, panel.spec.kindsOf, toX) : 0;
+    if (panel.el.dataset.kindsDrawn !== String(drawn)) panel.el.dataset.kindsDrawn = String(drawn);
     ctx.restore();
+  }
+
+  /** Each cell's memory on GPU `device` by kind (its end's, then what its peak held beyond),
+   * stacked from 0 in its band, under the lines; how many cells it drew (for tests). */
+  _drawKinds(u, device, toX) {
+    const { ctx, bbox } = u;
+    const { now } = this.frame;
+    const pr = this.pxRatio();
+    ctx.globalAlpha = 0.45;
+    let drawn = 0;
+    for (const c of this._visibleCells(u)) {
+      const parts = kindsOn(c, device);
+      if (!parts.length) continue;
+      drawn += 1;
+      const x0 = Math.max(bbox.left, toX(c.start));
+      const x1 = Math.min(bbox.left + bbox.width, toX(cellEnd(c, now)));
+      const w = Math.max(pr, x1 - x0);
+      let base = 0;
+      for (const [kind, bytes] of parts) {
+        const y0 = u.valToPos(base, "y", true);
+        const y1 = u.valToPos(base + bytes, "y", true);
+        ctx.fillStyle = kindColor(kind);
+        ctx.fillRect(x0, Math.min(y0, y1), w, Math.max(Math.abs(y0 - y1), bytes > 0 ? pr : 0));
+        base += bytes;
+      }
+    }
+    ctx.globalAlpha = 1;
+    return drawn;
   }
 
   _drawOverlays(u, panel) {
@@ -625,7 +660,7 @@ export class Chart {
         : (index.overlapping(panel.hovered.start, panel.hovered.start).find((c) => cellKey(c) === key) ?? null);
     panel.hovered = fresh;
     if (panel.tip.hidden) return;
-    if (fresh) panel.tip.textContent = tipText(fresh);
+    if (fresh) panel.tip.textContent = tipText(fresh, this.frame.kinds);
     else panel.tip.hidden = true;
   }
 
@@ -637,7 +672,7 @@ export class Chart {
       tip.hidden = true;
       delete tip.dataset.tipCell;
     } else {
-      tip.textContent = tipText(cell);
+      tip.textContent = tipText(cell, this.frame.kinds);
       tip.dataset.tipCell = cellId(cell);
       tip.hidden = false;
       // Left of the cursor when the cursor is in the right half, so the tip stays inside.

@@ -1,9 +1,11 @@
 // The row of controls above the chart: time window (with a note of how much data there is while
 // that is less), host selector (only once other nodes answered: this kernel, all nodes, or one
-// host), GPU selector (only with more than one GPU), and toggles for the optional panels. The
+// host), GPU selector (only with more than one GPU), toggles for the optional panels and for
+// each cell's memory by kind in the memory panels (with its legend). The
 // last two are this kernel's, hidden while other nodes are shown. They change view state only;
 // nothing goes to the kernel.
 import { cudaLabelOf } from "./devices.js";
+import { KIND_COLORS } from "./kinds.js";
 
 export const WINDOWS = [
   { label: "1 min", seconds: 60 },
@@ -17,6 +19,7 @@ const TOGGLES = [
   { key: "power", label: "power" },
   { key: "temperature", label: "temperature" },
   { key: "rss", label: "host RSS" },
+  { key: "kinds", label: "by kind" }, // each cell's memory by kind, stacked in its band
 ];
 
 // Values of the host selector: this kernel's panels, every node's, or one host's ("host:NAME").
@@ -83,7 +86,16 @@ export class Controls {
     });
 
     this.togglesEl = toggles;
-    this.el.append(group, this.shown, this.hostLabel, this.gpuSelect, toggles);
+    // what the "by kind" bands' colours are (fixed names: no user data)
+    this.kindsLegend = document.createElement("span");
+    this.kindsLegend.className = "nbgpumon-kinds-legend";
+    for (const [kind, color] of Object.entries(KIND_COLORS)) {
+      const swatch = document.createElement("span");
+      swatch.className = "nbgpumon-swatch";
+      swatch.style.background = color;
+      this.kindsLegend.append(swatch, document.createTextNode(` ${kind} `));
+    }
+    this.el.append(group, this.shown, this.hostLabel, this.gpuSelect, toggles, this.kindsLegend);
     this.update({ devices: [], columns: [], state, shown: "" });
   }
 
@@ -152,10 +164,13 @@ export class Controls {
     for (const t of this.toggles) {
       const available = t.key === "rss"
         ? drawn("rss", true) && devices.length > 0 // without a GPU, RSS is always shown
-        : drawn(t.key, false);
+        : t.key === "kinds"
+          ? devices.length > 0 // (in the memory panels: no panel of its own)
+          : drawn(t.key, false);
       t.label.hidden = !available;
       t.box.checked = Boolean(state.toggles[t.key]);
     }
+    this.kindsLegend.hidden = !(local && devices.length > 0 && state.toggles.kinds);
   }
 
   destroy() {

@@ -23,6 +23,8 @@ const OWN = `
 .nbgpumon-toggles{display:inline-flex;gap:10px}
 .nbgpumon-toggles label{display:inline-flex;align-items:center;gap:3px;cursor:pointer}
 .nbgpumon-toggles input{margin:0}
+.nbgpumon-kinds-legend{font-size:11px;opacity:.85}
+.nbgpumon-swatch{display:inline-block;width:9px;height:9px;margin-left:6px;opacity:.7}
 .nbgpumon-panel{position:relative}
 .nbgpumon-panel-head{display:flex;flex-wrap:wrap;align-items:baseline;gap:0 10px;margin:4px 0 0 4px;font-size:11px;line-height:16px}
 .nbgpumon-panel-title{font-weight:600;color:var(--jp-ui-font-color2,#6b7280);white-space:nowrap}

@@ -70,7 +70,7 @@ export function createView({ model, el }, deps) {
     window: 600, // seconds, or null for all
     node: LOCAL, // LOCAL: this kernel's panels; ALL_NODES; or hostValue(host): one host's
     gpu: null, // nvml index, "all", or null: the first GPU
-    toggles: { power: false, temperature: false, rss: false },
+    toggles: { power: false, temperature: false, rss: false, kinds: false },
     highlight: null, // cellKey of the selected cell
     hidden: new Set(), // series switched off in a legend, by "panelId:column"
   };
@@ -207,7 +207,7 @@ export function createView({ model, el }, deps) {
     // The observer's width once it has one: reading clientWidth here would lay the page out
     // again whenever anything above changed it, every frame.
     width = observedWidth || root.clientWidth || el.clientWidth || width || DEFAULT_WIDTH;
-    const shared = { window: state.window, width, cells: cellStore.index, running, marks, highlight: state.highlight, hidden: state.hidden };
+    const shared = { window: state.window, width, cells: cellStore.index, running, marks, highlight: state.highlight, hidden: state.hidden, kinds: Boolean(state.toggles.kinds) };
     chartEl.hidden = !local;
     nodesView.el.hidden = local;
     if (local) {

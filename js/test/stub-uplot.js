@@ -12,7 +12,11 @@ export function recordingContext() {
     "save", "restore", "beginPath", "rect", "clip", "fillRect", "moveTo", "lineTo", "stroke",
     "setLineDash", "fillText",
   ]) {
-    ctx[name] = (...args) => calls.push([name, ...args]);
+    // (a fill also records its colour, after its arguments)
+    ctx[name] =
+      name === "fillRect"
+        ? (...args) => calls.push([name, ...args, ctx.fillStyle])
+        : (...args) => calls.push([name, ...args]);
   }
   return ctx;
 }

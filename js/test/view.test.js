@@ -522,3 +522,66 @@ describe("samples a front end dropped", () => {
     expect(drawn.some(Number.isNaN)).toBe(false); // the break drawn for the hole went
   });
 });
+
+describe("the by-kind toggle", () => {
+  const kinds = [
+    { gpu: 0, kind: "parameters", bytes: 40 * GiB },
+    { gpu: 0, kind: "optimizer state", bytes: 30 * GiB },
+    { gpu: 0, kind: "activations and temporaries", bytes: 20 * GiB },
+    { gpu: 1, kind: "parameters", bytes: 4 * GiB }, // another GPU's: not in gpu0's panel
+  ];
+  const withKinds = () =>
+    gpuModel({ cells: [cell(1, 100, 100.5, { kinds, kinds_text: "gpu0: parameters 1.0 GiB · …" }), cell(2, 100.5, 101)] });
+  const kindFills = (memory) =>
+    memory.ctx.calls.filter((c) => c[0] === "fillRect" && ["#2563eb", "#f59e0b", "#f97316"].includes(c[5]));
+
+  test("stacks each cell's memory by kind in its band, from 0, in the memory panel only", () => {
+    const model = withKinds();
+    widget.initialize({ model });
+    widget.render({ model, el });
+    const memory = StubUPlot.instances[0];
+    memory.paint();
+    expect(kindFills(memory)).toEqual([]); // off by default
+    const box = el.querySelector("input[data-toggle='kinds']");
+    expect(box.closest("label").hidden).toBe(false);
+    expect(el.querySelector(".nbgpumon-kinds-legend").hidden).toBe(true);
+    box.checked = true;
+    box.dispatchEvent(new Event("change"));
+    frames.flush();
+    memory.ctx.calls.length = 0;
+    memory.paint();
+    const fills = kindFills(memory);
+    expect(fills.map((c) => c[5])).toEqual(["#2563eb", "#f59e0b", "#f97316"]); // in its order
+    const [params, state, transient] = fills;
+    expect(params[2] + params[4]).toBeCloseTo(memory.valToPos(0, "y")); // from 0
+    expect(params[4]).toBeCloseTo(memory.valToPos(0, "y") - memory.valToPos(40 * GiB, "y"));
+    expect(state[2] + state[4]).toBeCloseTo(params[2]); // on top of the one before
+    expect(transient[2]).toBeCloseTo(memory.valToPos(90 * GiB, "y"));
+    expect(params[1]).toBeCloseTo(memory.valToPos(100, "x")); // over cell 1's band
+    expect(el.querySelector(".nbgpumon-kinds-legend").hidden).toBe(false);
+    expect(el.querySelector(".nbgpumon-kinds-legend").textContent).toContain("activations and temporaries");
+    const util = StubUPlot.instances[1];
+    util.ctx.calls.length = 0;
+    util.paint();
+    expect(kindFills(util)).toEqual([]);
+    memory.hover(memory.valToPos(100.25, "x") - memory.bbox.left);
+    expect(el.querySelector(".nbgpumon-tip:not([hidden])").textContent).toContain(
+      "peak by kind: gpu0: parameters 1.0 GiB · …",
+    );
+  });
+
+  test("a malformed kind is skipped, never drawn", () => {
+    const bad = [{ gpu: 0, kind: XSS, bytes: "many" }, null, { gpu: 0, kind: 7, bytes: GiB }];
+    const model = gpuModel({ cells: [cell(1, 100, 101, { kinds: bad })] });
+    widget.initialize({ model });
+    widget.render({ model, el });
+    const box = el.querySelector("input[data-toggle='kinds']");
+    box.checked = true;
+    box.dispatchEvent(new Event("change"));
+    frames.flush();
+    const memory = StubUPlot.instances[0];
+    memory.ctx.calls.length = 0;
+    memory.paint();
+    expect(memory.ctx.calls.filter((c) => c[0] === "fillRect" && c[5] === "#94a3b8")).toEqual([]);
+  });
+});

@@ -26,6 +26,7 @@ from .._foundation.units import format_bytes
 from .._foundation.windows import Chunk, Window
 from .._ledger.records import CellRecord
 from .children_text import children_text
+from .explain_text import kinds_words
 from .status_text import status_line
 from .svg import timeline_svg
 from .text import framework_figures, retention_text, shown_peak_and_kept, summary_line
@@ -387,6 +388,13 @@ def cell_row(r: CellRecord) -> dict[str, Any]:
         ],
         "frameworks_named": len(r.frameworks) > 1,  # several up: the table names each one
         "children": children_text(r.children),  # "python train.py ≥3.0 GiB on gpu0, 87%"
+        # its memory by kind at its end, and what its peak held beyond (the chart's "by kind")
+        "kinds": [
+            {"gpu": d.index, "kind": kind, "bytes": size}
+            for d in r.devices
+            for kind, size in d.peak_by_kind.items()
+        ],
+        "kinds_text": kinds_words(r),
     }  # fmt: skip
 
 

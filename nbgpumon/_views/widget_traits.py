@@ -140,6 +140,7 @@ DEVICE = Shape(
 FRAMEWORK_FIGURE = Shape(
     required={"label": STR, "peak": NUMBER.or_none(), "peak_exact": BOOL, "kept": NUMBER.or_none()}
 )
+KIND = Shape(required={"gpu": INT, "kind": STR, "bytes": NUMBER})
 CELL = Shape(
     required={
         "index": INT, "name": STR, "count": INT.or_none(), "kind": STR, "label": STR,
@@ -150,7 +151,11 @@ CELL = Shape(
         "frameworks": FRAMEWORK_FIGURE.rows("a list of {label, peak, peak_exact, kept}"),
         "frameworks_named": BOOL,
     },
-    optional={"children": STR},  # the processes it started, in words ("" for none)
+    optional={
+        "children": STR,  # the processes it started, in words ("" for none)
+        "kinds": KIND.rows("a list of {gpu, kind, bytes}"),  # its peak by kind, per GPU
+        "kinds_text": STR,
+    },
 )  # fmt: skip
 RUNNING = Shape(
     required={

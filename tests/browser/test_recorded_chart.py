@@ -91,3 +91,44 @@ def test_torch_jax_and_cupy_recorded_on_an_h200_each_draw_their_own_lines(
     widget.screenshot(path=str(ARTIFACTS / f"frameworks_chart_widget_{nb.server.kind}.png"))
     if nb.server.kind == "lab":
         save_picture(widget, "frameworks")
+
+
+BY_KIND = """\
+import dataclasses, nbgpumon
+session = nbgpumon.load({path!r})
+def by_kind(r):  # the recording is of schema 1: each cell's end given kinds here
+    devices = []
+    for d in r.devices:
+        a = d.allocated_after or 0
+        kinds = (("parameters", a // 4), ("gradients", a // 4), ("optimizer state", a - a // 2))
+        devices.append(dataclasses.replace(d, kinds_after=kinds) if a > 0 else d)
+    return dataclasses.replace(r, devices=tuple(devices))
+session = dataclasses.replace(session, records=[by_kind(r) for r in session.records])
+session.widget()"""
+
+
+def test_the_by_kind_toggle_stacks_each_cells_memory_in_its_band(page, open_notebook, jupyter):
+    """The toggle draws each cell's memory by kind (its end's, the rest of its peak on top)
+    in the memory panel, with the legend, and turns off again (Lab: the picture is looked at)."""
+    from playwright.sync_api import expect
+
+    page.set_viewport_size(WIDE)
+    path = _beside_the_notebook(jupyter, RECORDING)
+    nb = open_notebook([BY_KIND.format(path=path)])
+    nb.run_cell(0)
+    widget = nb.in_output(0, ".nbgpumon-widget").first
+    widget.wait_for(state="visible", timeout=30_000)
+    nb.wait_until(lambda: int(widget.get_attribute("data-points") or 0) == 308, what="308 rows")
+    widget.locator("button[data-window='all']").click()
+    memory = widget.locator("[data-panel='gpu0-memory']")
+    legend = widget.locator(".nbgpumon-kinds-legend")
+    expect(legend).to_be_hidden()
+    widget.locator("input[data-toggle='kinds']").check()
+    expect(legend).to_be_visible()
+    expect(legend).to_contain_text("activations and temporaries")
+    expect(memory).to_have_attribute("data-kinds-drawn", re.compile(r"^[1-9]\d*$"), timeout=15_000)
+    widget.scroll_into_view_if_needed()
+    widget.screenshot(path=str(ARTIFACTS / f"by_kind_widget_{nb.server.kind}.png"))
+    widget.locator("input[data-toggle='kinds']").uncheck()
+    expect(legend).to_be_hidden()
+    expect(memory).to_have_attribute("data-kinds-drawn", "0", timeout=15_000)

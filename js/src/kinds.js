@@ -1,0 +1,27 @@
+// Each cell's memory by kind (the `kinds` of its ledger entry: its end's, then what its peak
+// held beyond, per GPU), as the chart's "by kind" bands and their legend draw it.
+
+// Each kind of memory's colour in the "by kind" bands: the same as %gpumon explain's bars
+// (_views/explain_text.py); a framework's unused reserve and any other kind in grey.
+export const KIND_COLORS = {
+  parameters: "#2563eb",
+  gradients: "#60a5fa",
+  "optimizer state": "#f59e0b",
+  buffers: "#a855f7",
+  "arrays held by variables": "#10b981",
+  "outputs and tracebacks": "#ec4899",
+  unexplained: "#ef4444",
+  "activations and temporaries": "#f97316",
+};
+/** The colour of memory of kind `kind`. */
+export function kindColor(kind) {
+  return KIND_COLORS[kind] ?? "#94a3b8";
+}
+
+/** Cell `c`'s memory on GPU `device` by kind, [kind, bytes] in its order (well-formed only). */
+export function kindsOn(c, device) {
+  if (!Array.isArray(c.kinds)) return [];
+  return c.kinds
+    .filter((k) => k && k.gpu === device && typeof k.kind === "string" && Number.isFinite(k.bytes) && k.bytes > 0)
+    .map((k) => [k.kind, k.bytes]);
+}
