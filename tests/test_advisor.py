@@ -107,6 +107,13 @@ def test_input_pipeline_fires_on_a_long_cell_with_an_idle_gpu_only():
     for no_gpu_work in ("allocated_total", "peak_allocated"):
         object.__setattr__(cpu_only[0].devices[0], no_gpu_work, 0)
     assert topics(session(quiet_samples(), cpu_only)) == []
+    # a model built on the host and copied over: memory on the GPU, no kernel at all
+    built = cell(3, 1.7e9, 16.0, util=0.0)
+    object.__setattr__(built.devices[0], "util_max", 2.0)
+    assert topics(session(quiet_samples(), [built])) == []
+    fed = cell(3, 1.7e9, 16.0, util=30.0)  # the same time, with bursts of work: waiting
+    object.__setattr__(fed.devices[0], "util_max", 98.0)
+    assert topics(session(quiet_samples(), [fed])) == ["input pipeline"]
 
 
 def test_memory_limit_fires_near_the_total_only():

@@ -76,7 +76,7 @@ class _Cells:
         after = self.held()
         record = _record(self.allocated, after, after + transient, self.n)
         self.allocated, self.n = after, self.n + 1
-        return self.kinds.read(record, changed, set())
+        return self.kinds.read(record, lambda: (changed, set()))
 
 
 def test_a_training_run_is_told_apart_by_kind_cell_by_cell():
@@ -149,7 +149,7 @@ def test_the_leak_verdicts_whole_walk_is_used_as_it_is():
     cells = _Cells(shell, torch)
     whole = holder_scan.scan(shell, "host")
     after = cells.held()
-    record = cells.kinds.read(_record(0, after, after), set(), set(), whole=whole)
+    record = cells.kinds.read(_record(0, after, after), lambda: (set(), set()), whole=whole)
     assert dict(record.devices[0].kinds_after) == {"arrays held by variables": 4 * MIB}
     assert cells.kinds.narrow_walks == 0 and cells.kinds.whole_walks == 0
 

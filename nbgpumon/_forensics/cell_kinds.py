@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from collections.abc import Callable
 from typing import Any
 
 from .._ledger.records import CellRecord, DeviceUsage
@@ -59,13 +60,13 @@ class CellKinds:
     def read(
         self,
         record: CellRecord,
-        changed: set[str],
-        new_outputs: set[int],
+        changes: Callable[[], tuple[set[str], set[int]]],
         whole: holder_scan.HolderScan | None = None,
     ) -> CellRecord:
-        """``record`` with each measured GPU's kinds before and after. ``changed``: the
-        names the cell bound, bound again or deleted; ``new_outputs``: the ``Out`` entries
-        it added; ``whole``: a whole walk of this device made at this cell's end, if any."""
+        """``record`` with each measured GPU's kinds before and after. ``changes()``: the
+        names the cell bound, bound again or deleted, and the ``Out`` entries it added (asked
+        only where a framework has a GPU up); ``whole``: a whole walk of this device made at
+        this cell's end, if any."""
         targets = {}
         for d in record.devices:
             place = self._place_of(d)
@@ -74,6 +75,7 @@ class CellKinds:
                 targets[place] = (d, allocated)
         if not targets:
             return record
+        changed, new_outputs = changes()
         before = {  # the last read's kinds, where they are of this cell's start
             p: self._places[p].kinds
             for p, (d, _) in targets.items()

@@ -23,6 +23,9 @@ from .data import SessionData
 
 BUSY_CELL_SECONDS = 10.0  # cells at least this long count as "running work"
 IDLE_UTIL = 60.0  # mean GPU utilization below this, in such a cell, is waiting
+# ... where the GPU ran kernels at least this busy at some point: a cell that only built a
+# model on the host and copied it over (0% throughout) had no input pipeline to feed
+BUSY_BURST = 50.0
 NEAR_LIMIT = 0.90  # device memory in use over total
 GROWING_MIN = 16 * 2**20  # a re-run must keep at least this much to count as growth
 # an optimizer's state this many times its parameters' (Adam's two moments: 2×), and at least
@@ -226,6 +229,7 @@ def input_pipeline(ev: Evidence) -> list[IdleGpuFinding]:
         and r.util_mean is not None
         and r.util_mean < IDLE_UTIL
         and ((r.allocated_total or 0) > 0 or (r.peak_allocated or 0) > 0)  # it did GPU work
+        and (r.util_max is None or r.util_max >= BUSY_BURST)  # and ran kernels in bursts
     ]
     if not waiting:
         return []

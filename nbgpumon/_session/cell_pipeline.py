@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .._foundation.errors import UsageError
+from .._foundation.errors import UsageError, failure_line
 from .._ledger.ledger import Ledger, Measurement
 from .._ledger.outcome import first_line, is_host_out_of_memory
 from .._ledger.records import CellRecord, Retention
@@ -159,7 +159,7 @@ class CellPipeline:
         range_error = self._tracing.range_error_news()
         leaks = self._leaks(shell)
         retention: Retention | None = leaks.verdict(record, self.config.leak_threshold)
-        record = self._kinds(shell).read(record, *leaks.changes(), whole=leaks.scan_of_cell)
+        record = self._read_kinds(shell, record, leaks)
         found = self._tracing.cell_finished(record.execution_count)
         line = self.traced_line
         lines = tuple(line(a) for a in found) if line is not None else ()
@@ -196,6 +196,19 @@ class CellPipeline:
             if replay.note:
                 lines.append(f"({replay.note})")
         return tuple(lines)
+
+    def _read_kinds(self, shell: Any, record: CellRecord, leaks: LeakWatch) -> CellRecord:
+        """``record`` with its memory by kind; where that read fails, the reason in its
+        record instead (the breakdown of that cell is what is lost, nothing else)."""
+        try:
+            return self._kinds(shell).read(record, leaks.changes, whole=leaks.scan_of_cell)
+        except Exception as exc:
+            note = failure_line("reading the cell's memory by kind failed", exc)
+            devices = tuple(
+                dataclasses.replace(d, kinds_note=note) if d.frameworks else d
+                for d in record.devices
+            )
+            return dataclasses.replace(record, devices=devices)
 
     def _kinds(self, shell: Any) -> CellKinds:
         if self._cell_kinds is None or self._cell_kinds.shell is not shell:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -75,26 +76,51 @@ class Workbench:
         palette lists only the commands the focused part of the workbench allows (CI once saw
         "Notebook: Run All" missing right after the kernel picker closed): until it is listed,
         the palette is closed, the active editor focused and the palette opened again."""
+        box = self.page.locator(f"{QUICK_INPUT} .quick-input-box input")
+
+        def ask(left_s: float) -> None:
+            self.page.keyboard.press("F1")
+            box.wait_for(timeout=STEP_TIMEOUT_MS)
+            box.fill(f">{title}")
+            self.pick(title, exact=True, timeout_ms=min(10.0, max(left_s, 0.1)) * 1000)
+
+        def focus_editor() -> None:
+            active_tab = self.page.locator(".editor-group-container .tab.active")
+            if active_tab.count():
+                active_tab.first.click(timeout=STEP_TIMEOUT_MS)
+
+        self._until_it_shows(
+            ask,
+            lambda: f"the palette did not list {title!r}: focusing the editor and asking again",
+            timeout_ms,
+            focus_editor,
+        )
+
+    def _until_it_shows(
+        self,
+        ask: Callable[[float], None],
+        missing: Callable[[], str],
+        timeout_ms: float,
+        before_again: Callable[[], None] = lambda: None,
+    ) -> None:
+        """``ask(seconds left)`` (open a quick input and wait for the step it should show)
+        until it shows or ``timeout_ms`` is spent; between tries, say ``missing()``, close the
+        quick input and ``before_again()``."""
         from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
         box = self.page.locator(f"{QUICK_INPUT} .quick-input-box input")
         deadline = time.monotonic() + timeout_ms / 1000
         while True:
-            self.page.keyboard.press("F1")
-            box.wait_for(timeout=STEP_TIMEOUT_MS)
-            box.fill(f">{title}")
             try:
-                self.pick(title, exact=True, timeout_ms=min(10.0, max(_left(deadline), 0.1)) * 1000)
+                ask(_left(deadline))
                 return
             except PlaywrightTimeout:
                 if _left(deadline) <= 0:
                     raise
-            print(f"the palette did not list {title!r}: focusing the editor and asking again")
+            print(missing())
             self.page.keyboard.press("Escape")
             box.wait_for(state="hidden", timeout=STEP_TIMEOUT_MS)
-            active_tab = self.page.locator(".editor-group-container .tab.active")
-            if active_tab.count():
-                active_tab.first.click(timeout=STEP_TIMEOUT_MS)
+            before_again()
 
     # -- the kernel picker -------------------------------------------------------------------
 
@@ -105,23 +131,21 @@ class Workbench:
         CI once saw the picker never ask for the URL after "Existing Jupyter Server..." was
         clicked (the list was still being filled in): until it asks, the picker is closed and
         opened again."""
-        from playwright.sync_api import TimeoutError as PlaywrightTimeout
-
         toolbar = self.page.locator(".notebook-toolbar-container")
         box = self.page.locator(f"{QUICK_INPUT} .quick-input-box input")
-        deadline = time.monotonic() + OPEN_TIMEOUT_MS / 1000
-        while True:
+
+        def ask(_left_s: float) -> None:
             toolbar.get_by_text("Select Kernel").first.click(timeout=OPEN_TIMEOUT_MS)
             self.pick("Existing Jupyter Server...", timeout_ms=OPEN_TIMEOUT_MS)
-            try:
-                self._wait_for_prompt(re.compile("URL", re.I))
-                break
-            except PlaywrightTimeout:
-                if _left(deadline) <= 0:
-                    raise
-            print(f"the kernel picker did not ask for a URL ({self._quick_input_text()!r}): again")
-            self.page.keyboard.press("Escape")
-            box.wait_for(state="hidden", timeout=STEP_TIMEOUT_MS)
+            self._wait_for_prompt(re.compile("URL", re.I))
+
+        self._until_it_shows(
+            ask,
+            lambda: (
+                f"the kernel picker did not ask for a URL ({self._quick_input_text()!r}): again"
+            ),
+            OPEN_TIMEOUT_MS,
+        )
         box.fill(server_url)
         box.press("Enter")
         self._wait_for_prompt(re.compile("display name", re.I))
