@@ -1,5 +1,6 @@
 """A stand-in for the IPython shell the holder walk reads (its namespace, output cache,
-displayhook, stored traceback), and a holder scan's result by name, for the holder tests."""
+displayhook, stored traceback), a holder scan's result by name, and what torch tensors hold
+as torch reports it, for the holder tests."""
 
 from __future__ import annotations
 
@@ -22,3 +23,12 @@ def shell_with(**variables) -> SimpleNamespace:
 
 def by_name(scan: HolderScan) -> dict[str, int]:
     return {h.name: h.bytes for h in scan.holders}
+
+
+def storage_bytes(tensors) -> int:
+    """What torch ``tensors`` hold: each storage once, at its size."""
+    seen: dict[int, int] = {}
+    for t in tensors:
+        storage = t.untyped_storage()
+        seen[storage.data_ptr()] = storage.nbytes()
+    return sum(seen.values())

@@ -19,17 +19,9 @@ from nbgpumon._ledger.records import (
     record_from_dict,
 )
 
-from fake_shell import shell_with
+from fake_shell import shell_with, storage_bytes
 
 MIB = 2**20
-
-
-def _bytes(tensors) -> int:
-    seen: dict[int, int] = {}
-    for t in tensors:
-        storage = t.untyped_storage()
-        seen[storage.data_ptr()] = storage.nbytes()
-    return sum(seen.values())
 
 
 def _record(before: int, after: int, peak: int, index: int = 0) -> CellRecord:
@@ -70,7 +62,7 @@ class _Cells:
                 tensors.append(value)
             elif isinstance(value, list):
                 tensors += [t for t in value if isinstance(t, self.torch.Tensor)]
-        return _bytes(tensors) + self.outside
+        return storage_bytes(tensors) + self.outside
 
     def run(self, changed: set[str], transient: int = 0) -> CellRecord:
         after = self.held()
@@ -88,7 +80,7 @@ def test_a_training_run_is_told_apart_by_kind_cell_by_cell():
     opt = torch.optim.AdamW(model.parameters())
     shell.user_ns.update(model=model, opt=opt)
     built = cells.run({"model", "opt"}).devices[0]
-    params = _bytes(model.parameters())
+    params = storage_bytes(model.parameters())
     assert dict(built.kinds_after) == {"parameters": params}
     assert built.kinds_before == ()  # nothing read before the first cell
 
@@ -97,17 +89,17 @@ def test_a_training_run_is_told_apart_by_kind_cell_by_cell():
     cells.outside = MIB  # e.g. a library's workspace: in use, reached by nothing
     step = cells.run(set(), transient=10 * MIB).devices[0]  # (binds no name)
     state = [t for s in opt.state.values() for t in s.values() if torch.is_tensor(t)]
-    grads = _bytes(p.grad for p in model.parameters())
+    grads = storage_bytes(p.grad for p in model.parameters())
     assert dict(step.kinds_after) == {
         "parameters": params,
         "gradients": grads,
-        "optimizer state": _bytes(state),
+        "optimizer state": storage_bytes(state),
         UNEXPLAINED: MIB,
     }
     assert sum(size for _, size in step.kinds_after) == step.allocated_after
     assert step.kept_by_kind == {
         "gradients": grads,
-        "optimizer state": _bytes(state),
+        "optimizer state": storage_bytes(state),
         UNEXPLAINED: MIB,
     }
     split = step.peak_by_kind
@@ -130,13 +122,13 @@ def test_memory_that_the_known_holders_miss_sends_one_whole_walk():
 
     bag.append(torch.ones(WALK_AGAIN // 4 + MIB // 4))  # over WALK_AGAIN, no name bound
     grown = cells.run(set()).devices[0]
-    assert dict(grown.kinds_after)["arrays held by variables"] == _bytes(bag)
+    assert dict(grown.kinds_after)["arrays held by variables"] == storage_bytes(bag)
     assert UNEXPLAINED not in dict(grown.kinds_after)
     assert cells.kinds.whole_walks == 1
 
     bag.append(torch.ones(MIB // 4))  # bag is known now: the narrow walk finds it
     again = cells.run(set()).devices[0]
-    assert dict(again.kinds_after)["arrays held by variables"] == _bytes(bag)
+    assert dict(again.kinds_after)["arrays held by variables"] == storage_bytes(bag)
     assert cells.kinds.whole_walks == 1
     assert again.kept_by_kind == {"arrays held by variables": MIB}
 

@@ -10,18 +10,9 @@ import pytest
 from nbgpumon._forensics import holder_scan as holders
 from nbgpumon._sources.frameworks.holder_walk import CATEGORIES
 
-from fake_shell import shell_with
+from fake_shell import shell_with, storage_bytes
 
 MIB = 2**20
-
-
-def _bytes(tensors) -> int:
-    """What ``tensors`` hold: each storage once, at its size."""
-    seen: dict[int, int] = {}
-    for t in tensors:
-        storage = t.untyped_storage()
-        seen[storage.data_ptr()] = storage.nbytes()
-    return sum(seen.values())
 
 
 def test_a_trained_model_is_told_apart_by_kind_to_the_byte():
@@ -40,11 +31,11 @@ def test_a_trained_model_is_told_apart_by_kind_to_the_byte():
 
     state = [t for s in opt.state.values() for t in s.values() if torch.is_tensor(t)]
     assert found == {
-        "parameters": _bytes(model.parameters()),
-        "gradients": _bytes(p.grad for p in model.parameters()),
-        "optimizer state": _bytes(state),
-        "buffers": _bytes(model.buffers()),
-        "arrays held by variables": _bytes([batch]),
+        "parameters": storage_bytes(model.parameters()),
+        "gradients": storage_bytes(p.grad for p in model.parameters()),
+        "optimizer state": storage_bytes(state),
+        "buffers": storage_bytes(model.buffers()),
+        "arrays held by variables": storage_bytes([batch]),
         "outputs and tracebacks": MIB,
     }
     assert list(found) == [c for c in CATEGORIES if c in found]  # in the stable order
@@ -60,8 +51,8 @@ def test_the_categories_hold_what_the_holders_hold():
     scan = holders.scan(shell_with(weight=weight, shared=shared, as_tensor=as_tensor), "host")
     host = scan.categories["host"]
     assert host == {
-        "parameters": _bytes([weight]),
-        "gradients": _bytes([weight.grad]),
+        "parameters": storage_bytes([weight]),
+        "gradients": storage_bytes([weight.grad]),
         "arrays held by variables": MIB,
     }
     assert sum(host.values()) == scan.total
@@ -77,8 +68,8 @@ def test_only_the_optimizer_held_still_gives_its_parameters_as_parameters():
     host = holders.scan(shell_with(opt=opt), "host").categories["host"]
     (param,) = opt.param_groups[0]["params"]
     assert host == {
-        "parameters": _bytes([param]),
-        "optimizer state": _bytes([opt.state[param]["momentum_buffer"]]),
+        "parameters": storage_bytes([param]),
+        "optimizer state": storage_bytes([opt.state[param]["momentum_buffer"]]),
     }
 
 

@@ -89,8 +89,13 @@ class CellKinds:
         if whole is None and known and not changed and not new_outputs:
             kept = {p: (self._places[p].kinds, CARRIED) for p in targets}
             return self._replace(record, targets, kept, before)
-        scan, is_whole = whole, whole is not None
-        if scan is None:
+
+        def by_kind(scan: holder_scan.HolderScan) -> dict[str, tuple[Kinds, str]]:
+            return {p: self._kinds(scan, p, a) for p, (_, a) in targets.items()}
+
+        if whole is not None:
+            scan, found, is_whole = whole, by_kind(whole), True
+        else:
             self.narrow_walks += 1
             scan = holder_scan.scan(
                 self.shell,
@@ -100,12 +105,11 @@ class CellKinds:
                 outputs=self._outputs | new_outputs,
                 memo=self.memo,
             )
-            if self._grew(scan, targets):
-                scan, is_whole = None, True
-        if scan is None:
-            self.whole_walks += 1
-            scan = holder_scan.scan(self.shell, self.device, self.budget, memo=self.memo)
-        found = {p: self._kinds(scan, p, a) for p, (_, a) in targets.items()}
+            found, is_whole = by_kind(scan), False
+            if self._grew(found, targets):
+                self.whole_walks += 1
+                scan = holder_scan.scan(self.shell, self.device, self.budget, memo=self.memo)
+                found, is_whole = by_kind(scan), True
         self._learn(scan, targets, found, is_whole)
         return self._replace(record, targets, found, before)
 
@@ -127,13 +131,14 @@ class CellKinds:
         return tuple(kinds.items()), "; ".join(notes)
 
     def _grew(
-        self, scan: holder_scan.HolderScan, targets: dict[str, tuple[DeviceUsage, dict[str, int]]]
+        self,
+        found: dict[str, tuple[Kinds, str]],
+        targets: dict[str, tuple[DeviceUsage, dict[str, int]]],
     ) -> bool:
-        """Whether the narrow walk left so much more unexplained than the last whole walk did
-        that something it did not look at must hold memory now."""
+        """Whether the narrow walk (what it ``found`` by kind) left so much more unexplained
+        than the last whole walk did that something it did not look at must hold memory now."""
         for place, (_, allocated) in targets.items():
-            kinds, _ = self._kinds(scan, place, allocated)
-            unexplained = dict(kinds).get(UNEXPLAINED, 0)
+            unexplained = dict(found[place][0]).get(UNEXPLAINED, 0)
             known = self._places.get(place)
             baseline = known.unexplained_at_walk if known is not None else 0
             if unexplained - baseline > max(WALK_AGAIN, sum(allocated.values()) // 100):

@@ -201,15 +201,20 @@ class _Walk:
         if key in self.seen_storages or size <= 0:
             return
         self.seen_storages.add(key)
+        kind = category or self.category or (HIDDEN if self.visiting_hidden else ARRAYS)
+        self._count(holder, kind, key[0], size, 1)
+
+    def _count(self, holder: str, kind: str, place: str, size: int, storages: int) -> None:
+        """Add ``storages`` new storages of ``size`` bytes in all to ``holder``, ``kind`` at
+        ``place`` and the framework being counted."""
         if self.visiting_hidden:
             self.hidden.add(holder)
         entry = self.found.setdefault(holder, [0, 0])
         entry[0] += size
-        entry[1] += 1
-        kind = category or self.category or (HIDDEN if self.visiting_hidden else ARRAYS)
-        place = self.by_place.setdefault(key[0], {})
-        place[kind] = place.get(kind, 0) + size
-        owners = self.by_framework.setdefault(key[0], {})
+        entry[1] += storages
+        kinds = self.by_place.setdefault(place, {})
+        kinds[kind] = kinds.get(kind, 0) + size
+        owners = self.by_framework.setdefault(place, {})
         owners[self.framework] = owners.get(self.framework, 0) + size
 
     def credit_own(
@@ -234,16 +239,8 @@ class _Walk:
         counted = own.keys & self.seen_storages  # (a model's parameters, for its optimizer)
         self.seen_storages |= own.keys
         self.reached |= own.names
-        for (name, category, place), size, count in own.sums_without(frozenset(counted)):
-            if self.visiting_hidden:
-                self.hidden.add(name)
-            entry = self.found.setdefault(name, [0, 0])
-            entry[0] += size
-            entry[1] += count
-            kinds = self.by_place.setdefault(place, {})
-            kinds[category] = kinds.get(category, 0) + size
-            owners = self.by_framework.setdefault(place, {})
-            owners[self.framework] = owners.get(self.framework, 0) + size
+        for (name, kind, place), size, count in own.sums_without(frozenset(counted)):
+            self._count(name, kind, place, size, count)
 
     # -- the walk -------------------------------------------------------------------------
     def visit(
