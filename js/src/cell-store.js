@@ -6,6 +6,7 @@
 
 import { CellIndex } from "./cell-index.js";
 import { cellKey, validCells } from "./cells.js";
+import { kindsOn } from "./kinds.js";
 import { uidOf } from "./store.js";
 
 export class CellStore {
@@ -13,6 +14,9 @@ export class CellStore {
     this.cells = []; // valid entries, oldest first (ledger order)
     this.keys = new Set(); // cellKey of each
     this.revision = 0;
+    // each GPU's kinds of memory any entry held (for the "by kind" legend): learnt from each
+    // row as it comes, so a new cell costs one row's look, not the ledger's; once seen, kept
+    this.kindsSeen = new Map(); // GPU index -> Set of kind names
     this.listeners = new Set();
     this._index = null;
   }
@@ -33,6 +37,8 @@ export class CellStore {
   setAll(value) {
     this.cells = validCells(value);
     this.keys = new Set(this.cells.map(cellKey));
+    this.kindsSeen = new Map();
+    for (const c of this.cells) this._learnKinds(c);
     this._changed();
   }
 
@@ -51,6 +57,7 @@ export class CellStore {
       if (this.keys.has(key)) continue;
       this.cells.push(row);
       this.keys.add(key);
+      this._learnKinds(row);
       changed = true;
     }
     if (Number.isInteger(msg.first)) {
@@ -63,6 +70,22 @@ export class CellStore {
     }
     if (changed) this._changed();
     return changed;
+  }
+
+  _learnKinds(c) {
+    if (!Array.isArray(c.kinds)) return;
+    for (const gpu of new Set(c.kinds.map((k) => k?.gpu).filter(Number.isInteger))) {
+      if (!this.kindsSeen.has(gpu)) this.kindsSeen.set(gpu, new Set());
+      const seen = this.kindsSeen.get(gpu);
+      for (const [kind] of kindsOn(c, gpu)) seen.add(kind);
+    }
+  }
+
+  /** The kinds of memory entries held on any of GPUs `devices` (indices), once seen. */
+  kindsOnDevices(devices) {
+    const found = new Set();
+    for (const d of devices) for (const kind of this.kindsSeen.get(d) ?? []) found.add(kind);
+    return found;
   }
 
   /** Whether the ledger holds the entry of `key` (cells.cellKey). */

@@ -5,7 +5,7 @@
 // last two are this kernel's, hidden while other nodes are shown. They change view state only;
 // nothing goes to the kernel.
 import { cudaLabelOf } from "./devices.js";
-import { KIND_COLORS } from "./kinds.js";
+import { KIND_COLORS, OTHER_COLOR } from "./kinds.js";
 
 export const WINDOWS = [
   { label: "1 min", seconds: 60 },
@@ -86,15 +86,10 @@ export class Controls {
     });
 
     this.togglesEl = toggles;
-    // what the "by kind" bands' colours are (fixed names: no user data)
+    // what the "by kind" bands' colours are: the kinds the cells held (legendKinds)
     this.kindsLegend = document.createElement("span");
     this.kindsLegend.className = "nbgpumon-kinds-legend";
-    for (const [kind, color] of Object.entries(KIND_COLORS)) {
-      const swatch = document.createElement("span");
-      swatch.className = "nbgpumon-swatch";
-      swatch.style.background = color;
-      this.kindsLegend.append(swatch, document.createTextNode(` ${kind} `));
-    }
+    this.kindsKey = null;
     this.el.append(group, this.shown, this.hostLabel, this.gpuSelect, toggles, this.kindsLegend);
     this.update({ devices: [], columns: [], state, shown: "" });
   }
@@ -106,9 +101,10 @@ export class Controls {
 
   /**
    * Reflect devices, columns (their metadata), the other nodes' `hosts` and the view state;
-   * `shown`: the note next to the window.
+   * `shown`: the note next to the window; `kinds`: the kinds of memory the shown GPUs' cells
+   * held (the "by kind" legend's entries).
    */
-  update({ devices, columns, state, shown = "", hosts = [] }) {
+  update({ devices, columns, state, shown = "", hosts = [], kinds = new Set() }) {
     if (this.shown.textContent !== shown) this.shown.textContent = shown;
     this.shown.hidden = !shown;
     for (const b of this.windowButtons) {
@@ -170,7 +166,20 @@ export class Controls {
       t.label.hidden = !available;
       t.box.checked = Boolean(state.toggles[t.key]);
     }
-    this.kindsLegend.hidden = !(local && devices.length > 0 && state.toggles.kinds);
+    const entries = legendKinds(kinds);
+    const kindsKey = JSON.stringify(entries);
+    if (kindsKey !== this.kindsKey) {
+      this.kindsKey = kindsKey;
+      this.kindsLegend.replaceChildren(
+        ...entries.flatMap(([kind, color]) => {
+          const swatch = document.createElement("span");
+          swatch.className = "nbgpumon-swatch";
+          swatch.style.background = color;
+          return [swatch, document.createTextNode(` ${kind} `)]; // text, never HTML
+        }),
+      );
+    }
+    this.kindsLegend.hidden = !(local && devices.length > 0 && state.toggles.kinds && entries.length);
   }
 
   destroy() {
@@ -178,4 +187,14 @@ export class Controls {
     this.listeners = [];
     this.el.remove();
   }
+}
+
+/**
+ * The "by kind" legend's [label, colour] entries for the kinds in `kinds`: those with a colour
+ * of their own in KIND_COLORS' order, then one "other" for the rest (they share its grey).
+ */
+export function legendKinds(kinds) {
+  const entries = Object.entries(KIND_COLORS).filter(([kind]) => kinds.has(kind));
+  const other = [...kinds].some((kind) => !(kind in KIND_COLORS));
+  return other ? [...entries, ["other", OTHER_COLOR]] : entries;
 }

@@ -13,9 +13,10 @@ export const KIND_COLORS = {
   unexplained: "#ef4444",
   "activations and temporaries": "#f97316",
 };
+export const OTHER_COLOR = "#94a3b8";
 /** The colour of memory of kind `kind`. */
 export function kindColor(kind) {
-  return KIND_COLORS[kind] ?? "#94a3b8";
+  return KIND_COLORS[kind] ?? OTHER_COLOR;
 }
 
 /** Cell `c`'s memory on GPU `device` by kind, [kind, bytes] in its order (well-formed only). */

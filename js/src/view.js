@@ -202,7 +202,9 @@ export function createView({ model, el }, deps) {
     const node = shownNode(state.node, hosts);
     const local = node === LOCAL;
     const shown = shownNote(local ? store : nodeStore, state.window);
-    controls.update({ devices, columns, state: { ...state, gpu, node }, shown, hosts });
+    const shownGpus = gpu === "all" ? devices.map((d) => d.index) : [gpu];
+    const kinds = cellStore.kindsOnDevices(shownGpus);
+    controls.update({ devices, columns, state: { ...state, gpu, node }, shown, hosts, kinds });
 
     // The observer's width once it has one: reading clientWidth here would lay the page out
     // again whenever anything above changed it, every frame.

@@ -29,6 +29,19 @@ describe("CellStore", () => {
     expect(store.has("cell@100")).toBe(false);
   });
 
+  test("learns each GPU's kinds of memory from the rows, well-formed ones only", () => {
+    const store = new CellStore();
+    const kinds = (...k) => ({ ...row(0), kinds: k });
+    store.setAll([kinds({ gpu: 0, kind: "parameters", bytes: 8 }, { gpu: 0, kind: "buffers", bytes: 0 })]);
+    expect([...store.kindsOnDevices([0])]).toEqual(["parameters"]); // (nothing held: not a kind)
+    store.append({ type: "cells", rows: [{ ...kinds({ gpu: 1, kind: "gradients", bytes: 4 }, { gpu: 1, kind: 7, bytes: 4 }, null), index: 1, start: 101 }] });
+    expect([...store.kindsOnDevices([1])]).toEqual(["gradients"]);
+    expect(store.kindsOnDevices([0, 1])).toEqual(new Set(["parameters", "gradients"]));
+    expect(store.kindsOnDevices([2]).size).toBe(0);
+    store.setAll([]);
+    expect(store.kindsOnDevices([0, 1]).size).toBe(0); // a new ledger: learnt again
+  });
+
   test("malformed messages and rows change nothing", () => {
     const store = new CellStore();
     store.setAll([row(0)]);

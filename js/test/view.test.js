@@ -559,7 +559,10 @@ describe("the by-kind toggle", () => {
     expect(transient[2]).toBeCloseTo(memory.valToPos(90 * GiB, "y"));
     expect(params[1]).toBeCloseTo(memory.valToPos(100, "x")); // over cell 1's band
     expect(el.querySelector(".nbgpumon-kinds-legend").hidden).toBe(false);
-    expect(el.querySelector(".nbgpumon-kinds-legend").textContent).toContain("activations and temporaries");
+    const legend = el.querySelector(".nbgpumon-kinds-legend").textContent;
+    expect(legend).toContain("activations and temporaries");
+    expect(legend).not.toContain("gradients"); // only the kinds the cells held
+    expect(legend.indexOf("parameters")).toBeLessThan(legend.indexOf("optimizer state"));
     const util = StubUPlot.instances[1];
     util.ctx.calls.length = 0;
     util.paint();
@@ -568,6 +571,28 @@ describe("the by-kind toggle", () => {
     expect(el.querySelector(".nbgpumon-tip:not([hidden])").textContent).toContain(
       "peak by kind: gpu0: parameters 1.0 GiB · …",
     );
+  });
+
+  test("its legend names the kinds the shown GPU's cells held, as cells come", () => {
+    const model = gpuModel({ cells: [cell(1, 100, 100.5)] });
+    widget.initialize({ model });
+    widget.render({ model, el });
+    const box = el.querySelector("input[data-toggle='kinds']");
+    box.checked = true;
+    box.dispatchEvent(new Event("change"));
+    frames.flush();
+    const legend = el.querySelector(".nbgpumon-kinds-legend");
+    expect(legend.hidden).toBe(true); // no cell held any kind: nothing to name
+    const held = [
+      { gpu: 0, kind: "gradients", bytes: GiB },
+      { gpu: 0, kind: "a kind of its own", bytes: GiB }, // no colour of its own: "other"
+      { gpu: 1, kind: "buffers", bytes: GiB }, // another GPU's
+    ];
+    model.emit("msg:custom", { type: "cells", first: 1, rows: [{ ...cell(2, 100.5, 101, { kinds: held }), index: 2 }] }, []);
+    frames.flush();
+    expect(legend.hidden).toBe(false);
+    expect(legend.textContent.trim().split(/\s{2,}/)).toEqual(["gradients", "other"]);
+    expect(legend.querySelectorAll(".nbgpumon-swatch").length).toBe(2);
   });
 
   test("a malformed kind is skipped, never drawn", () => {
