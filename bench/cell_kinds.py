@@ -2,13 +2,15 @@
 tensors trained with AdamW (issue 31; target <= 5 ms a cell).
 
 What a cell's end runs for it: ``LeakWatch.changes()`` (the names it bound, the outputs it
-added) and ``CellKinds.read()``, timed for three kinds of cell: one that moves nothing and binds
+added) and ``CellKinds.read()``, timed for four kinds of cell: one that moves nothing and binds
 nothing (the figures carried over), one that binds a name (``lr = 0.1``: the known holders and
-that name walked), and a training step (zero_grad, forward, backward, step, binding ``loss``:
-new gradients, read again; the rest as it was read). Beside them, one whole holder walk of the
-same namespace, which a read runs only when unexplained memory grows. Then the same reads over
-``--cells`` cells whose history (``_iN``, ``Out``) grows as a kernel's does: the first and the
-last 500.
+that name walked), a training step (zero_grad, forward, backward, step, binding ``loss``: new
+gradients, read again; the rest as it was read), and the same step with its gradients zeroed
+in place (``zero_grad(set_to_none=False)``: the same tensors, so what re-reading new gradients
+costs is told apart from what reading after a step costs). Beside them, one whole holder walk
+of the same namespace, which a read runs only when unexplained memory grows. Then the same
+reads over ``--cells`` cells whose history (``_iN``, ``Out``) grows as a kernel's does: the
+first and the last 500.
 
 On a GPU the model is on cuda:0 and the figures are torch's; without one it is on the host and
 the walk looks for host memory (the same walk; the allocated figure is what the whole walk
@@ -91,8 +93,8 @@ def main() -> None:
             return torch.cuda.memory_allocated()
         return holder_scan.scan(shell, "host", 1.0).total  # (what there is to count here)
 
-    def step() -> None:  # (binds ``loss``, as a training cell does)
-        opt.zero_grad(set_to_none=True)
+    def step(set_to_none: bool = True) -> None:  # (binds ``loss``, as a training cell does)
+        opt.zero_grad(set_to_none=set_to_none)
         ns["loss"] = loss = model(batch).sum()
         loss.backward()
         opt.step()
@@ -125,6 +127,10 @@ def main() -> None:
         "quiet": [cell(lambda: None) for _ in range(repeats)],
         "binds a name": [cell(bind) for _ in range(repeats)],
         "training step": [cell(step, moved=512 * (i % 2 * 2 - 1)) for i in range(repeats)],
+        "training step, gradients zeroed in place": [
+            cell(lambda: step(set_to_none=False), moved=512 * (i % 2 * 2 - 1))
+            for i in range(repeats)
+        ],
     }
     whole = []
     for _ in range(max(10, repeats // 10)):
@@ -162,7 +168,7 @@ def main() -> None:
     )
     for name, ms in timings.items():
         print(
-            f"{name:>14}: median {stats.median(ms):.2f} ms, p95 {stats.percentile(ms, 95):.2f} ms"
+            f"{name:>40}: median {stats.median(ms):.2f} ms, p95 {stats.percentile(ms, 95):.2f} ms"
         )
     print(f"    whole walk: median {stats.median(whole):.2f} ms")
     print(
