@@ -122,15 +122,15 @@ def main() -> None:
 
     # on the host nothing moves the walk's figure; a step's end is told apart as a GPU's is,
     # by the allocated figure moving (by a block's rounding, 512 B)
+    def steps(body: Any) -> list[float]:
+        return [cell(body, moved=512 * (i % 2 * 2 - 1)) for i in range(repeats)]
+
     first = cell(lambda: None)  # the first read: the known holders learned (a whole walk)
     timings = {
         "quiet": [cell(lambda: None) for _ in range(repeats)],
         "binds a name": [cell(bind) for _ in range(repeats)],
-        "training step": [cell(step, moved=512 * (i % 2 * 2 - 1)) for i in range(repeats)],
-        "training step, gradients zeroed in place": [
-            cell(lambda: step(set_to_none=False), moved=512 * (i % 2 * 2 - 1))
-            for i in range(repeats)
-        ],
+        "training step": steps(step),
+        "training step, gradients zeroed in place": steps(lambda: step(set_to_none=False)),
     }
     whole = []
     for _ in range(max(10, repeats // 10)):

@@ -534,20 +534,25 @@ describe("the by-kind toggle", () => {
     gpuModel({ cells: [cell(1, 100, 100.5, { kinds, kinds_text: "gpu0: parameters 1.0 GiB · …" }), cell(2, 100.5, 101)] });
   const kindFills = (memory) =>
     memory.ctx.calls.filter((c) => c[0] === "fillRect" && ["#2563eb", "#f59e0b", "#f97316"].includes(c[5]));
-
-  test("stacks each cell's memory by kind in its band, from 0, in the memory panel only", () => {
-    const model = withKinds();
+  const show = (model) => {
     widget.initialize({ model });
     widget.render({ model, el });
-    const memory = StubUPlot.instances[0];
-    memory.paint();
-    expect(kindFills(memory)).toEqual([]); // off by default
+  };
+  const turnKindsOn = () => {
     const box = el.querySelector("input[data-toggle='kinds']");
-    expect(box.closest("label").hidden).toBe(false);
-    expect(el.querySelector(".nbgpumon-kinds-legend").hidden).toBe(true);
     box.checked = true;
     box.dispatchEvent(new Event("change"));
     frames.flush();
+  };
+
+  test("stacks each cell's memory by kind in its band, from 0, in the memory panel only", () => {
+    show(withKinds());
+    const memory = StubUPlot.instances[0];
+    memory.paint();
+    expect(kindFills(memory)).toEqual([]); // off by default
+    expect(el.querySelector("input[data-toggle='kinds']").closest("label").hidden).toBe(false);
+    expect(el.querySelector(".nbgpumon-kinds-legend").hidden).toBe(true);
+    turnKindsOn();
     memory.ctx.calls.length = 0;
     memory.paint();
     const fills = kindFills(memory);
@@ -575,12 +580,8 @@ describe("the by-kind toggle", () => {
 
   test("its legend names the kinds the shown GPU's cells held, as cells come", () => {
     const model = gpuModel({ cells: [cell(1, 100, 100.5)] });
-    widget.initialize({ model });
-    widget.render({ model, el });
-    const box = el.querySelector("input[data-toggle='kinds']");
-    box.checked = true;
-    box.dispatchEvent(new Event("change"));
-    frames.flush();
+    show(model);
+    turnKindsOn();
     const legend = el.querySelector(".nbgpumon-kinds-legend");
     expect(legend.hidden).toBe(true); // no cell held any kind: nothing to name
     const held = [
@@ -597,13 +598,8 @@ describe("the by-kind toggle", () => {
 
   test("a malformed kind is skipped, never drawn", () => {
     const bad = [{ gpu: 0, kind: XSS, bytes: "many" }, null, { gpu: 0, kind: 7, bytes: GiB }];
-    const model = gpuModel({ cells: [cell(1, 100, 101, { kinds: bad })] });
-    widget.initialize({ model });
-    widget.render({ model, el });
-    const box = el.querySelector("input[data-toggle='kinds']");
-    box.checked = true;
-    box.dispatchEvent(new Event("change"));
-    frames.flush();
+    show(gpuModel({ cells: [cell(1, 100, 101, { kinds: bad })] }));
+    turnKindsOn();
     const memory = StubUPlot.instances[0];
     memory.ctx.calls.length = 0;
     memory.paint();
