@@ -13,12 +13,16 @@ import pytest
 from ipykernel.compiler import XCachingCompiler
 from IPython.core.compilerop import CachingCompiler
 
+from nbgpumon._forensics.peak_replay import replay_to_peak
 from nbgpumon._forensics.tracing import (
     AllocationTracer,
     TracedAllocation,
     attribute_blocks,
     live_block_keys,
 )
+from nbgpumon._ledger.records import AllocatorUsage, CellRecord, DeviceUsage
+from nbgpumon._session.config import GPUMon
+from nbgpumon._session.tracing_control import TracingControl
 from nbgpumon._views.traced_text import format_traced
 
 MIB = 2**20
@@ -201,6 +205,8 @@ class FakeCuda:
         self.fail_snapshot = False
         self.snapshots = 0
         self.allocations = 0  # torch's cumulative allocation count
+        self.requested: tuple[int, int] | None = None
+        self.events: list[dict] = []  # the recorder's history (``device_traces``)
         cuda = self
 
         class Memory:
@@ -231,7 +237,15 @@ class FakeCuda:
 
             @staticmethod
             def memory_stats_as_nested_dict(device=None):
-                return {"allocation": {"all": {"allocated": cuda.allocations}}}
+                stats = {"allocation": {"all": {"allocated": cuda.allocations}}}
+                if cuda.requested is not None:  # what live allocations asked for: (now, peak)
+                    now, peak = cuda.requested
+                    stats["requested_bytes"] = {"all": {"current": now, "peak": peak}}
+                return stats
+
+            @staticmethod
+            def _snapshot():
+                return {"segments": list(cuda.segments), "device_traces": [list(cuda.events)]}
 
             @staticmethod
             def _set_memory_metadata(text):
@@ -381,6 +395,50 @@ def test_a_failing_snapshot_gives_no_result_and_one_line_of_error(fake_torch):
     assert tracer.error == (
         "allocation tracing failed at cell end: RuntimeError: CUDA error: an illegal memory access"
     )
+
+
+def torch_cell(execution_count: int, after: int, peak: int) -> CellRecord:
+    """A cell's record on cuda:0 with torch's allocated figures at its end and its exact peak."""
+    torch = AllocatorUsage("torch", after, after, None, None, peak, True)
+    device = DeviceUsage(0, 0, "gpu0", after, after, None, None, None, None, peak, True, None,
+                         None, None, (torch,))  # fmt: skip
+    return CellRecord(0, "cell", execution_count, None, "", 0.0, 1.0, "ok", "", (device,),
+                      None, None, None, False)  # fmt: skip
+
+
+def test_a_cells_peak_is_replayed_in_what_each_allocation_asked_for(fake_torch, compiler):
+    """torch's history gives each allocation's asked-for size; its allocated figure counts the
+    blocks that served them, rounded up. The replay runs on torch's requested_bytes: on the
+    allocated figures it never meets the peak (what an H100 showed for a training step). Its
+    lines under 1 MiB are not shown, as for what a cell kept."""
+    fake_torch.cuda.initialised = True
+    control = TracingControl(GPUMon(), lambda: SimpleNamespace(compile=compiler), None)
+    assert control.trace(True).startswith("allocation tracing on")
+    model = compiler.cache("w = torch.empty(2**22, dtype=torch.uint8, device='cuda')\n", 2)
+    step = compiler.cache("h = w.float() * 2\nloss = h.sum()\ndel h\n", 3)
+    asked = 3_000_000  # served by a 3 MiB block
+    fake_torch.cuda.events = [
+        {"action": "alloc", "addr": 0x1000, "size": 4 * MIB, "frames": [frame(model, 1)]},
+        {"action": "alloc", "addr": 0x9000000, "size": asked, "frames": [frame(step, 1)]},
+        {"action": "alloc", "addr": 0xA000000, "size": 4, "frames": [frame(step, 2)]},
+        {"action": "alloc", "addr": 0xB000000, "size": 4, "frames": [frame(step, 2)]},
+        {"action": "free_requested", "addr": 0x9000000, "size": asked, "frames": []},
+        {"action": "free_completed", "addr": 0x9000000, "size": asked, "frames": []},
+        {"action": "free_requested", "addr": 0xB000000, "size": 4, "frames": []},  # (4 B: unshown)
+    ]
+    fake_torch.cuda.requested = (4 * MIB + 4, 4 * MIB + asked + 8)
+    after, peak = 4 * MIB + 512, 7 * MIB + 1024  # the blocks' sizes, as memory_allocated()
+
+    (replay,) = control.peak_replays(torch_cell(3, after, peak))
+    assert replay.note == ""
+    assert [format_traced(a) for a in replay.found] == ["[3] line 1: h = w.float() * 2 — 2.9 MiB"]
+    assert replay.bytes == asked
+
+    history = {"device_traces": [fake_torch.cuda.events]}
+    asked_for = replay_to_peak(history, 0, *fake_torch.cuda.requested, compiler._filename_map, 3)
+    assert [a.bytes for a in asked_for.found] == [asked, 4]  # the 4 B line is left unshown
+    by_blocks = replay_to_peak(history, 0, after, peak, compiler._filename_map, 3)
+    assert by_blocks.found == () and "does not reach back to the peak" in by_blocks.note
 
 
 def test_trace_on_without_torch_neither_imports_torch_nor_raises():

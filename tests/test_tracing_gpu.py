@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from notebook_runner import RECORDS_CELL, run_cells
+from notebook_runner import RECORDS_CELL, keep_gpu_cells, run_cells
 
 torch = pytest.importorskip("torch")
 pytestmark = [
@@ -28,7 +28,7 @@ def _traced(run, prefix: str = PREFIX) -> list[str]:
 
 @pytest.fixture(scope="module")
 def runs():
-    return run_cells(
+    cells = run_cells(
         [
             "%load_ext nbgpumon",
             "%gpumon trace on\nimport sys\nprint('TORCH', 'torch' in sys.modules)",  # In[2]
@@ -47,6 +47,7 @@ def runs():
         ],
         timeout=300,
     )
+    return keep_gpu_cells("tracing_gpu_cells.json", cells)  # (the docs' trace example)
 
 
 def test_trace_on_before_cuda_arms_without_importing_torch(runs):

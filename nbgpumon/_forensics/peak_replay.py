@@ -12,7 +12,9 @@ fewer events than the cell made).
 
 Pure functions over a snapshot in the layout of ``memory_history``: ``device_traces`` is one
 list of events per device, each with ``action`` ("alloc", "free_requested", "free_completed",
-...), ``addr``, ``size`` and, for allocs, ``frames``.
+...), ``addr``, ``size`` and, for allocs, ``frames``. The figures must be in the events' own
+units: torch's events carry the bytes each allocation asked for, not the size of the block
+that served it (the allocated figure), so its replay takes torch's ``requested_bytes``.
 """
 
 from __future__ import annotations
@@ -52,7 +54,7 @@ def replay_to_peak(
     """The blocks live at the cell's peak on ``device`` and freed by its end, by cell line.
 
     ``allocated_after`` and ``peak``: the allocator's figures of the cell's end and its exact
-    peak, as the ledger read them (the snapshot taken right after)."""
+    peak, read just before the snapshot, in the units of the events' sizes (bytes)."""
     traces = snapshot.get("device_traces") or ()
     events: Sequence[Mapping[str, Any]] = traces[device] if device < len(traces) else ()
     if not events:

@@ -317,6 +317,18 @@ class AllocationTracer:
             raise RuntimeError("allocation tracing is not recording")
         return history.full_snapshot()
 
+    def requested_bytes(self, device: int) -> tuple[int, int] | None:
+        """What live allocations on CUDA device ``device`` asked for now and at their peak
+        since the cell began, in the units of the recorder's events (None: unknown, or not
+        recording)."""
+        history = self.history
+        if history is None or not self._recording:
+            return None
+        try:
+            return history.requested_bytes(device)
+        except Exception:
+            return None
+
     # -- the recorder ----------------------------------------------------------------------
     def _begin(self, history: MemoryHistory) -> str:
         """Turn the recorder on (the device is initialised); one line for the user."""

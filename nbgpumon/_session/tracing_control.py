@@ -4,6 +4,7 @@ and it freed), and the OOM flight record."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -103,14 +104,22 @@ class TracingControl:
         compile_ = getattr(tracer.shell, "compile", None)
         filename_map = getattr(compile_, "_filename_map", None) or {}
         try:
+            # the history's events carry what each allocation asked for, not its block's size:
+            # the replay runs in those units where the framework counts them
+            figures = [(d, *(tracer.requested_bytes(d) or (a, p))) for d, a, p in figures]
             snapshot = tracer.full_snapshot()  # (100-200 ms for torch's: only for such cells)
-            return [
-                replay_to_peak(snapshot, device, after, peak, filename_map, record.execution_count)
+            count = record.execution_count
+            replays = [
+                replay_to_peak(snapshot, device, after, peak, filename_map, count)
                 for device, after, peak in figures
             ]
         except Exception as exc:
             tracer.error = failure_line("replaying allocations to the cell's peak failed", exc)
             return []
+        return [  # (the lines shown, as for what a cell kept: 1 MiB or more)
+            dataclasses.replace(r, found=tuple(a for a in r.found if a.bytes >= TRACE_MIN_BYTES))
+            for r in replays
+        ]
 
     def oom_flight_record(self, shell: Any, record: CellRecord, traced: bool) -> dict[str, Any]:
         """The post-mortem's live blocks by line and saved snapshot (OomFacts fields);

@@ -49,6 +49,12 @@ class MemoryHistory(Protocol):
         """Everything the recorder holds (its event ring too), for a file the viewer opens."""
         ...
 
+    def requested_bytes(self, device: int) -> tuple[int, int] | None:
+        """What live allocations on ``device`` asked for, in bytes, now and at their peak since
+        the peak counters were last reset: the units of the history's events, which carry the
+        size asked for, not the size of the block that served it (None: unknown)."""
+        ...
+
     def allocation_counts(self) -> tuple[int, ...] | None:
         """Allocations made so far, per device (None: unknown): unchanged means no new block."""
         ...

@@ -13,6 +13,11 @@ Facts relied on (torch 2.11 on the GPU machine, 2.13 here):
 - ``_set_memory_metadata(str)`` is thread-local and lands only on ``device_traces`` entries
   (``user_metadata``), never on blocks: the tag only shows which cell each allocation came
   from in a snapshot the user dumps for pytorch.org/memory_viz.
+- A history event's ``size`` is what the allocation asked for (``requested_size``), not the
+  block that served it (rounded up to 512 B, or a whole segment's remainder), which is what
+  ``memory_allocated()`` counts: replaying events takes the ``requested_bytes`` counters,
+  whose peak ``reset_peak_memory_stats`` resets with the others (seen on an H100 with torch
+  2.11: a training step's history never met its ``allocated_bytes`` peak).
 """
 
 from __future__ import annotations
@@ -76,6 +81,15 @@ class TorchMemoryHistory:
 
     def full_snapshot(self) -> Any:
         return _memory()._snapshot()
+
+    def requested_bytes(self, device: int) -> tuple[int, int] | None:
+        try:
+            cuda = initialised_cuda()
+            stats = cuda.memory.memory_stats_as_nested_dict(device)  # type: ignore[union-attr]
+            asked = stats["requested_bytes"]["all"]
+            return int(asked["current"]), int(asked["peak"])
+        except Exception:  # (a torch too old to count them, or CUDA not up)
+            return None
 
     def allocation_counts(self) -> tuple[int, ...] | None:
         try:
