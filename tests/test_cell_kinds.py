@@ -215,6 +215,29 @@ def test_a_remembering_walk_finds_what_a_fresh_one_finds_as_the_tensors_change()
     same()
     shell.user_ns["a_view"] = model[1].weight[:4]  # a parameter's storage, held twice
     same()
+    shared = torch.nn.Linear(8, 8)  # one layer twice, and an optimizer over part of the model
+    shell.user_ns["model"] = torch.nn.Sequential(model, shared, torch.nn.ReLU(), shared)
+    shell.user_ns["opt"] = torch.optim.SGD(shared.parameters())
+    same()
+
+
+def test_an_optimizer_over_a_models_parameters_reads_their_addresses_once_per_walk(monkeypatch):
+    """``AdamW(model.parameters())``: the walk reads each parameter's address for the model,
+    and the optimizer takes that reading (its own state is read apart)."""
+    torch = pytest.importorskip("torch")
+    from nbgpumon._forensics import holder_scan
+    from nbgpumon._sources.frameworks.torch import holders
+
+    model = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.Sequential(torch.nn.Linear(8, 2)))
+    opt = torch.optim.AdamW(model.parameters())
+    model(torch.randn(2, 8)).sum().backward()
+    opt.step()  # gradients, and a state of three tensors per parameter
+    reads = []
+    monkeypatch.setattr(holders, "_DATA_PTR", lambda t: reads.append(t) or t.data_ptr())
+    memo = holder_scan.OwnMemo()
+    scan = holder_scan.scan(shell_with(model=model, opt=opt), "host", memo=memo)
+    assert len(reads) == 4 + 4 + 3 * 4  # parameters, gradients, state: none twice
+    assert "opt (params)" in scan.reached
 
 
 def test_the_widgets_rows_carry_each_cells_peak_by_kind_and_refuse_a_malformed_one():

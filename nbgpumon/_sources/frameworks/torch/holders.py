@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import sys
 from collections import OrderedDict
-from collections.abc import Callable
-from operator import attrgetter, methodcaller
+from collections.abc import Callable, Hashable
+from operator import attrgetter, is_, methodcaller
 from typing import Any
 
 from ..holder_walk import (
@@ -32,12 +32,13 @@ def holder_kinds(device: str) -> HolderKinds | None:
     module = class_of(torch, "nn", "Module")
     optimizer = class_of(torch, "optim", "Optimizer")
     containers = tuple(c for c in (module, optimizer) if c is not None)
+    read = _ReadThisWalk()
 
     def open_container(walk: Reach, holder: str, obj: Any, follow: Callable[[Any], None]) -> None:
         if module is not None and isinstance(obj, module):
-            _open_module(walk, holder, obj, follow)
+            _open_module(walk, holder, obj, follow, read)
         else:
-            _open_optimizer(walk, holder, obj)
+            _open_optimizer(walk, holder, obj, read)
 
     def count_tensor(walk: Reach, holder: str, t: Any) -> None:
         # a parameter held apart from its module (``w = model.fc.weight``) is one all the same
@@ -80,15 +81,39 @@ _PLACES: dict[Any, str] = {}  # a device -> its name ("cuda:0"), made once, not 
 _PLAIN = (bool, int, float, str, type(None))  # a module's attributes that hold no tensor
 
 
-def _open_module(walk: Reach, holder: str, module: Any, follow: Callable[[Any], None]) -> None:
-    # one pass over the submodules: their own parameters, gradients and buffers (a parameter
-    # shared by two is one storage, counted once); other attributes followed
+class _ReadThisWalk:
+    """The parameter lists this walk's modules gave, with their fingerprints: an optimizer
+    over the same tensors (the usual ``AdamW(model.parameters())``) takes the fingerprint
+    from there instead of reading 1,000 addresses again."""
+
+    def __init__(self) -> None:
+        self.params: list[tuple[list[Any], Hashable]] = []
+
+    def fingerprint_of(self, tensors: list[Any]) -> Hashable | None:
+        for params, fingerprint in self.params:
+            if len(params) == len(tensors) and all(map(is_, params, tensors)):
+                return fingerprint
+        return None
+
+
+def _open_module(
+    walk: Reach, holder: str, module: Any, follow: Callable[[Any], None], read: _ReadThisWalk
+) -> None:
+    # one pass over the submodules, in the order of module.modules() (depth first, each
+    # once): their own parameters, gradients and buffers (a parameter shared by two is one
+    # storage, counted once); other attributes followed
     params: list[Any] = []
     grads: list[Any] = []  # (apart: a step makes them anew, zero_grad(set_to_none=True))
     buffers: list[Any] = []
     try:
         torch_own = _torch_own_attributes(type(module))
-        for sub in module.modules():
+        entered: set[int] = set()
+        stack = [module]
+        while stack:
+            sub = stack.pop()
+            if id(sub) in entered:
+                continue
+            entered.add(id(sub))
             walk.enter(sub)
             attrs = _instance_dict(sub) or {}
             own = attrs.get("_parameters")
@@ -97,6 +122,9 @@ def _open_module(walk: Reach, holder: str, module: Any, follow: Callable[[Any], 
             own = attrs.get("_buffers")
             if own:
                 buffers += [t for t in own.values() if t is not None]
+            children = attrs.get("_modules")
+            if children:
+                stack += [c for c in reversed(children.values()) if c is not None]
             for key in attrs.keys() - torch_own:  # (the layer's own: in_features, a cache)
                 value = attrs[key]
                 if isinstance(value, _PLAIN) or "hooks" in key:
@@ -107,7 +135,7 @@ def _open_module(walk: Reach, holder: str, module: Any, follow: Callable[[Any], 
         grads = [g for g in map(_GRAD, params) if g is not None]
     except Exception:
         return
-    _credit_own(walk, holder, PARAMETERS, module, params)
+    read.params.append((params, _credit_own(walk, holder, PARAMETERS, module, params)))
     _credit_own(walk, f"{holder} (grads)", GRADIENTS, module, grads)
     _credit_own(walk, holder, BUFFERS, module, buffers)
 
@@ -132,39 +160,54 @@ _NBYTES = attrgetter("nbytes")
 _DATA_PTR = methodcaller("data_ptr")
 
 
-def _open_optimizer(walk: Reach, holder: str, opt: Any) -> None:
+def _open_optimizer(walk: Reach, holder: str, opt: Any, read: _ReadThisWalk) -> None:
     # its state's tensors and its parameters; anything else in its state walked
     state_holder = f"{holder} (state)"
     tensor = sys.modules["torch"].Tensor
     try:
         states = list(opt.state.values())
-        values = [v for s in states if isinstance(s, dict) for v in s.values()]
+        dicts = [s for s in states if isinstance(s, dict)]
+        values = [v for s in dicts for v in s.values()]
         state = [v for v in values if isinstance(v, tensor)]
-        for other in [s for s in states if not isinstance(s, dict)]:
-            walk.visit(state_holder, other, OPTIMIZER_STATE)
-        for other in [v for v in values if not isinstance(v, tensor)]:
-            walk.visit(state_holder, other, OPTIMIZER_STATE)
+        # (torch's own optimizers keep a dict of tensors per parameter: nothing else to walk)
+        if len(dicts) < len(states):
+            for other in [s for s in states if not isinstance(s, dict)]:
+                walk.visit(state_holder, other, OPTIMIZER_STATE)
+        if len(state) < len(values):
+            for other in [v for v in values if not isinstance(v, tensor)]:
+                walk.visit(state_holder, other, OPTIMIZER_STATE)
         params = [t for group in opt.param_groups for t in group.get("params", ())]
     except Exception:
         return
     _credit_own(walk, state_holder, OPTIMIZER_STATE, opt, state)
-    _credit_own(walk, f"{holder} (params)", PARAMETERS, opt, params)
+    known = read.fingerprint_of(params)
+    _credit_own(walk, f"{holder} (params)", PARAMETERS, opt, params, known)
 
 
-def _credit_own(walk: Reach, holder: str, category: str, owner: Any, tensors: list[Any]) -> None:
-    """Credit ``owner``'s own ``tensors``, fingerprinted by their addresses and sizes so that
-    a walk that remembers reads their storages again only once one changes."""
+def _credit_own(
+    walk: Reach,
+    holder: str,
+    category: str,
+    owner: Any,
+    tensors: list[Any],
+    fingerprint: Hashable | None = None,
+) -> Hashable | None:
+    """Credit ``owner``'s own ``tensors``, fingerprinted by their addresses and sizes (unless
+    ``fingerprint`` is given: the same tensors', read moments ago) so that a walk that
+    remembers reads their storages again only once one changes. Returns the fingerprint."""
     if not tensors:
-        return
-    try:
-        fingerprint: Any = tuple(map(_DATA_PTR, tensors)), sum(map(_NBYTES, tensors))
-    except Exception:
-        fingerprint = object()  # (a storage-less tensor: read every time)
+        return None
+    if fingerprint is None:
+        try:
+            fingerprint = tuple(map(_DATA_PTR, tensors)), sum(map(_NBYTES, tensors))
+        except Exception:
+            fingerprint = object()  # (a storage-less tensor: read every time)
 
     def read() -> list[Storage | None]:
         return [_storage(walk, t) for t in tensors]
 
     walk.credit_own(holder, category, owner, fingerprint, read)
+    return fingerprint
 
 
 def _instance_dict(obj: Any) -> dict | None:
