@@ -2,15 +2,17 @@
 tensors trained with AdamW (issue 31; target <= 5 ms a cell).
 
 What a cell's end runs for it: ``LeakWatch.changes()`` (the names it bound, the outputs it
-added) and ``CellKinds.read()``, timed for four kinds of cell: one that moves nothing and binds
-nothing (the figures carried over), one that binds a name (``lr = 0.1``: the known holders and
-that name walked), a training step (zero_grad, forward, backward, step, binding ``loss``: new
-gradients, read again; the rest as it was read), and the same step with its gradients zeroed
-in place (``zero_grad(set_to_none=False)``: the same tensors, so what re-reading new gradients
-costs is told apart from what reading after a step costs), run in turn. Beside them, one whole
-holder walk of the same namespace, which a read runs only when unexplained memory grows. Then
-the same reads over ``--cells`` cells whose history (``_iN``, ``Out``) grows as a kernel's
-does: the first and the last 500.
+added) and ``CellKinds.read()``, timed for five kinds of cell, run in turn: one that moves
+nothing and binds nothing (the figures carried over); one that binds a name and allocates
+nothing (``lr = 0.1``: only what it bound looked at, then carried over); one that binds a new
+tensor (``x = torch.ones(8)``: the known holders and that name walked); a training step
+(zero_grad, forward, backward, step, binding ``loss``: new gradients, read again; the rest as
+it was read); and the same step with its gradients zeroed in place
+(``zero_grad(set_to_none=False)``: the same tensors, so what re-reading new gradients costs is
+told apart from what reading after a step costs). Beside them, one whole holder walk of the
+same namespace, which a read runs only when unexplained memory grows. Then the tensor-binding
+cell over ``--cells`` cells whose history (``_iN``, ``Out``) grows as a kernel's does: the
+first and the last 500.
 
 On a GPU the model is on cuda:0 and the figures are torch's; without one it is on the host and
 the walk looks for host memory (the same walk; the allocated figure is what the whole walk
@@ -49,12 +51,12 @@ def _shell(ns: dict[str, Any]) -> SimpleNamespace:
     )
 
 
-def _record(n: int, before: int, after: int, peak: int) -> Any:
+def _record(n: int, before: int, after: int, peak: int, total: int) -> Any:
     from nbgpumon._ledger.records import AllocatorUsage, CellRecord, DeviceUsage
 
-    usage = AllocatorUsage("torch", before, after, before, after, peak, True)
+    usage = AllocatorUsage("torch", before, after, before, after, peak, True, total)
     device = DeviceUsage(
-        0, 0, "bench", before, after, before, after, None, None, peak, True, None, None, None,
+        0, 0, "bench", before, after, before, after, None, None, peak, True, total, None, None,
         (usage,),
     )  # fmt: skip
     return CellRecord(
@@ -94,6 +96,9 @@ def main() -> None:
             return torch.cuda.memory_allocated()
         return holder_scan.scan(shell, "host", 1.0).total  # (what there is to count here)
 
+    def handed_out() -> int:  # (torch's count of the bytes it has handed out, as the ledger's)
+        return int(torch.cuda.memory_stats(0)["allocated_bytes.all.allocated"]) if gpu else 0
+
     def step(set_to_none: bool = True) -> None:  # (binds ``loss``, as a training cell does)
         opt.zero_grad(set_to_none=set_to_none)
         ns["loss"] = loss = model(batch).sum()
@@ -105,15 +110,17 @@ def main() -> None:
     n = 0
 
     def cell(body: Any, moved: int = 0) -> float:
-        """One cell: its body untimed, then what its end adds for the kinds, in ms."""
+        """One cell: its body untimed, then what its end adds for the kinds, in ms. On the
+        host, a cell that ``moved`` the figure allocated too (a block's 512 B)."""
         nonlocal n
         n += 1
-        before = figures["allocated"]
+        before, out = figures["allocated"], handed_out()
         leaks.cell_started()
         body()
         after = before + moved if not gpu else allocated()
+        total = handed_out() - out if gpu else (512 if moved else 0)
         figures["allocated"] = after
-        record = _record(n, before, after, after)
+        record = _record(n, before, after, after, total)
         started = time.perf_counter()
         kinds.read(record, leaks.changes)
         return (time.perf_counter() - started) * 1000
@@ -121,12 +128,16 @@ def main() -> None:
     def bind() -> None:
         ns["lr"] = 0.1 * n  # (a new float each time: bound again)
 
+    def bind_tensor() -> None:
+        ns["x"] = torch.ones(8, device=device)  # (a new one each time: the old one freed)
+
     first = cell(lambda: None)  # the first read: the known holders learned (a whole walk)
     # (body, whether it moves the allocated figure: on the host nothing moves the walk's
     # figure, so a step's end is told apart as a GPU's is, by it moving a block's 512 B)
     kinds_of_cell = {
         "quiet": (lambda: None, False),
         "binds a name": (bind, False),
+        "binds a tensor": (bind_tensor, True),
         "training step": (step, True),
         "training step, gradients zeroed in place": (lambda: step(set_to_none=False), True),
     }
@@ -145,10 +156,10 @@ def main() -> None:
         whole.append((time.perf_counter() - started) * 1000)
     history = []
     for i in range(cells):  # IPython's history grows as cells run: _iN, and an output now and then
-        ns[f"_i{n + 1}"] = "lr = 0.1"
+        ns[f"_i{n + 1}"] = "x = torch.ones(8, device=device)"
         if i % 10 == 0:
             ns["Out"][n + 1] = i
-        history.append(cell(bind))
+        history.append(cell(bind_tensor, moved=512 * (i % 2 * 2 - 1)))
     read = kinds.narrow_walks, kinds.whole_walks
     tensors = 2 * LAYERS
     where = f"{'cuda:0' if gpu else 'host'}, {tensors} parameter tensors, AdamW"
@@ -158,13 +169,13 @@ def main() -> None:
     result.add(f"whole holder walk ({where}), median", stats.median(whole), "ms")
     window = min(500, cells // 2)
     result.add(
-        f"cell kinds, binds a name, first {window} of {cells} cells, median",
+        f"cell kinds, binds a tensor, first {window} of {cells} cells, median",
         stats.median(history[:window]),
         "ms",
         TARGET_MS,
     )
     result.add(
-        f"cell kinds, binds a name, last {window} of {cells} cells, median",
+        f"cell kinds, binds a tensor, last {window} of {cells} cells, median",
         stats.median(history[-window:]),
         "ms",
         TARGET_MS,

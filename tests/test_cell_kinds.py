@@ -8,7 +8,7 @@ import dataclasses
 
 import pytest
 
-from nbgpumon._forensics.cell_kinds import CARRIED, WALK_AGAIN, CellKinds
+from nbgpumon._forensics.cell_kinds import CARRIED, UNTOUCHED, WALK_AGAIN, CellKinds
 from nbgpumon._forensics.explain import UNEXPLAINED
 from nbgpumon._forensics.leaks import LeakWatch
 from nbgpumon._ledger.records import (
@@ -24,11 +24,14 @@ from fake_shell import shell_with, storage_bytes
 MIB = 2**20
 
 
-def _record(before: int, after: int, peak: int, index: int = 0) -> CellRecord:
-    """A cell's record whose one device's torch figures are ``before``/``after``/``peak``."""
-    usage = AllocatorUsage("torch", before, after, before, after, peak, True)
+def _record(
+    before: int, after: int, peak: int, index: int = 0, total: int | None = None
+) -> CellRecord:
+    """A cell's record whose one device's torch figures are ``before``/``after``/``peak``, and
+    ``total``: what torch handed out during it (None: unknown)."""
+    usage = AllocatorUsage("torch", before, after, before, after, peak, True, total)
     device = DeviceUsage(
-        0, 0, "test", before, after, before, after, None, None, peak, True, None, None, None,
+        0, 0, "test", before, after, before, after, None, None, peak, True, total, None, None,
         (usage,),
     )  # fmt: skip
     return CellRecord(
@@ -64,9 +67,9 @@ class _Cells:
                 tensors += [t for t in value if isinstance(t, self.torch.Tensor)]
         return storage_bytes(tensors) + self.outside
 
-    def run(self, changed: set[str], transient: int = 0) -> CellRecord:
+    def run(self, changed: set[str], transient: int = 0, total: int | None = None) -> CellRecord:
         after = self.held()
-        record = _record(self.allocated, after, after + transient, self.n)
+        record = _record(self.allocated, after, after + transient, self.n, total)
         self.allocated, self.n = after, self.n + 1
         return self.kinds.read(record, lambda: (changed, set()))
 
@@ -111,6 +114,50 @@ def test_a_training_run_is_told_apart_by_kind_cell_by_cell():
     assert quiet.kinds_after == step.kinds_after and quiet.kinds_note == CARRIED
     assert cells.kinds.narrow_walks == walks  # no walk at all
     assert quiet.kept_by_kind == {}
+
+
+def test_a_cell_that_allocated_nothing_and_bound_no_memory_is_carried_over_without_a_walk():
+    """``lr = 0.1`` after a model is built: torch handed out nothing during the cell and the
+    name it bound reaches no memory of the device, so no storage can have changed hands. A
+    name bound to memory that was there already, a known holder bound again, a cell that
+    failed, or a figure torch did not give: each is walked."""
+    torch = pytest.importorskip("torch")
+    model = torch.nn.Linear(64, 64)
+    shell = shell_with(model=model, x=torch.ones(MIB // 4))
+    cells = _Cells(shell, torch)
+    built = cells.run({"model", "x"}).devices[0]
+    walks = cells.kinds.narrow_walks
+
+    shell.user_ns["lr"] = 0.1
+    lr = cells.run({"lr"}, total=0).devices[0]
+    assert (lr.kinds_after, lr.kinds_note) == (built.kinds_after, UNTOUCHED)
+    assert cells.kinds.narrow_walks == walks  # not walked
+    assert lr.kept_by_kind == {}
+
+    shell.user_ns["w"] = model.weight  # memory there already, held by a new name
+    assert cells.run({"w"}, total=0).devices[0].kinds_note != UNTOUCHED
+    assert cells.kinds.narrow_walks == walks + 1
+    shell.user_ns["y"] = shell.user_ns["x"]
+    cells.run({"y"}, total=0)
+    shell.user_ns["x"] = 1  # a known holder bound again (its tensor still held, by y)
+    assert cells.run({"x"}, total=0).devices[0].kinds_note != UNTOUCHED
+    assert cells.kinds.narrow_walks == walks + 3
+
+    shell.user_ns["epochs"] = 3
+    assert cells.run({"epochs"}, total=None).devices[0].kinds_note != UNTOUCHED  # unknown
+    assert cells.kinds.narrow_walks == walks + 4
+    after = cells.held()
+    failed = dataclasses.replace(_record(after, after, after, cells.n, 0), status="error")
+    shell.user_ns["n"] = 4
+    read = cells.kinds.read(failed, lambda: ({"n"}, set()))
+    assert read.devices[0].kinds_note != UNTOUCHED and cells.kinds.narrow_walks == walks + 5
+
+    shell.user_ns["lr"] = 0.2
+    assert cells.run({"lr"}, total=0).devices[0].kinds_note == UNTOUCHED
+    assert cells.kinds.narrow_walks == walks + 5
+    shell.user_ns["Out"][9] = model.bias  # an output of memory there already
+    shown = cells.kinds.read(_record(after, after, after, cells.n, 0), lambda: (set(), {9}))
+    assert shown.devices[0].kinds_note != UNTOUCHED and cells.kinds.narrow_walks == walks + 6
 
 
 def test_memory_that_the_known_holders_miss_sends_one_whole_walk():

@@ -63,6 +63,8 @@ def runs():
         "%gpumon advise",
         STEP_CELL,
         "%gpumon explain 3",
+        "lr = 0.1",  # In[9]: allocates nothing, binds no GPU memory
+        LR_CELL,
     ]
     return keep_gpu_cells("explain_gpu_cells.json", run_cells(cells, timeout=600))
 
@@ -73,6 +75,19 @@ print('CELL=' + json.dumps({'after': dict(_d.kinds_after), 'kept': _d.kept_by_ki
     'split': _d.peak_by_kind, 'peak': _d.peak_allocated, 'exact': _d.peak_exact,
     'allocated': _d.allocated_after, 'note': _d.kinds_note}))
 """
+
+
+LR_CELL = """_d = next(r for r in nbgpumon.cells() if r.execution_count == 9).devices[0]
+print('LR=' + json.dumps({'note': _d.kinds_note, 'before': dict(_d.kinds_before),
+    'after': dict(_d.kinds_after), 'handed_out': _d.allocated_total}))
+"""
+
+
+def test_a_cell_that_allocates_nothing_and_binds_a_float_is_carried_over(runs):
+    got = keep_gpu_file("explain_gpu_lr_cell.json", runs[9].json_after("LR="))
+    assert got["handed_out"] == 0, got  # torch's own count for the cell
+    assert got["note"] == "carried over: the cell allocated nothing and bound no GPU memory"
+    assert got["after"] == got["before"] and got["after"]["parameters"] > 0, got
 
 
 def test_gpt2_after_a_step_is_explained_to_the_byte(runs):

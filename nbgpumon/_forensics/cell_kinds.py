@@ -5,10 +5,13 @@ A whole holder walk costs tens of milliseconds on a large model, too much for ev
 each read starts from what the last one learned: the variables and ``Out`` entries that held
 GPU memory then, and what each model and optimizer held itself (read again only once its
 tensors' addresses or sizes change: ``OwnMemo``). A cell that moved no allocator and bound no
-name carries the last figures over; any other cell walks those holders, the names it bound and
-the outputs it added (and IPython's last results and stored tracebacks). What that misses (a
-list that held nothing and now holds tensors) shows as unexplained; when unexplained grows past
-a few MiB since the last whole walk, one whole walk runs, and its roots are known from then on.
+name carries the last figures over. So does one where nothing can have changed hands: no
+framework allocated or freed on the GPU during it (torch counts what it hands out), no known
+holder was bound again or deleted, and what it bound holds none of the GPU's memory (``lr =
+0.1``, a plot, a function). Any other cell walks those holders, the names it bound and the
+outputs it added (and IPython's last results and stored tracebacks). What that misses (a list
+that held nothing and now holds tensors) shows as unexplained; when unexplained grows past a
+few MiB since the last whole walk, one whole walk runs, and its roots are known from then on.
 A cell that kept more than the leak threshold had its whole walk already (the leak verdict's):
 it is used as is.
 """
@@ -26,6 +29,7 @@ from .explain import UNEXPLAINED, allocated_by_kind
 
 WALK_AGAIN = 4 * 2**20  # unexplained growth (bytes, or 1% of allocated) that walks it all
 CARRIED = "carried over: the cell moved no allocator and bound no name"
+UNTOUCHED = "carried over: the cell allocated nothing and bound no GPU memory"
 _OUTPUT = re.compile(r"^Out\[(\d+)\]$")
 # the other hidden references' names (always walked): not variables to walk by name
 _HIDDEN_ROOT = re.compile(r"^(_{1,3}|_\d+|the last result|traceback frame .*)$")
@@ -89,6 +93,14 @@ class CellKinds:
         if whole is None and known and not changed and not new_outputs:
             kept = {p: (self._places[p].kinds, CARRIED) for p in targets}
             return self._replace(record, targets, kept, before)
+        if (
+            whole is None
+            and known
+            and self._untouched(record, targets, before, changed)
+            and not holder_scan.reaches(self.shell, self.device, changed, new_outputs, self.budget)
+        ):
+            kept = {p: (self._places[p].kinds, UNTOUCHED) for p in targets}
+            return self._replace(record, targets, kept, before)
 
         def by_kind(scan: holder_scan.HolderScan) -> dict[str, tuple[Kinds, str]]:
             return {p: self._kinds(scan, p, a) for p, (_, a) in targets.items()}
@@ -118,6 +130,24 @@ class CellKinds:
         if self.device == "host":
             return "host"
         return None if d.cuda_index is None else f"cuda:{d.cuda_index}"
+
+    def _untouched(
+        self,
+        record: CellRecord,
+        targets: dict[str, tuple[DeviceUsage, dict[str, int]]],
+        before: dict[str, Kinds],
+        changed: set[str],
+    ) -> bool:
+        """Whether no storage on the GPUs came or went during the cell, from its start as the
+        last read left it (every framework there says it allocated nothing: only torch can),
+        and no name that held GPU memory then was bound again or deleted: then only what the
+        cell bound can have taken a storage over."""
+        return (
+            record.status == "ok"  # (a new stored traceback may hold what it did not)
+            and before.keys() == targets.keys()
+            and not changed & self._roots
+            and all(f.allocated_total == 0 for d, _ in targets.values() for f in d.frameworks)
+        )
 
     @staticmethod
     def _kinds(

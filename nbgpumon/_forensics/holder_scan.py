@@ -531,6 +531,35 @@ def _walk(
     return walk
 
 
+def reaches(
+    shell: Any,
+    device: str,
+    names: Collection[str],
+    outputs: Collection[int] = (),
+    budget: float = 0.05,
+) -> bool:
+    """Whether the variables ``names``, the ``Out`` entries ``outputs`` or the last result
+    reach memory of ``device`` (a walk cut short by ``budget`` cannot tell: True)."""
+    out = (getattr(shell, "user_ns", {}) or {}).get("Out")
+    roots = user_variables(shell, names)
+    if isinstance(out, dict):
+        roots += [(f"Out[{n}]", out[n]) for n in outputs if n in out]
+    last = getattr(shell, "last_execution_result", None)
+    roots.append(("the last result", getattr(last, "result", None)))
+    walk = _Walk(device, budget)
+    collecting = gc.isenabled()
+    gc.disable()  # (as in scan)
+    try:
+        for name, value in roots:
+            walk.visit(name, value, hidden=False)
+            if walk.reached or walk.stopped:
+                return True
+    finally:
+        if collecting:
+            gc.enable()
+    return False
+
+
 def holds_memory(value: Any) -> bool:
     """True when ``value`` reaches a tensor or array (any device) within the walk's bounds."""
     walk = _Walk("any", 0.01)
