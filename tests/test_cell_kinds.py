@@ -24,7 +24,7 @@ from fake_shell import shell_with, storage_bytes
 MIB = 2**20
 
 
-def _record(
+def torch_record(
     before: int, after: int, peak: int, index: int = 0, total: int | None = None
 ) -> CellRecord:
     """A cell's record whose one device's torch figures are ``before``/``after``/``peak``, and
@@ -69,7 +69,7 @@ class _Cells:
 
     def run(self, changed: set[str], transient: int = 0, total: int | None = None) -> CellRecord:
         after = self.held()
-        record = _record(self.allocated, after, after + transient, self.n, total)
+        record = torch_record(self.allocated, after, after + transient, self.n, total)
         self.allocated, self.n = after, self.n + 1
         return self.kinds.read(record, lambda: (changed, set()))
 
@@ -147,7 +147,7 @@ def test_a_cell_that_allocated_nothing_and_bound_no_memory_is_carried_over_witho
     assert cells.run({"epochs"}, total=None).devices[0].kinds_note != UNTOUCHED  # unknown
     assert cells.kinds.narrow_walks == walks + 4
     after = cells.held()
-    failed = dataclasses.replace(_record(after, after, after, cells.n, 0), status="error")
+    failed = dataclasses.replace(torch_record(after, after, after, cells.n, 0), status="error")
     shell.user_ns["n"] = 4
     read = cells.kinds.read(failed, lambda: ({"n"}, set()))
     assert read.devices[0].kinds_note != UNTOUCHED and cells.kinds.narrow_walks == walks + 5
@@ -156,7 +156,7 @@ def test_a_cell_that_allocated_nothing_and_bound_no_memory_is_carried_over_witho
     assert cells.run({"lr"}, total=0).devices[0].kinds_note == UNTOUCHED
     assert cells.kinds.narrow_walks == walks + 5
     shell.user_ns["Out"][9] = model.bias  # an output of memory there already
-    shown = cells.kinds.read(_record(after, after, after, cells.n, 0), lambda: (set(), {9}))
+    shown = cells.kinds.read(torch_record(after, after, after, cells.n, 0), lambda: (set(), {9}))
     assert shown.devices[0].kinds_note != UNTOUCHED and cells.kinds.narrow_walks == walks + 6
 
 
@@ -188,7 +188,7 @@ def test_the_leak_verdicts_whole_walk_is_used_as_it_is():
     cells = _Cells(shell, torch)
     whole = holder_scan.scan(shell, "host")
     after = cells.held()
-    record = cells.kinds.read(_record(0, after, after), lambda: (set(), set()), whole=whole)
+    record = cells.kinds.read(torch_record(0, after, after), lambda: (set(), set()), whole=whole)
     assert dict(record.devices[0].kinds_after) == {"arrays held by variables": 4 * MIB}
     assert cells.kinds.narrow_walks == 0 and cells.kinds.whole_walks == 0
 
@@ -208,7 +208,7 @@ def test_a_cells_changes_are_its_names_and_its_outputs():
 
 
 def test_the_kinds_survive_the_recordings_json():
-    record = _record(0, 3 * MIB, 5 * MIB)
+    record = torch_record(0, 3 * MIB, 5 * MIB)
     device = dataclasses.replace(
         record.devices[0],
         kinds_before=(("parameters", MIB),),
@@ -218,7 +218,7 @@ def test_the_kinds_survive_the_recordings_json():
     record = dataclasses.replace(record, devices=(device,))
     as_json = dataclasses.asdict(record)
     assert record_from_dict(as_json) == record
-    older = dataclasses.asdict(_record(0, MIB, MIB))  # a schema 5 file's device: no kinds
+    older = dataclasses.asdict(torch_record(0, MIB, MIB))  # a schema 5 file's device: no kinds
     for d in older["devices"]:
         del d["kinds_before"], d["kinds_after"], d["kinds_note"]
     assert record_from_dict(older).devices[0].kinds_after == ()
@@ -291,7 +291,7 @@ def test_the_widgets_rows_carry_each_cells_peak_by_kind_and_refuse_a_malformed_o
     from nbgpumon._views.widget import cell_row
     from nbgpumon._views.widget_traits import CELL
 
-    record = _record(0, 3 * MIB, 5 * MIB)
+    record = torch_record(0, 3 * MIB, 5 * MIB)
     device = dataclasses.replace(record.devices[0], kinds_after=(("parameters", 3 * MIB),))
     row = cell_row(dataclasses.replace(record, devices=(device,)))
     assert row["kinds"] == [

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from ipykernel.compiler import XCachingCompiler
 from IPython.core.compilerop import CachingCompiler
+from test_cell_kinds import torch_record
 
 from nbgpumon._forensics.peak_replay import replay_to_peak
 from nbgpumon._forensics.tracing import (
@@ -20,7 +21,6 @@ from nbgpumon._forensics.tracing import (
     attribute_blocks,
     live_block_keys,
 )
-from nbgpumon._ledger.records import AllocatorUsage, CellRecord, DeviceUsage
 from nbgpumon._session.config import GPUMon
 from nbgpumon._session.tracing_control import TracingControl
 from nbgpumon._views.traced_text import format_traced
@@ -397,15 +397,6 @@ def test_a_failing_snapshot_gives_no_result_and_one_line_of_error(fake_torch):
     )
 
 
-def torch_cell(execution_count: int, after: int, peak: int) -> CellRecord:
-    """A cell's record on cuda:0 with torch's allocated figures at its end and its exact peak."""
-    torch = AllocatorUsage("torch", after, after, None, None, peak, True)
-    device = DeviceUsage(0, 0, "gpu0", after, after, None, None, None, None, peak, True, None,
-                         None, None, (torch,))  # fmt: skip
-    return CellRecord(0, "cell", execution_count, None, "", 0.0, 1.0, "ok", "", (device,),
-                      None, None, None, False)  # fmt: skip
-
-
 def test_a_cells_peak_is_replayed_in_what_each_allocation_asked_for(fake_torch, compiler):
     """torch's history gives each allocation's asked-for size; its allocated figure counts the
     blocks that served them, rounded up. The replay runs on torch's requested_bytes: on the
@@ -429,7 +420,7 @@ def test_a_cells_peak_is_replayed_in_what_each_allocation_asked_for(fake_torch, 
     fake_torch.cuda.requested = (4 * MIB + 4, 4 * MIB + asked + 8)
     after, peak = 4 * MIB + 512, 7 * MIB + 1024  # the blocks' sizes, as memory_allocated()
 
-    (replay,) = control.peak_replays(torch_cell(3, after, peak))
+    (replay,) = control.peak_replays(torch_record(after, after, peak, index=2))  # In[3]
     assert replay.note == ""
     assert [format_traced(a) for a in replay.found] == ["[3] line 1: h = w.float() * 2 — 2.9 MiB"]
     assert replay.bytes == asked

@@ -15,6 +15,7 @@ allocation, at its pool chunk's size; like torch, only when the library is alrea
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import re
 import sys
@@ -497,16 +498,23 @@ def scan(
     if not DEVICES.match(device):
         raise ValueError(f"device must be cuda, cuda:N, host or any, not {device!r}")
     started = time.perf_counter()
-    # The walk makes many small tuples and no cycles; left on, the collector would run full
-    # passes over the kernel's heap (a model's objects) in the middle of it, doubling its cost.
+    with _collector_off():
+        walk = _walk(shell, device, budget, names, outputs, memo)
+    return walk.result(time.perf_counter() - started)
+
+
+@contextlib.contextmanager
+def _collector_off() -> Iterator[None]:
+    """The collector off during a walk: the walk makes many small tuples and no cycles; left
+    on, the collector would run full passes over the kernel's heap (a model's objects) in the
+    middle of it, doubling its cost."""
     collecting = gc.isenabled()
     gc.disable()
     try:
-        walk = _walk(shell, device, budget, names, outputs, memo)
+        yield
     finally:
         if collecting:
             gc.enable()
-    return walk.result(time.perf_counter() - started)
 
 
 def _walk(
@@ -547,16 +555,11 @@ def reaches(
     last = getattr(shell, "last_execution_result", None)
     roots.append(("the last result", getattr(last, "result", None)))
     walk = _Walk(device, budget)
-    collecting = gc.isenabled()
-    gc.disable()  # (as in scan)
-    try:
+    with _collector_off():
         for name, value in roots:
             walk.visit(name, value, hidden=False)
             if walk.reached or walk.stopped:
                 return True
-    finally:
-        if collecting:
-            gc.enable()
     return False
 
 

@@ -5,7 +5,7 @@ and it freed), and the OOM flight record."""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .._foundation.errors import failure_line
@@ -76,8 +76,7 @@ class TracingControl:
         """What the cell allocated and left alive, by line, the shown ones (tracing on)."""
         if self.tracer is None or not self.tracer.armed:
             return ()
-        found = self.tracer.cell_finished(execution_count)
-        return tuple(a for a in found if a.bytes >= TRACE_MIN_BYTES)
+        return _shown(self.tracer.cell_finished(execution_count))
 
     def peak_replays(self, record: CellRecord) -> list[PeakReplay]:
         """Where the cell freed TRACE_MIN_BYTES or more of its exact peak before its end
@@ -116,10 +115,7 @@ class TracingControl:
         except Exception as exc:
             tracer.error = failure_line("replaying allocations to the cell's peak failed", exc)
             return []
-        return [  # (the lines shown, as for what a cell kept: 1 MiB or more)
-            dataclasses.replace(r, found=tuple(a for a in r.found if a.bytes >= TRACE_MIN_BYTES))
-            for r in replays
-        ]
+        return [dataclasses.replace(r, found=_shown(r.found)) for r in replays]
 
     def oom_flight_record(self, shell: Any, record: CellRecord, traced: bool) -> dict[str, Any]:
         """The post-mortem's live blocks by line and saved snapshot (OomFacts fields);
@@ -193,3 +189,8 @@ class TracingControl:
 
     def close(self) -> None:
         self.nvtx_ranges.close()
+
+
+def _shown(found: Sequence[TracedAllocation]) -> tuple[TracedAllocation, ...]:
+    """The traced lines shown: TRACE_MIN_BYTES or more (what a cell kept, what its peak held)."""
+    return tuple(a for a in found if a.bytes >= TRACE_MIN_BYTES)
