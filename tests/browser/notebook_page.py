@@ -39,6 +39,23 @@ ARTIFACTS = Path(__file__).resolve().parent.parent / "artifacts"
 # The notebook panel on screen (in JupyterLab, other restored tabs are hidden).
 PANEL = ".jp-NotebookPanel:visible"
 
+# the kernel of the notebook open at ``path`` asked for its info (its reply's status goes out
+# on iopub, to every subscriber); false where no such notebook has a kernel
+ASK_KERNEL_INFO_JS = """
+(path) => {
+    for (const widget of window.jupyterapp.shell.widgets('main')) {
+        const kernel = widget.context && widget.context.path === path
+            && widget.sessionContext && widget.sessionContext.session
+            && widget.sessionContext.session.kernel;
+        if (kernel) {
+            kernel.requestKernelInfo();
+            return true;
+        }
+    }
+    return false;
+}
+"""
+
 KERNEL_READY_JS = """
 (panel) => {
     const name = panel.querySelector('.jp-Toolbar-kernelName');
@@ -238,12 +255,19 @@ class NotebookPage:
         handle = self.panel.element_handle(timeout=timeout)
         self.page.wait_for_function(KERNEL_READY_JS, arg=handle, timeout=timeout)
         # and the server agrees: the session for this file has an idle kernel
+        asked = time.monotonic()
         while True:
             state = self._server_kernel_state()
             if state == "idle":
                 return
             if time.monotonic() > deadline:
                 raise TimeoutError(f"kernel of {self.name} is {state!r}, not idle")
+            if state == "starting" and time.monotonic() - asked > 1:
+                # the server hears the kernel's status on an iopub subscription of its own,
+                # which can join after the statuses the page saw (zmq drops what a late
+                # subscriber missed): the page asks the kernel once more for one
+                self.page.evaluate(ASK_KERNEL_INFO_JS, self.name)
+                asked = time.monotonic()
             self.page.wait_for_timeout(100)
 
     def _server_kernel_state(self) -> str | None:
