@@ -22,10 +22,12 @@ class NpmCheck(BuildHookInterface):
     PLUGIN_NAME = "custom"
 
     def initialize(self, version: str, build_data: dict[str, Any]) -> None:
-        if self.target_name != "wheel" or shutil.which("npm"):
-            return  # the sdist ships no bundle; with npm, jupyter-builder builds it
+        # The wheel and the sdist both ship the bundle; with npm, jupyter-builder builds it.
+        if self.target_name not in ("wheel", "sdist") or shutil.which("npm"):
+            return
         if (Path(self.root) / BUNDLE).is_file():
-            # built already: a standard build skips npm anyway, an editable one would not
+            # built already (a clone that ran npm, or an unpacked sdist): a standard build
+            # skips npm anyway, an editable one would not
             os.environ["SKIP_JUPYTER_BUILDER"] = "1"
             return
         raise SystemExit(NO_NPM)  # printed as it is, with no traceback
