@@ -34,6 +34,8 @@ run() {
 
 # Shortest first, so that a run cut short still leaves most results.
 run nvml_calls 60 "$@"
+run identity_check 60 "$@"
+run report_build 120 "$@"
 run timeline_memory 180 "$@"
 run load_time 240 "$@"
 run hook_cost 150 "$@"

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import http.server
 import json
-import os
 import shutil
 import socket
 import subprocess
@@ -20,9 +19,10 @@ import urllib.parse
 import urllib.request
 from pathlib import Path
 
-import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from required import PROMETHEUS as PROMETHEUS_REQUIRED
+from required import skip_unless_required
 from waiting import until
 
 PROMETHEUS = shutil.which("prometheus") or "/usr/bin/prometheus"
@@ -60,9 +60,10 @@ def require_prometheus() -> None:
     """Skip without the binary, unless CI says it must be there (then fail)."""
     if Path(PROMETHEUS).exists():
         return
-    if os.environ.get("NBGPUMON_REQUIRE_PROMETHEUS"):
-        pytest.fail(f"{PROMETHEUS} is missing: .ci/run installs Debian's prometheus package")
-    pytest.skip("no prometheus binary (apt-get install prometheus)")
+    skip_unless_required(
+        f"no prometheus binary at {PROMETHEUS} (apt-get install prometheus; .ci/run does)",
+        PROMETHEUS_REQUIRED,
+    )
 
 
 class PrometheusServer:

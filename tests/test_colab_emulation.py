@@ -69,7 +69,11 @@ def test_in_colab_gpumon_is_the_picture_with_one_line_saying_why_and_catches_up_
             COUNTS,
             "%load_ext nbgpumon\nimport numpy as np, time  # numpy's memory: not cell [5]'s",
             "%gpumon",
-            "keep = np.ones(2**24)  # 128 MiB\ntime.sleep(2.5)",
+            # 128 MiB, then a wait (with a deadline) for the sampler's thread to redraw the
+            # picture while the cell runs: a redraw the front end drops
+            "keep = np.ones(2**24)  # 128 MiB\n_d = time.monotonic() + 60\n"
+            "while not get_ipython().kernel.dropped_by_front_end['update_display_data']"
+            " and time.monotonic() < _d:\n    time.sleep(0.05)",
             "x = 1  # <img src=x onerror=alert(1)>",
             COUNTS,
         ],

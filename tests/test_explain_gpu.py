@@ -11,6 +11,7 @@ from __future__ import annotations
 import pytest
 
 from notebook_runner import keep_gpu_cells, keep_gpu_file, run_cells
+from required import CUPY_JAX, import_or_skip
 
 torch = pytest.importorskip("torch")
 pytestmark = [
@@ -140,7 +141,7 @@ driver = sum(p.usedGpuMemory for p in pynvml.nvmlDeviceGetComputeRunningProcesse
 
 
 def test_cupy_arrays_and_its_pool_are_explained_to_the_byte():
-    pytest.importorskip("cupy")
+    import_or_skip("cupy", CUPY_JAX)
     runs = run_cells(
         [
             "%load_ext nbgpumon",
@@ -163,7 +164,7 @@ def test_cupy_arrays_and_its_pool_are_explained_to_the_byte():
 
 
 def test_jax_arrays_and_its_pool_are_explained_and_add_up_to_the_drivers_figure():
-    pytest.importorskip("jax")
+    import_or_skip("jax", CUPY_JAX)
     runs = run_cells(
         [
             "%load_ext nbgpumon",

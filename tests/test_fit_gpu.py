@@ -31,6 +31,8 @@ import sys
 
 import pytest
 
+from required import CUPY_JAX, import_or_skip
+
 torch = pytest.importorskip("torch")
 pytestmark = [
     pytest.mark.gpu,
@@ -137,7 +139,7 @@ FRAMEWORK_STEP = {
 def test_fit_on_cupy_and_jax_fits_their_exact_peaks(framework):
     """n MiB a call: CuPy's peaks are exact (fit arms its hook), JAX's from the second size on
     (its high-water mark can't be reset, so the warm-up's size reads ≥ and is left out)."""
-    pytest.importorskip(framework)
+    import_or_skip(framework, CUPY_JAX)
     code = FRAMEWORK_STEP[framework] + (
         "import json, nbgpumon\n"
         "r = nbgpumon.fit(step, sizes=(64, 128, 192, 256, 320))\n"

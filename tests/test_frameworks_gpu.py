@@ -10,11 +10,19 @@ import re
 import pytest
 
 from notebook_runner import RECORDS_CELL, WAIT_FOR_ALLOCATOR_READS, cells_by_label, run_cells
+from required import CUPY_JAX, import_or_skip
 
-jax = pytest.importorskip("jax")
-cupy = pytest.importorskip("cupy")
 pytestmark = pytest.mark.gpu
 GIB = 2**30
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _cupy_and_jax():
+    """Each test skips without them, or fails where scripts/gpu requires them (a fixture, not
+    an import at the top: a failed collection would stop every other GPU test too)."""
+    import_or_skip("jax", CUPY_JAX)
+    import_or_skip("cupy", CUPY_JAX)
+
 
 # Whether this kernel has a CUDA context on GPU 0: the driver's primary-context state and
 # NVML's process list (the two must agree once one exists, which shows the check can see it).
@@ -139,12 +147,12 @@ def test_a_cupy_array_kept_is_exactly_one_gib_and_its_view_counts_once(cupy_run)
     assert hooked["gpu0.cupy.peak_allocated"] == 3 * GIB
     assert "exact for the kernel's thread (CuPy memory hook)" in cupy_run[14].text
     holders = cupy_run[7].text
-    assert "1 holder(s)" in holders and "1.0 GiB" in holders, holders
+    assert "1 holder," in holders and "1.0 GiB" in holders, holders
 
 
 def test_cupy_free_status_and_post_mortem(cupy_run):
     freed = cupy_run[8].stdout
-    assert "reserved -2.0 GiB" in freed, freed
+    assert "reserved \u22122.0 GiB" in freed, freed
     assert "CuPy: active: cuda:0 1.0 GiB in use, 1.0 GiB reserved" in cupy_run[9].text
     oom = cupy_run[10]
     assert oom.error == "OutOfMemoryError"

@@ -66,9 +66,11 @@ def test_freeing_memory_shows_as_a_negative_delta(allocation_run):
 def test_records_carry_execution_counts_in_order(allocation_run):
     records = [r for r in allocation_run[-1].json_after("RECORDS=") if r["kind"] == "cell"]
     counts = [r["execution_count"] for r in records]
-    # %load_ext is cell 1 but is measured only from the cell after it
-    assert counts == list(range(2, 2 + len(counts)))
+    # %load_ext is cell 1 but is measured only from the cell after it; every cell after it
+    # up to the one asking (still running, so not yet recorded) has its record: 2 .. 8
+    assert counts == list(range(2, len(allocation_run)))
     assert records[0]["label"] == "import numpy as np"
+    assert records[-1]["label"] == "%gpumon cells 10"
 
 
 def test_an_exception_is_recorded_with_error_status(allocation_run):
@@ -157,6 +159,16 @@ def test_cells_frame_is_a_dataframe_of_the_ledger():
     assert int(words[2]) == pytest.approx(32 * 2**20, rel=0.02)
 
 
+# A cell that only waits: until the timeline closes one more 1 s bucket (a condition, with a
+# 30 s deadline, not a fixed sleep); prints "CLOSED True" once it has.
+WAIT_FOR_A_BUCKET = (
+    "import time as _t, nbgpumon as _n\n_buckets = _n.monitor().timeline._rings().levels[0]\n"
+    "_b, _d = _buckets.count, _t.monotonic() + 30\n"
+    "while _buckets.count == _b and _t.monotonic() < _d:\n    _t.sleep(0.02)\n"
+    "print('CLOSED', _buckets.count > _b)"
+)
+
+
 def test_numpys_first_fold_is_not_charged_to_a_cell_that_only_waits():
     """The sampler's first fold with numpy grows the process by about 0.6 MiB; it happens before
     a cell's start readings, so a cell that allocates nothing and outlasts a bucket's close
@@ -164,10 +176,11 @@ def test_numpys_first_fold_is_not_charged_to_a_cell_that_only_waits():
     runs = run_cells(
         [
             "%load_ext nbgpumon\nimport numpy",  # numpy loaded, no bucket folded with it yet
-            "import time; time.sleep(1.5)",  # a bucket closes while it runs
+            WAIT_FOR_A_BUCKET,  # a bucket closes while it runs, folded with numpy
             "import nbgpumon\nprint('KEPT', nbgpumon.cells()[-1].rss_delta)",
         ]
     )
+    assert runs[1].stdout.split() == ["CLOSED", "True"]  # the fold happened during the cell
     kept = int(runs[2].stdout.split()[1])
     assert kept < 0.3 * 2**20, kept
 

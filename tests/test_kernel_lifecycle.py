@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from notebook_runner import COLAB_RUNTIME, SHOW_WIDGET, fake_nvml_env, run_cells
+from notebook_runner import (
+    COLAB_RUNTIME,
+    SHOW_WIDGET,
+    WAIT_FOR_ALLOCATOR_READS,
+    fake_nvml_env,
+    run_cells,
+)
 
 COUNT_WIRING = (
     "import threading\n"
@@ -63,7 +69,7 @@ def test_with_torch_imported_but_no_cuda_nothing_breaks_and_cuda_stays_uninitial
         [
             "%load_ext nbgpumon",
             "import torch\nx = torch.ones(1024, 1024)",
-            "import time; time.sleep(1.2)",  # several sampler ticks and an allocator read
+            WAIT_FOR_ALLOCATOR_READS,  # several sampler ticks and allocator reads
             "%gpumon summary on",
             "y = torch.zeros(256, 1024, 1024)",
             "%gpumon status",
@@ -74,6 +80,7 @@ def test_with_torch_imported_but_no_cuda_nothing_breaks_and_cuda_stays_uninitial
     )
     for run in runs:
         assert run.error is None, run.text
+    assert runs[2].stdout.split() == ["TICKS", "True"]  # the reads happened, with torch there
     assert runs[4].stdout.startswith("[5] host +1.0 GiB")
     assert "  torch: CUDA not initialised by this kernel yet" in runs[5].text
     assert runs[7].stdout.split()[:2] == ["CUDA", "False"]

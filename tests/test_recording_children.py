@@ -11,7 +11,6 @@ import os
 import shutil
 import sqlite3
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -27,6 +26,7 @@ from nbgpumon._session.config import GPUMon
 from nbgpumon._session.session import Session
 from nbgpumon._sources.processes.children import ChildGpu, ChildUsage
 
+from child_python import python
 from notebook_runner import fake_pynvml
 from waiting import until
 
@@ -80,7 +80,7 @@ def start_child(
     (tmp_path / script).write_text(CHILD)
     # run where it lies, so that its command is short: "python train.py gpu"
     env = {**os.environ, "GIB": " ".join(map(str, gib))}
-    return subprocess.Popen([sys.executable, script, used.name], cwd=tmp_path, env=env)
+    return subprocess.Popen([python(), script, used.name], cwd=tmp_path, env=env)
 
 
 def go_on(used: Path, child: subprocess.Popen, step: int) -> None:
@@ -168,8 +168,10 @@ INFO = {"host": "test", "pid": 1, "gpus": [{"index": 0, "name": "Fake GPU"}], "d
 
 
 def _cell(index: int, children: tuple[ChildUsage, ...] = ()) -> CellRecord:
-    return CellRecord(index, "cell", index + 1, None, f"step({index})", 1e9 + index, 0.5, "ok",
-                      "", (), 1, 2, 3, False, children=children)  # fmt: skip
+    # ended now: a cell of the recording (one that ended before it started is the kernel's
+    # earlier ledger, which the file keeps apart)
+    return CellRecord(index, "cell", index + 1, None, f"step({index})", time.time() + index, 0.5,
+                      "ok", "", (), 1, 2, 3, False, children=children)  # fmt: skip
 
 
 def _child(pid: int, gib: float, ended: float | None = None) -> ChildUsage:

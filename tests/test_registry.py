@@ -17,6 +17,7 @@ from nbgpumon._foundation.metrics import metric, metric_of, metrics_of, registry
 from nbgpumon._views.text import snapshot_view
 
 from notebook_runner import fake_pynvml
+from packed_history import assert_history_holds
 
 TWO_GPUS = [
     {"name": "Fake H200", "used": 3 * 2**30, "total": 141 * 2**30},
@@ -113,6 +114,7 @@ def test_a_recording_opens_in_the_live_chart():
     ]
     rows, width = struct.unpack_from("<II", widget.history)
     assert (rows, width) == (308, len(session.columns))  # every sample, in the snapshot
+    assert_history_holds(widget.history, session.window())  # with its numbers
     assert [c["name"] for c in widget.cells] == [r.name for r in session.records]
     assert [m["label"] for m in widget.marks] == ["training done"]
     assert widget.running == {}

@@ -8,7 +8,6 @@ from __future__ import annotations
 import html
 import os
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -24,6 +23,7 @@ from nbgpumon._sources.processes.children import ChildGpu, ChildUsage
 from nbgpumon._views.children_text import children_text
 from nbgpumon._views.report import Report, report_widget
 
+from child_python import python
 from notebook_runner import fake_pynvml
 from waiting import until
 
@@ -74,7 +74,7 @@ def run_child_cell(mon: Monitor, count: int, used: int, sm: int) -> ChildUsage:
     cell's record says once the child's end is seen."""
     pipeline = mon._session.cells_pipeline
     opened = pipeline.begin(count, "!python holder.py")
-    subprocess.run([sys.executable, str(HOLDER), str(used), str(sm), "1.5"], check=True)
+    subprocess.run([python(), str(HOLDER), str(used), str(sm), "1.5"], check=True)
     pipeline.end(opened, "ok", "", count, None)
 
     def ended() -> ChildUsage | None:

@@ -12,6 +12,7 @@ import pytest
 from nbgpumon._api.monitor import Monitor
 
 from notebook_runner import fake_pynvml
+from packed_history import assert_history_holds
 
 
 @pytest.fixture
@@ -91,6 +92,7 @@ def test_a_page_asking_for_the_whole_state_gets_the_history_packed_now(sent_widg
     assert state["history_cursor"] == mon.cursor
     rows, width = np.frombuffer(state["history"][:8], "<u4")
     assert (rows, width) == (mon.cursor, len(mon.columns))  # every row so far, downsampled to none
+    assert_history_holds(state["history"], mon.timeline.window())  # the numbers too
     assert widget.get_state("history_cursor") == {"history_cursor": 3}  # a trait's own update
 
 

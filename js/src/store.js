@@ -142,6 +142,19 @@ export class Store {
     return out;
   }
 
+  /** Column `name`'s values for the rows drawn, parallel to times() (NaN at a break, and for
+   * a column not held): what a browser test reads to compare the numbers across a reload. */
+  values(name) {
+    const c = this.columnIndex.get(name) ?? -1;
+    const used = this.historyRowsUsed();
+    const r = this.ring;
+    const out = new Float64Array(used + r.length).fill(NaN);
+    if (c < 0) return out;
+    for (let i = 0; i < used; i++) out[i] = this.history.mean[c][i];
+    for (let i = 0; i < r.length; i++) if (!r.isBreak(i)) out[used + i] = r.value(i, c);
+    return out;
+  }
+
   /** The newest non-NaN value of column `name` (looking back at most `lookback` rows), or null. */
   latest(name, lookback = 2000) {
     const c = this.columnIndex.get(name) ?? -1;

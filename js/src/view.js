@@ -80,6 +80,8 @@ export function createView({ model, el }, deps) {
   root.dataset.points = "0";
   // for browser tests: the rows' times, as the chart draws them (NaN: a break in the lines)
   root.nbgpumonTimes = () => Array.from(store.times());
+  // ... and one column's values, parallel to them (NaN: a break, or a column not held)
+  root.nbgpumonValues = (name) => Array.from(store.values(name));
   const status = document.createElement("div");
   status.className = "nbgpumon-status";
   const note = document.createElement("div");
@@ -285,7 +287,10 @@ export function createView({ model, el }, deps) {
  */
 export function missedNote(stats) {
   if (!stats.dropped) return "";
-  const got = stats.filled ? `; ${stats.filled.toLocaleString("en-US")} were sent again after the cell, and are drawn` : "";
+  const one = stats.filled === 1;
+  const got = stats.filled
+    ? `; ${stats.filled.toLocaleString("en-US")} ${one ? "was" : "were"} sent again after the cell, and ${one ? "is" : "are"} drawn`
+    : "";
   return (
     "nbgpumon: samples sent while a cell ran did not arrive here (this front end drops what a " +
     `kernel's background thread sends)${got}: the chart moves only between cells`

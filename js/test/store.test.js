@@ -278,4 +278,19 @@ describe("which holes a front end dropped, and which a page missed by connecting
     send(model, 5, [6], [[6, 6]], { gap: true });
     expect(Array.from(storeFor(model).times())).toEqual([1, 2, NaN, 6]);
   });
+
+  test("the values a view draws follow its times: the history's, then the live rows'", () => {
+    const model = new FakeModel({
+      columns: COLUMNS,
+      history: new DataView(packHistory([1, 2], [[10, 100], [20, 200]]).buffer),
+      history_cursor: 2,
+    });
+    connectModel(model);
+    send(model, 2, [3], [[30, 300]]);
+    send(model, 5, [6], [[60, 600]], { gap: true });
+    const store = storeFor(model);
+    expect(Array.from(store.values("host.rss"))).toEqual([100, 200, 300, NaN, 600]);
+    expect(Array.from(store.values("gpu0.mem_used"))).toEqual([10, 20, 30, NaN, 60]);
+    expect(Array.from(store.values("no.such"))).toEqual([NaN, NaN, NaN, NaN, NaN]);
+  });
 });

@@ -1,6 +1,6 @@
 // @vitest-environment jsdom
 // The production path: the default export, with the real uPlot, on a canvas-less DOM.
-import { expect, test } from "vitest";
+import { expect, test, vi } from "vitest";
 import { columns as describe } from "./columns.js";
 import { canvasTexts } from "./dom-shims.js";
 import widget from "../src/widget.js";
@@ -9,7 +9,11 @@ import { packHistory, samples } from "./protocol.js";
 import { timeLabels } from "../src/time-axis.js";
 
 const GiB = 2 ** 30;
-const nextFrame = () => new Promise((resolve) => setTimeout(resolve, 50));
+// The view draws on its next animation frame: wait for what that frame shows (polled, with a
+// deadline), never for a fixed time.
+const drawn = (check) => vi.waitFor(check, { timeout: 5000, interval: 5 });
+const points = (el) => el.querySelector(".nbgpumon-widget").dataset.points;
+const statusText = (el) => el.querySelector(".nbgpumon-status").textContent;
 
 test("the real uPlot builds, draws bands and totals, updates and is torn down", async () => {
   const columns = describe("gpu0.nvml.mem_used", "gpu0.nvml.mem_total", "gpu0.nvml.gpu_util", "gpu0.nvml.mem_util", "gpu0.torch.allocated", "gpu0.torch.reserved", "host.rss");
@@ -33,8 +37,7 @@ test("the real uPlot builds, draws bands and totals, updates and is torn down", 
   expect(panels[0].querySelector(".u-legend").textContent).toContain("used (NVML)");
 
   model.custom(...samples(3, [103, 104], [row(4), row(5)]));
-  await nextFrame();
-  expect(el.querySelector(".nbgpumon-widget").dataset.points).toBe("5");
+  await drawn(() => expect(points(el)).toBe("5"));
   expect(canvasTexts).toContain("[4]");
   expect(canvasTexts).toContain("checkpoint");
   expect(canvasTexts).toContain("total 80.0 GiB");
@@ -54,10 +57,10 @@ test("with 8 s of data in the 10 min window, the time axis reads as whole clock 
   document.body.append(el);
   const disconnect = widget.initialize({ model });
   const cleanup = widget.render({ model, el });
-  await nextFrame(); // the empty chart's first paint
+  await drawn(() => expect(statusText(el)).toBe("sampling")); // the empty chart's first paint
   canvasTexts.length = 0;
   model.custom(...samples(0, times, times.map(() => [GiB])));
-  await nextFrame();
+  await drawn(() => expect(points(el)).toBe("81"));
   const { label } = timeLabels();
   const whole = new Set(Array.from({ length: 9 }, (_, i) => label(1_796_000_000 + i, 1)));
   const ticks = canvasTexts.filter((t) => whole.has(t));
@@ -78,10 +81,10 @@ test("4 s of data on a wide chart: whole-second ticks, not half seconds", async 
   document.body.append(el);
   const disconnect = widget.initialize({ model });
   const cleanup = widget.render({ model, el });
-  await nextFrame();
+  await drawn(() => expect(statusText(el)).toBe("sampling")); // the empty chart's first paint
   canvasTexts.length = 0;
   model.custom(...samples(0, times, times.map(() => [GiB])));
-  await nextFrame();
+  await drawn(() => expect(points(el)).toBe("41"));
   const { label } = timeLabels();
   const whole = Array.from({ length: 5 }, (_, i) => label(1_796_000_000 + i, 1));
   expect(canvasTexts.filter((t) => /\d:\d\d/.test(t))).toEqual(whole); // every second, no tenths

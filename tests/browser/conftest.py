@@ -18,10 +18,11 @@ from pathlib import Path
 import pytest
 
 from notebook_page import ARTIFACTS, NotebookPage, safe_name
+from required import BROWSER, required, skip_unless_required
 from servers import CHROMIUM, JupyterServer, launch_chromium, remove_tree, start_server
 
 HERE = Path(__file__).resolve().parent
-REQUIRE_BROWSER = os.environ.get("NBGPUMON_REQUIRE_BROWSER", "") not in ("", "0")
+REQUIRE_BROWSER = required(BROWSER)
 VIEWPORT = {"width": 1280, "height": 800}
 
 # Uncaught errors that a front end itself throws on a clean install, nothing to do with the page
@@ -81,9 +82,7 @@ def pytest_runtest_makereport(item, call):
 def playwright_instance():
     reason = browser_unavailable()
     if reason:
-        if REQUIRE_BROWSER:
-            pytest.fail(f"NBGPUMON_REQUIRE_BROWSER=1 but {reason}", pytrace=False)
-        pytest.skip(f"browser tests: {reason}")
+        skip_unless_required(f"browser tests: {reason}", BROWSER)
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:

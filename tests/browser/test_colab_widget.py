@@ -30,7 +30,10 @@ EMULATION = Path(__file__).resolve().parent.parent / "colab_emulation" / "colab_
 KERNEL = "python3-colab-emulated"
 CELLS = [
     "%load_ext nbgpumon\nimport nbgpumon\nnbgpumon.monitor().widget()",
-    "import time\ntime.sleep(3)  # the sampler's ~30 rows: every message it sends is dropped",
+    # the sampler's 30 rows (waited for, with a deadline): every message it sends is dropped
+    "import time\n_m, _d = nbgpumon.monitor(), time.monotonic() + 60\n_c = _m.cursor + 30\n"
+    "while (_m.cursor < _c or not get_ipython().kernel.dropped_by_front_end['comm_msg'])"
+    " and time.monotonic() < _d:\n    time.sleep(0.05)",
     "_d = get_ipython().kernel.dropped_by_front_end\n_p = nbgpumon.monitor()._publisher\n"
     "print('SHELL', type(get_ipython()).__module__)\n"
     "print('DROPPED', _d['comm_msg'] > 0, 'RESENT', _p.resent_rows)",

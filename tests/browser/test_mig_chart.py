@@ -24,6 +24,19 @@ SETUP = (
     "'total': 17716740096, 'used': 4 * 2**30},"
     "{'uuid': 'MIG-2222', 'gpu_instance': 2, 'profile': '3g.71gb', 'total': 76235669504}]}]})"
 )
+# The chart draws its memory ceiling on the canvas, as "total <bytes>" over a dashed line:
+# each panel keeps the texts drawn on its canvases from now on (a wrapper round fillText).
+KEEP_DRAWN_TEXTS = """() => {
+  const proto = CanvasRenderingContext2D.prototype;
+  if (proto.nbgpumonFillText) return;
+  proto.nbgpumonFillText = proto.fillText;
+  proto.fillText = function (text, ...rest) {
+    const panel = this.canvas.closest("[data-panel]");
+    if (panel) (panel.nbgpumonDrawn ??= new Set()).add(String(text));
+    return this.nbgpumonFillText(text, ...rest);
+  };
+}"""
+CEILING_DRAWN = """el => [...(el.nbgpumonDrawn ?? [])].some((t) => t.startsWith("total "))"""
 
 
 @pytest.fixture
@@ -40,6 +53,7 @@ def test_a_mig_device_s_panels_name_its_profile_and_utilization_is_not_drawn(pag
         nb.run_cell(i)
     widget = nb.in_output(2, ".nbgpumon-widget").first
     widget.wait_for(state="visible", timeout=30_000)
+    page.evaluate(KEEP_DRAWN_TEXTS)  # the chart redraws with each new row: it draws them again
     title = '[data-panel="{}"] .nbgpumon-panel-title'
     expect(nb.in_output(2, title.format("gpu0-memory"))).to_have_text(
         "GPU 0 MIG 1g.18gb memory (cuda:0)"
@@ -53,5 +67,10 @@ def test_a_mig_device_s_panels_name_its_profile_and_utilization_is_not_drawn(pag
     expect(nb.in_output(2, '[data-panel="gpu0-memory"] .nbgpumon-panel-head')).to_contain_text(
         "used (NVML)"
     )
+    # its memory ceiling is the MIG device's 16.5 GiB (17,716,740,096 bytes), not the H200's
+    memory = nb.in_output(2, '[data-panel="gpu0-memory"]').first
+    page.wait_for_function(CEILING_DRAWN, arg=memory.element_handle(), timeout=30_000)
+    ceilings = [t for t in memory.evaluate("el => [...el.nbgpumonDrawn]") if t.startswith("total ")]
+    assert set(ceilings) == {"total 16.5 GiB"}, ceilings
     nb.screenshot("widget_mig")
     page.record.assert_clean()

@@ -1,6 +1,7 @@
 """The live chart's rows as its page holds them, read from the widget's element: the times of
-the rows it draws (``nbgpumonTimes``, a break in the lines as None). For tests that the chart
-moves and has no hole, measured on the data, not on pixels."""
+the rows it draws (``nbgpumonTimes``, a break in the lines as None) and a column's values in
+them (``nbgpumonValues``). For tests that the chart moves and has no hole, and holds the
+kernel's numbers, measured on the data, not on pixels."""
 
 from __future__ import annotations
 
@@ -12,6 +13,19 @@ from pathlib import Path
 def times(widget) -> list[float | None]:
     """The rows' times (unix seconds) as the chart draws them, oldest first; None: a break."""
     return widget.evaluate("el => el.nbgpumonTimes().map((t) => Number.isNaN(t) ? null : t)")
+
+
+def values(widget, column: str) -> dict[float, float | None]:
+    """The rows the chart draws, each time (unix seconds) to column ``column``'s value there
+    (None: no value); breaks left out. Times and values are read in one go, so that a row
+    arriving meanwhile cannot pair one row's time with another's value."""
+    pairs = widget.evaluate(
+        "(el, name) => { const t = el.nbgpumonTimes(), v = el.nbgpumonValues(name);"
+        " return t.map((x, i) => [x, Number.isNaN(v[i]) ? null : v[i]])"
+        ".filter(([x]) => !Number.isNaN(x)); }",
+        column,
+    )
+    return {t: v for t, v in pairs}
 
 
 def newest(widget) -> float:
