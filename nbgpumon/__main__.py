@@ -97,7 +97,10 @@ def main(argv: list[str] | None = None) -> int:
     except UsageError as exc:
         print(f"nbgpumon: {exc}", file=sys.stderr)
         return 1
-    print(f"nbgpumon: wrote {out} (session {session.session_id}, {len(session.records)} cells)")
+    from ._views.report_words import cells_words, earlier_cells
+
+    cells = cells_words(session.records, earlier_cells(session))
+    print(f"nbgpumon: wrote {out} (session {session.session_id}, {cells})")
     return 0
 
 
@@ -109,7 +112,7 @@ def _compare(a: str, b: str, output: str | None, check: bool) -> int:
 
     try:
         comparison = compare(a, b, None, Thresholds())
-        print(repr(comparison))
+        print(comparison)  # the whole table (its repr is short)
         if output:
             print(f"nbgpumon: wrote {write_new_text(output, comparison.report_html())}")
     except (RecordingError, UsageError) as exc:

@@ -6,6 +6,8 @@ import pytest
 from nbgpumon._foundation.units import format_bytes
 from nbgpumon._views.axis import (
     HEADROOM,
+    MAX_TIME_TICKS,
+    MIN_TIME_TICKS,
     bytes_axis,
     clock_labels,
     elapsed_ticks,
@@ -74,3 +76,30 @@ def test_elapsed_ticks_are_round_numbers_of_one_unit(lo, hi, labels, unit):
     ticks, got, got_unit = elapsed_ticks(lo, hi)
     assert (got, got_unit) == (labels, unit)
     assert np.all(np.diff(ticks) > 0) and lo <= ticks[0] and ticks[-1] <= hi
+
+
+# spans from a fifth of a second to a month, each from a few starting points: a 2.5 s
+# recording ticked each whole second showed just two labels
+SPANS = [0.2, 0.25, 0.37, 0.6, 0.9, 1.3, 2.5, 3.7, 7, 13, 45, 100, 333, 2000, 5000, 4e4,
+         86400, 2.2 * 86400, 9 * 86400, 17 * 86400, 20 * 86400, 60 * 86400]  # fmt: skip
+STARTS = [1_700_000_000.0 + offset for offset in (0.0, 0.05, 0.123, 0.6, 7.77, 3599.9, 4e5)]
+
+
+@pytest.mark.parametrize("span", SPANS)
+@pytest.mark.parametrize("most", [MAX_TIME_TICKS, 10, 3])
+def test_a_clock_axis_has_at_least_three_distinct_labels_for_any_span(span, most):
+    for lo in STARTS:
+        ticks, fmt = time_ticks(lo, lo + span, most)
+        labels = clock_labels(ticks, fmt)
+        assert MIN_TIME_TICKS <= len(ticks) <= max(most, 8), (lo, span, labels)
+        assert len(set(labels)) == len(labels), labels  # precise enough to tell them apart
+        assert lo <= ticks[0] and ticks[-1] <= lo + span
+        assert len(set(np.round(np.diff(ticks), 6))) <= 1  # one round step
+
+
+@pytest.mark.parametrize("span", SPANS)
+def test_an_elapsed_axis_has_at_least_three_distinct_labels_for_any_span(span):
+    for lead in (0.0, 0.03, 0.1):  # aligned time starts a little before the first cell
+        ticks, labels, _ = elapsed_ticks(-lead * span, span)
+        assert MIN_TIME_TICKS <= len(ticks) <= MAX_TIME_TICKS, (span, labels)
+        assert len(set(labels)) == len(labels), labels

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import itertools
 
+import pytest
+
 from nbgpumon._ledger.cell_source import bound_source
 from nbgpumon._ledger.matching import (
     EDITED,
@@ -133,9 +135,11 @@ def test_old_recordings_without_source_pair_by_first_line():
 
 
 def test_first_lines_need_more_in_common_than_sources():
-    # "import os" and "import torch" are 0.67 alike: enough for sources, not for first lines
-    a = [cell("import os", hashed=False)]
-    b = [cell("import torch", hashed=False)]
+    # "print(total)" and "print(model)" are 0.75 alike: enough for sources, not for first lines
+    sourced = match_records([cell("print(total)")], [cell("print(model)")])
+    assert [p.how for p in sourced] == [EDITED]
+    a = [cell("print(total)", hashed=False)]
+    b = [cell("print(model)", hashed=False)]
     assert [p.how for p in match_records(a, b)] == [ONLY_IN_A, ONLY_IN_B]
 
 
@@ -156,3 +160,61 @@ def test_no_cells_pair_with_nothing():
     assert match_records([], []) == []
     only = cell("x = 1")
     assert [(p.a, p.b, p.how) for p in match_records([only], [])] == [(only, None, ONLY_IN_A)]
+
+
+# -- a magic pairs only with the same magic; nothing pairs on a shared beginning alone -------
+@pytest.mark.parametrize(
+    ("in_a", "in_b"),
+    [
+        ("%gpumon cells 5", "%gpumon advise"),  # 0.62: "%gpumon " and a few letters
+        ("%gpumon cells -5", "%gpumon record ''"),  # 0.61
+        ("%gpumon advise", "%gpumon trace on"),  # 0.67
+        ("%time x = f(3)", "%timeit x = f(3)"),  # alike, but another magic
+        ("%time train()", "train()"),  # a magic and plain code
+        ("import os", "import torch"),  # 0.67: "import " and an "o"
+        ("import numpy as np", "import pandas as pd"),
+    ],
+)
+def test_cells_that_share_only_a_beginning_or_differ_in_magic_are_not_edited(in_a, in_b):
+    a = [cell("start()"), cell(in_a), cell("end()")]
+    b = [cell("start()"), cell(in_b), cell("end()")]
+    assert sources(match_records(a, b)) == [
+        ("start()", "start()", SAME_SOURCE),
+        (in_a, None, ONLY_IN_A),
+        (None, in_b, ONLY_IN_B),
+        ("end()", "end()", SAME_SOURCE),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("in_a", "in_b"),
+    [
+        ("x = f(3)", "x = f(4)"),
+        ("%gpumon cells 5", "%gpumon cells 10"),  # the same magic and subcommand
+        ("%gpumon cells 5", "%gpumon cells 100"),
+        ("batch = 32", "batch = 64"),  # a value changed: nothing after it in common but that
+        ("lr = 0.1", "lr = 0.01"),
+        ("%%time\nx = f(3)", "%%time\nx = f(4)"),
+        ("load(rows, fast=True)", "load(rows, fast=False)"),
+        ("x = prepare()\ny = model(x)", "x = prepare()\ny = model(x)\nprint(y)"),  # a line added
+    ],
+)
+def test_a_genuinely_edited_cell_still_pairs(in_a, in_b):
+    a = [cell("start()"), cell(in_a), cell("end()")]
+    b = [cell("start()"), cell(in_b), cell("end()")]
+    pairs = match_records(a, b)
+    assert sources(pairs)[1] == (in_a, in_b, EDITED)
+    assert 0.6 <= pairs[1].similarity < 1.0
+
+
+def test_of_two_magics_in_b_the_same_subcommand_pairs_with_a_s_magic():
+    # B ran "%gpumon advise" and "%gpumon cells 10" where A ran "%gpumon cells 5": the advise
+    # cell, though next in run order, is another command
+    a = [cell("start()"), cell("%gpumon cells 5"), cell("end()")]
+    b = [cell("start()"), cell("%gpumon advise"), cell("%gpumon cells 10"), cell("end()")]
+    assert sources(match_records(a, b)) == [
+        ("start()", "start()", SAME_SOURCE),
+        (None, "%gpumon advise", ONLY_IN_B),
+        ("%gpumon cells 5", "%gpumon cells 10", EDITED),
+        ("end()", "end()", SAME_SOURCE),
+    ]

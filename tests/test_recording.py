@@ -87,6 +87,15 @@ COMPARE = (
     "print('EQUAL', len(s.times), len(s.records), [m for _, m in s.marks])"
 )
 
+# A cell that waits, with a deadline, until the sampler has taken 10 more rows than at its
+# start (not a fixed sleep, which a loaded machine's slower sampler may not fill); "ROWS True".
+ROWS_RECORDED = (
+    "import time as _t, nbgpumon as _n\n_m = _n.monitor()\n"
+    "_c, _d = _m.cursor + 10, _t.monotonic() + 30\n"
+    "while _m.cursor < _c and _t.monotonic() < _d:\n    _t.sleep(0.02)\n"
+    "print('ROWS', _m.cursor >= _c)"
+)
+
 
 def test_record_load_round_trip_gives_the_live_frames(tmp_path):
     path = tmp_path / "round.sqlite"
@@ -98,7 +107,7 @@ def test_record_load_round_trip_gives_the_live_frames(tmp_path):
             "import nbgpumon\nnbgpumon.mark('epoch 1')\nwith nbgpumon.track('region'):\n"
             "    more = np.ones(2**20)",
             "raise ValueError('recorded as an error')",
-            "import time; time.sleep(1)",
+            ROWS_RECORDED,  # at least 10 samples while recording
             "%gpumon record",
             "%gpumon record off",
             COMPARE,
@@ -107,6 +116,7 @@ def test_record_load_round_trip_gives_the_live_frames(tmp_path):
     assert runs[1].stdout.startswith(f"nbgpumon: recording to {path} (session 1)")
     assert runs[6].stdout.strip() == f"nbgpumon: recording to {path}"
     assert runs[7].stdout.startswith("nbgpumon: recording stopped; ")
+    assert runs[5].stdout.split() == ["ROWS", "True"]
     assert runs[8].error is None, runs[8].text
     equal = runs[8].stdout.split()
     assert equal[0] == "EQUAL" and int(equal[1]) >= 10 and int(equal[2]) == 7

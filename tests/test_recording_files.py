@@ -15,6 +15,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+import unittest.mock
 from collections.abc import Callable, Iterator
 from datetime import datetime, timezone
 from pathlib import Path
@@ -355,13 +356,20 @@ def _cell(i: int) -> CellRecord:
                       False)  # fmt: skip
 
 
+def _started_at_t0(path: Path, timeline: Timeline, **options: float) -> RecordingWriter:
+    """A writer whose session started at T0, when its samples and cells do: a recording's
+    cells are those that ended after it started."""
+    with unittest.mock.patch("nbgpumon._recording.writer.wall_clock", return_value=T0):
+        return RecordingWriter(path, timeline, INFO, **options)
+
+
 def _write_folded(
     path: Path, samples: int, raw_seconds: float = 30.0, every: int = 5, cells_every: int = 50
 ) -> RecordingWriter:
     """``samples`` samples 0.1 s apart from T0, through the real writer, ``every`` samples a
     transaction (5: the writer thread's half second), with a cell and a mark now and then."""
     timeline = Timeline(FOLDED_COLUMNS)
-    writer = RecordingWriter(path, timeline, INFO, raw_seconds=raw_seconds)
+    writer = _started_at_t0(path, timeline, raw_seconds=raw_seconds)
     db = open_database(path)
     try:
         for i in range(samples):
@@ -520,7 +528,7 @@ def test_a_folded_recording_cut_short_loads_what_it_holds_and_nothing_twice(tmp_
             read = ~np.isnan(mine)
             np.testing.assert_array_equal(mine[read], theirs[at][read])
         assert session.sample_counts.sum() <= n
-        assert session.records == whole.records[: len(session.records)]
+        assert whole.records and session.records == whole.records[: len(session.records)]
 
 
 def test_a_schema_2_recording_loads_without_buckets_and_gets_a_session_that_has_them(tmp_path):
@@ -568,7 +576,7 @@ def test_a_schema_3_recording_loads_without_sources_and_gets_a_session_that_has_
     cell = dataclasses.replace(
         _cell(0), source=source, source_hash=hashlib.sha256(source.encode()).hexdigest()[:16]
     )
-    writer = RecordingWriter(path, Timeline(FOLDED_COLUMNS), INFO)
+    writer = _started_at_t0(path, Timeline(FOLDED_COLUMNS))
     writer.add_cell(cell)
     db = open_database(path)
     try:

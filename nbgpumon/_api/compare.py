@@ -10,9 +10,11 @@ from .._ledger.matching import SIMILAR, match_records
 from .._ledger.records import CellRecord
 from .._session.comparison import REGRESSION, Thresholds, compare_pairs, frameworks_of, only_in
 from .._session.data import SessionData
-from .._views.comparison_table import comparison_table
+from .._views.comparison_table import comparison_table, short_comparison_table
 from .._views.comparison_words import CellChange, thresholds_line, worded
+from .._views.report_words import run_words
 from .monitor import Monitor
+from .short_lists import CellList, ShortList
 
 if TYPE_CHECKING:
     import pandas
@@ -31,20 +33,20 @@ class Comparison:
         self.a, self.b = a, b
         self.thresholds = thresholds
         self.pairs = match_records(list(a.records), list(b.records), similar)
-        self.changes: list[CellChange] = worded(compare_pairs(self.pairs, thresholds))
+        self.changes: list[CellChange] = ShortList(worded(compare_pairs(self.pairs, thresholds)))
 
     @property
     def regressions(self) -> list[CellChange]:
         """The rows flagged "regression", in A's order (``.reason`` says why)."""
-        return [c for c in self.changes if c.verdict == REGRESSION]
+        return ShortList(c for c in self.changes if c.verdict == REGRESSION)
 
     @property
     def only_in_a(self) -> list[CellRecord]:
-        return only_in(self.changes, "A")
+        return CellList(only_in(self.changes, "A"))
 
     @property
     def only_in_b(self) -> list[CellRecord]:
-        return only_in(self.changes, "B")
+        return CellList(only_in(self.changes, "B"))
 
     def frame(self) -> pandas.DataFrame:
         """One row per pair, and per cell of one run only; columns in the README."""
@@ -54,16 +56,25 @@ class Comparison:
 
     def table(self) -> TextView:
         limits = thresholds_line(self.thresholds)
-        return comparison_table(self.changes, self.a.source, self.b.source, limits)
+        return comparison_table(self.changes, run_words(self.a), run_words(self.b), limits)
+
+    def short_table(self) -> TextView:
+        """The table short, whatever the number of cells: the regressions first, then the
+        other rows while they fit (the repr; ``print`` gives the whole table)."""
+        limits = thresholds_line(self.thresholds)
+        return short_comparison_table(self.changes, run_words(self.a), run_words(self.b), limits)
+
+    def __str__(self) -> str:
+        return self.table().text
 
     def __repr__(self) -> str:
-        return self.table().text
+        return self.short_table().text
 
     def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
         printer.text(repr(self))
 
     def _repr_html_(self) -> str:
-        return self.table().html
+        return self.short_table().html
 
     def report(self) -> Any:
         """Both runs' memory on one axis, aligned by cell, and the table (an ipywidget)."""

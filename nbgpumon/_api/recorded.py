@@ -19,7 +19,9 @@ from .._session.data import Cluster, Device, MigInstance, RunningCell, Status
 from .._session.status_facts import RecordedStatus
 from .._views.advisor import advise, hints_text, recorded_evidence
 from .._views.frames import cells_frame, samples_frame, write_frames
+from .._views.recorded_text import recorded_html, recorded_text
 from .._views.widget import GPUMonWidget, Publisher
+from .short_lists import CellList
 
 if TYPE_CHECKING:
     import pandas
@@ -65,7 +67,17 @@ class Recorded(RecordedSession):
         return cells_frame(self.records)
 
     def cells(self) -> list[CellRecord]:
-        return list(self.records)
+        """The recording's cells and regions: those that ended after it started, as every
+        view of it counts them. The kernel's earlier ones, which the file keeps too, are
+        ``earlier``."""
+        return CellList(self.records)
+
+    # -- what a cell ending with it shows: a few lines, however many samples it holds ---
+    def __repr__(self) -> str:
+        return recorded_text(self, self.cells(), self.status().interval)
+
+    def _repr_html_(self) -> str:
+        return recorded_html(self, self.cells(), self.status().interval)
 
     def explain(self, cell: int) -> CellExplanation:
         """Cell ``cell``'s GPU memory by what it is, at its end and at its peak (as

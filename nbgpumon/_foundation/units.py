@@ -1,7 +1,9 @@
 """Numbers as people read them: bytes, durations, percentages, times of day.
 
 The Python twin of ``js/src/format.js``: the text views, the forensics' lines and the browser
-say "1.0 GiB" and "12.3 s" the same way.
+say "1.0 GiB", "12.3 s" and "−1.0 MiB" the same way. These are words for people: a negative
+figure takes U+2212 (a real minus, as wide as "+"), as the chart does; what machines read (the
+frames, CSV and Parquet, the exporter) carries numbers, never these strings.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ _PARSE_UNITS = {
     "b": 1, "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40,
     "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
 }  # fmt: skip
+MINUS = "\u2212"  # format.js's MINUS
 _AMOUNT = re.compile(r"\s*(\d+(?:\.\d*)?|\.\d+)\s*([a-z]*)\s*", re.IGNORECASE)
 
 
@@ -23,11 +26,16 @@ def format_bytes(n: float | None, signed: bool = False) -> str:
     """``1073741824 -> "1.0 GiB"``; ``signed`` adds ``+`` to positive values."""
     if n is None or (isinstance(n, float) and math.isnan(n)):
         return "—"
-    sign = "-" if n < 0 else ("+" if signed and n > 0 else "")
     name, size = byte_unit(n)
     value = abs(n) / size
     digits = 0 if size == 1 or value >= 100 else 1
-    return f"{sign}{value:.{digits}f} {name}"
+    return f"{sign_of(n, signed)}{value:.{digits}f} {name}"
+
+
+def sign_of(n: float, signed: bool = False) -> str:
+    """The sign a figure is written with: ``MINUS`` for a negative one, ``+`` for a positive
+    one when ``signed`` (a change), else nothing."""
+    return MINUS if n < 0 else ("+" if signed and n > 0 else "")
 
 
 def byte_unit(n: float) -> tuple[str, int]:
@@ -73,8 +81,18 @@ def format_seconds(s: float | None) -> str:
     return f"{hours} h {minutes} min"
 
 
-def format_percent(p: float | None) -> str:
-    return "—" if p is None or math.isnan(p) else f"{p:.0f}%"
+def format_percent(p: float | None, signed: bool = False) -> str:
+    """``87.4 -> "87%"``; ``signed`` (a change): ``"+25%"``, ``"−40%"``."""
+    if p is None or math.isnan(p):
+        return "—"
+    whole = round(p)  # the sign of what is shown: -0.3 is "0%", not "−0%"
+    return f"{sign_of(whole, signed)}{abs(whole)}%"
+
+
+def counted(n: int, noun: str, plural: str = "") -> str:
+    """``n`` things in words: ``"1 sample"``, ``"1,200 samples"``, ``"0 holders"``;
+    ``plural`` where adding an s is wrong (``counted(2, "process", "processes")``)."""
+    return f"{n:,} {noun if n == 1 else plural or noun + 's'}"
 
 
 def format_utc(t: float, fmt: str = "%Y-%m-%d %H:%M:%S UTC") -> str:

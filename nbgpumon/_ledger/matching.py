@@ -6,7 +6,11 @@ Cells (``kind == "cell"``) pair in three steps:
    B, so repeats pair in order of execution;
 2. the cells left, between two consecutive pairs of step 1 (those that keep run order), pair
    by the closest source (``difflib``'s ratio, at least ``SIMILAR``), keeping run order: the
-   best-scoring monotone alignment, so a notebook re-run with a cell edited lines up;
+   best-scoring monotone alignment, so a notebook re-run with a cell edited lines up. Two
+   sources are "edited" ones of one cell only when they share more than a beginning
+   (``_more_than_a_prefix``: ``%gpumon advise`` and ``%gpumon cells 5`` share "%gpumon " and
+   a few scattered letters, which lift difflib's ratio over 0.6), and a magic cell only with
+   one of the same magic and subcommand (``_magic``);
 3. what is left is only in A or only in B.
 
 Recordings made before schema 4 keep no source: when a run has a cell without a hash, both
@@ -24,20 +28,23 @@ import bisect
 import collections
 import difflib
 import itertools
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from .records import CellRecord
 
 SIMILAR = 0.6  # difflib ratio from which an edited cell is still "the same cell"
-# First lines are short: "import os" and "import torch" share 0.67 of theirs. Without sources
-# a pair needs more of its first line in common.
+# First lines are short: "print(total)" and "print(model)" share 0.75 of theirs. Without
+# sources a pair needs more of its first line in common.
 SIMILAR_FIRST_LINE = 0.8
 _COMPARED_CHARS = 4096  # of each source: the ratio is quadratic in length; the start says enough
 # Cells left between two anchors are scored pairwise: past _MANY pairs by first line only (a
 # ratio of sources can take a millisecond), past _TOO_MANY not at all (they stay one run's).
 _MANY = 10_000
 _TOO_MANY = 200_000
+_WORD = re.compile(r"[\w-]+")  # a magic's subcommand or option: cells, record, --static
+_NUMBER = re.compile(r"\d+(?:\.\d*)?(?:[eE][-+]?\d+)?")  # 32, 0.01, 3e-4: a value edited
 
 SAME_SOURCE = "same source"
 EDITED = "edited"
@@ -175,17 +182,53 @@ def _align(
 
 
 def _similarity(r: CellRecord, s: CellRecord, sources: bool, similar: float) -> float:
-    """difflib's ratio of the two sources (first lines without them); 0.0 below ``similar``."""
+    """difflib's ratio of the two sources (first lines without them); 0.0 below ``similar``,
+    for two different magics, and for two that share only a beginning."""
     if sources and r.source and s.source:
         one, two = r.source[:_COMPARED_CHARS], s.source[:_COMPARED_CHARS]
     else:
         one, two = r.label, s.label
         similar = max(similar, SIMILAR_FIRST_LINE)
+    if _magic(one) != _magic(two):
+        return 0.0
+    one, two = one.strip(), two.strip()
     matcher = difflib.SequenceMatcher(None, one, two, autojunk=False)
     if matcher.real_quick_ratio() < similar or matcher.quick_ratio() < similar:
         return 0.0
     ratio = matcher.ratio()
-    return round(ratio, 3) if ratio >= similar else 0.0
+    if ratio < similar or not _more_than_a_prefix(one, two, similar):
+        return 0.0
+    return round(ratio, 3)
+
+
+def _magic(source: str) -> tuple[str, str] | None:
+    """The magic a cell runs and its subcommand (its first word, when it is a plain word):
+    ("%gpumon", "cells") for ``%gpumon cells 5``, ("%time", "") for ``%time train()``,
+    ("%%time", "") for a ``%%time`` cell; None for a cell whose first line is no magic. Two
+    magics are one cell edited only when these are the same."""
+    line = next((text for text in source.splitlines() if text.strip()), "")
+    words = line.split(maxsplit=2)
+    if not words or not words[0].startswith("%") or not words[0].strip("%"):
+        return None
+    first = words[1] if len(words) > 1 else ""
+    return words[0], first if _WORD.fullmatch(first) else ""
+
+
+def _more_than_a_prefix(one: str, two: str, similar: float) -> bool:
+    """Whether two sources (stripped) share more than their beginning: a beginning and an
+    end around the change (``x = f(3)``, ``x = f(4)``); or, after the beginning, parts alike
+    by ``similar`` themselves, a number counting as any other (``batch = 32``, ``batch =
+    64``); or one is the other with more at its end. ``%gpumon advise`` and ``%gpumon cells
+    5`` share "%gpumon " and, after it, nothing but a few scattered letters."""
+    shorter = min(len(one), len(two))
+    start = next((i for i, (x, y) in enumerate(zip(one, two, strict=False)) if x != y), shorter)
+    if start == 0 or start == shorter:
+        return True  # nothing in common at the start, or one contains the other whole
+    rest_one, rest_two = one[start:], two[start:]
+    if rest_one[-1] == rest_two[-1]:
+        return True  # the change lies inside: a shared end too
+    rest_one, rest_two = _NUMBER.sub("0", rest_one), _NUMBER.sub("0", rest_two)
+    return difflib.SequenceMatcher(None, rest_one, rest_two, autojunk=False).ratio() >= similar
 
 
 def _place_only_in_b(pairs: list[Pair], b: list[CellRecord], a_of_b: dict[int, int]) -> list[Pair]:

@@ -9,7 +9,7 @@ import contextlib
 import json
 import sqlite3
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -38,8 +38,8 @@ class RecordedSession:
     columns: list[str]  # timeline columns, "gpu0.nvml.mem_used" ... (schema 1's renamed)
     times: np.ndarray  # float64 unix seconds
     values: np.ndarray  # float64 (samples, columns); NaN where missing
-    records: list[CellRecord]
-    marks: list[tuple[float, str]]
+    records: list[CellRecord]  # the recording's cells and regions (``recorded_while``)
+    marks: list[tuple[float, str]]  # the marks made while it recorded
     damage: str = ""  # for a file cut short: what could not be read, one line ("" when whole)
     nodes: NodeTimeline | None = None  # other nodes' samples, when the session read a cluster
     cluster_server: str = ""  # the Prometheus server they came from
@@ -52,18 +52,33 @@ class RecordedSession:
     high: np.ndarray | None = None
     sample_counts: np.ndarray | None = None
     buckets: int = 0
+    # The kernel's ledger from before the recording started, which the file keeps too (the
+    # timeline has no samples for it): not the recording's, and no view shows it as such.
+    earlier: list[CellRecord] = field(default_factory=list)
+    earlier_marks: list[tuple[float, str]] = field(default_factory=list)
 
-    def own_records(self) -> list[CellRecord]:
-        """The cells and regions that ran while this session recorded: those that ended after
-        it started. One that straddles the start (the ``%gpumon record`` cell itself, a cell
-        that started recording from inside) is its own, its figures its whole run's. The file
-        also keeps the kernel's earlier ledger (``records``), which the timeline has no
-        samples for."""
-        return [r for r in self.records if r.start + r.duration >= self.started]
+    @property
+    def earlier_cells(self) -> int:
+        """How many cells (not regions) of ``earlier`` there are: what every view counts."""
+        return sum(r.kind == "cell" for r in self.earlier)
 
-    def own_marks(self) -> list[tuple[float, str]]:
-        """The marks made while this session recorded (``marks`` keeps the earlier ones too)."""
-        return [(t, label) for t, label in self.marks if t >= self.started]
+
+def recorded_while(
+    records: list[CellRecord], marks: list[tuple[float, str]], started: float
+) -> tuple[list[CellRecord], list[tuple[float, str]], list[CellRecord], list[tuple[float, str]]]:
+    """The one rule for what a recording holds: the cells and regions that ended after it
+    started, and the marks made since; then the kernel's records and marks from before.
+    One that straddles the start (the ``%gpumon record`` cell itself, a cell that started
+    recording from inside) is its own, its figures its whole run's. Every view, count and
+    comparison of a recording takes the first two."""
+    own = [r.start + r.duration >= started for r in records]
+    own_marks = [t >= started for t, _ in marks]
+    return (
+        [r for r, mine in zip(records, own, strict=True) if mine],
+        [m for m, mine in zip(marks, own_marks, strict=True) if mine],
+        [r for r, mine in zip(records, own, strict=True) if not mine],
+        [m for m, mine in zip(marks, own_marks, strict=True) if not mine],
+    )
 
 
 def sessions(path: str | Path) -> list[int]:
@@ -171,6 +186,7 @@ def _read_session(
         )
         read = f"{lost} could not be read" if lost else f"session {sid} was read in full"
         damage = f"{path}: {cut_short}; {read}"
+    own, own_marks, earlier, earlier_marks = recorded_while(records, marks, started)
     return RecordedSession(
         path=path,
         session_id=int(sid),
@@ -182,8 +198,8 @@ def _read_session(
         columns=columns,
         times=times,
         values=samples.mean,
-        records=records,
-        marks=marks,
+        records=own,
+        marks=own_marks,
         damage=damage,
         nodes=nodes,
         cluster_server=server,
@@ -191,6 +207,8 @@ def _read_session(
         high=samples.high,
         sample_counts=samples.counts,
         buckets=samples.buckets,
+        earlier=earlier,
+        earlier_marks=earlier_marks,
     )
 
 

@@ -15,12 +15,16 @@ from .._foundation.units import byte_unit
 HEADROOM = 0.08  # above a chart's peak: a line along the frame's top edge is hard to read
 VALUE_TICKS = 4  # about this many steps from 0 to the peak: short panels stay legible
 MAX_TIME_TICKS = 8  # on a time axis: "22:13:20" labels of a 500 px plot stay apart
-# Tick steps in seconds, the ones a person counts in; longer spans take whole weeks.
+MIN_TIME_TICKS = 3  # and at least this many, whatever the span: two say little of a scale
+# Tick steps in seconds, the ones a person counts in; longer spans take whole weeks. No step
+# is more than 2.5 times the one before it, so the step under one that leaves fewer than
+# MIN_TIME_TICKS on a span gives at most 8 (3 × 2.5 + 1).
 TIME_STEPS = (
+    0.001, 0.002, 0.005, 0.01, 0.02, 0.05,
     0.1, 0.2, 0.5, 1, 2, 5, 10, 15, 30,
     60, 120, 300, 600, 900, 1800,
     3600, 7200, 3 * 3600, 6 * 3600, 12 * 3600,
-    86400, 2 * 86400, 7 * 86400,
+    86400, 2 * 86400, 4 * 86400, 7 * 86400,
 )  # fmt: skip
 
 
@@ -89,6 +93,18 @@ def time_step(span: float, most: int = MAX_TIME_TICKS) -> float:
     return step
 
 
+def enough_ticks(lo: float, hi: float, step: float) -> float:
+    """``step``, or the largest smaller one (of TIME_STEPS, or whole weeks) that puts at
+    least MIN_TIME_TICKS of its multiples on ``lo``..``hi``: a 2.5 s recording ticked every
+    second can show just two labels."""
+    weeks = [7 * 86400 * k for k in range(1, int(step // (7 * 86400)) + 1)]
+    smaller = sorted({s for s in (*TIME_STEPS, *weeks) if s < step}, reverse=True)
+    for candidate in (step, *smaller):
+        if len(steps_over(lo, hi, candidate)) >= MIN_TIME_TICKS:
+            return candidate
+    return TIME_STEPS[0]  # a span of a few milliseconds: the finest step there is
+
+
 def steps_over(lo: float, hi: float, step: float) -> np.ndarray:
     """The multiples of ``step`` in ``[lo, hi]``, counted in integer milliseconds: no
     0.30000000000000004."""
@@ -100,7 +116,8 @@ def steps_over(lo: float, hi: float, step: float) -> np.ndarray:
 
 def time_ticks(lo: float, hi: float, most: int = MAX_TIME_TICKS) -> tuple[np.ndarray, str]:
     """Clock ticks over ``lo``..``hi`` (unix seconds): the multiples of the smallest step in
-    TIME_STEPS that gives at most ``most`` of them, and the d3 format (UTC, as bqplot formats
+    TIME_STEPS that gives at most ``most`` of them (but never fewer than MIN_TIME_TICKS,
+    however short the span), and the d3 format (UTC, as bqplot formats
     a DateScale with a tick_format) that labels them no more precisely than the step needs.
 
     d3's own choice for a DateScale is about ten ticks whatever the width, one a second for
@@ -109,7 +126,8 @@ def time_ticks(lo: float, hi: float, most: int = MAX_TIME_TICKS) -> tuple[np.nda
     span = max(hi - lo, 1e-3)
     step = time_step(span, most)
     if step < 1 and most > 5:  # "22:13:20.500" is half as wide again: fewer of them
-        return time_ticks(lo, hi, most=5)
+        step = time_step(span, 5)
+    step = enough_ticks(lo, hi, step)
     if step < 1:
         fmt = "%H:%M:%S.%L"
     elif step < 60:
@@ -137,7 +155,7 @@ def elapsed_ticks(
     """Ticks over ``lo``..``hi`` seconds of elapsed time, their labels and the unit they are
     in: seconds under a minute's step ("0", "15", "30"), else minutes or hours, so a label is
     a round number and never "3600"."""
-    step = time_step(hi - lo, most)
+    step = enough_ticks(lo, hi, time_step(hi - lo, most))
     ticks = steps_over(lo, hi, step)
     unit, size = ("s", 1.0) if step < 60 else ("min", 60.0) if step < 3600 else ("h", 3600.0)
     return ticks, [_number(t / size) for t in ticks], unit

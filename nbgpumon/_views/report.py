@@ -29,7 +29,7 @@ import numpy as np
 from bqplot.interacts import BrushIntervalSelector, PanZoom
 
 from .._foundation.metrics import DEVICE, PROCESS, device_of
-from .._foundation.units import byte_unit, format_bytes, format_local, format_seconds
+from .._foundation.units import byte_unit, counted, format_bytes, format_local, format_seconds
 from .._ledger.records import CellRecord
 from .._session.data import SessionData
 from .._session.live_data import LiveData
@@ -38,6 +38,8 @@ from .children_text import children_text
 from .explain_text import kinds_words
 from .panels import PALETTE, Series, chart_panels
 from .report_nodes import MAX_NODE_LINES, NodeSeries, node_series
+from .report_words import cells_words, earlier_cells
+from .short_text import cut_middle
 
 MAX_POINTS = 2000  # per line: enough for a full-width figure, cheap for the browser
 MAX_BARS = 400  # newest cells shown as bars; thousands of <rect>s make the page crawl
@@ -67,6 +69,7 @@ class _ReportData:
     marks: tuple[tuple[float, str], ...]  # (unix seconds, label)
     gpus: tuple[tuple[int, str, int | None], ...]  # (NVML index, label, total bytes)
     nodes: tuple[NodeSeries, ...] = ()  # other nodes (a cluster read), busiest first
+    earlier: int = 0  # a recording's: the kernel's cells from before it started, left out
 
     def series(self, column: str, peak: bool = False) -> np.ndarray | None:
         """One column as float64, None when absent or never measured."""
@@ -136,6 +139,7 @@ def _session_data(source: Any, max_points: int = MAX_POINTS) -> _ReportData:
         marks=tuple((float(t), str(text)) for t, text in marks),
         gpus=tuple(sorted(gpus)),
         nodes=tuple(node_series(source.cluster, max_points)),
+        earlier=earlier_cells(source),
     )
 
 
@@ -172,6 +176,12 @@ def report_widget(source: Any) -> widgets.Widget:
 class Report(widgets.VBox):
     """Timelines (memory, utilization) sharing one time axis, a brushed cell listing and
     per-cell bars. Built from ``_ReportData``; :meth:`refresh` reads the source again."""
+
+    def __repr__(self) -> str:
+        # one line where a widget can't be drawn (a terminal), not every child's traits
+        words = f"{cells_words(self.data.records, self.data.earlier)}, "
+        words += counted(self.data.samples, "sample")
+        return f"<nbgpumon report of {cut_middle(self.data.source)}: {words}; a notebook draws it>"
 
     def __init__(self, source: Any) -> None:
         self._source = source
@@ -333,7 +343,7 @@ class Report(widgets.VBox):
     def _show(self, data: _ReportData) -> None:
         self.cells = [r for r in data.records if r.kind == "cell"]
         self.cells.sort(key=lambda r: r.start)
-        self.title.value = _title_html(data, len(self.cells))
+        self.title.value = _title_html(data)
         times = _dates(data.times)
 
         replaced = [*self.memory_figure.marks, *self.util_figure.marks]
@@ -438,7 +448,8 @@ class Report(widgets.VBox):
         self.node_memory_lines = [m for m in memory if m is not None]
         self.node_util_lines = [m for m in util if m is not None]
         left_out = len(data.nodes) - len(shown)
-        suffix = f" (the {len(shown)} busiest; {left_out} more nodes not drawn)" if left_out else ""
+        more = counted(left_out, "more node")
+        suffix = f" (the {len(shown)} busiest; {more} not drawn)" if left_out else ""
         self.node_memory_figure.title = f"Other nodes: memory used{suffix}"
         self.node_memory_figure.marks = self.node_memory_lines
         self.node_util_figure.marks = self.node_util_lines
@@ -756,7 +767,7 @@ def _legend_html(
     )
 
 
-def _title_html(data: _ReportData, cells: int) -> str:
+def _title_html(data: _ReportData) -> str:
     parts = [html.escape(data.source)]
     span = data.span
     if span is None:
@@ -769,7 +780,7 @@ def _title_html(data: _ReportData, cells: int) -> str:
             f"{format_local(end, '%H:%M:%S' if same_day else '%Y-%m-%d %H:%M:%S')} "
             f"{html.escape(format_local(end, '%Z'))} ({format_seconds(end - start)})"
         )
-    parts.append(f"{cells} cell{'' if cells == 1 else 's'}")
+    parts.append(html.escape(cells_words(data.records, data.earlier)))
     if data.gpus:
         names = ", ".join(
             label + (f", {format_bytes(total)}" if total else "") for _, label, total in data.gpus
@@ -779,7 +790,7 @@ def _title_html(data: _ReportData, cells: int) -> str:
         )
     else:
         parts.append("no GPU (host memory)")
-    parts.append(f"{data.samples} samples")
+    parts.append(counted(data.samples, "sample"))
     return (
         "<div class='nbgpumon-report-title' style='font-size:13px;margin:4px 0'>"
         "<b>nbgpumon report</b> · " + " · ".join(parts) + "</div>"

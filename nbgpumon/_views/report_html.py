@@ -10,12 +10,13 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .._foundation.units import format_bytes, format_utc
+from .._foundation.units import counted, format_bytes, format_utc
 from .._ledger.records import CellRecord
 from .._session.data import Cluster, Device
 from .children_text import children_text
 from .explain_text import kinds_words
 from .report_nodes import node_series
+from .report_words import cells_words, earlier_cells
 from .svg import timeline_svg
 from .text import cells_table
 
@@ -36,15 +37,16 @@ def _samples(session: Recorded) -> str:
         return str(len(session.times))
     folded = int(session.sample_counts[: session.buckets].sum())
     raw = len(session.times) - session.buckets
-    return f"{raw + folded} ({folded} of them in {session.buckets} buckets)"
+    return f"{raw + folded} ({folded} of them in {counted(session.buckets, 'bucket')})"
 
 
 def session_html(session: Recorded, max_points: int = 1200) -> str:
-    """The page for ``session``: only what ran while it recorded (the file also keeps the
-    kernel's earlier cells and marks, which its timeline has no samples for)."""
+    """The page for ``session``: its cells and marks, those of the recording (the file also
+    keeps the kernel's earlier ones, which its timeline has no samples for: counted, as
+    every view counts them, and left out)."""
     window = session.window().downsample(max_points)
-    records = session.own_records()
-    own_marks = session.own_marks()
+    records = session.records
+    own_marks = session.marks
     bands = [(r.start, r.start + r.duration, r.name) for r in records if r.kind == "cell"]
     devices = session.devices
     # from the moment it started to its last sample, cell or mark: a cell that straddles the
@@ -56,7 +58,6 @@ def session_html(session: Recorded, max_points: int = 1200) -> str:
     )
     started = format_utc(session.started, "%Y-%m-%d %H:%M:%S UTC")
     span = float(session.times[-1] - session.times[0]) if len(session.times) > 1 else 0.0
-    earlier = len(session.records) - len(records)
     facts = {
         "file": str(session.path),
         "session": str(session.session_id),
@@ -66,13 +67,7 @@ def session_html(session: Recorded, max_points: int = 1200) -> str:
         "driver": session.driver or "—",
         "versions": ", ".join(f"{k} {v}" for k, v in session.versions.items()),
         "samples": f"{_samples(session)} over {span:.0f} s",
-        "cells": str(len(records))
-        + (
-            f" ({earlier} earlier cell{'' if earlier == 1 else 's'} of the kernel, from before "
-            "the recording started, not shown)"
-            if earlier
-            else ""
-        ),
+        "cells": cells_words(records, earlier_cells(session)),
     }
     rows = "".join(f"<dt>{html.escape(k)}</dt><dd>{html.escape(v)}</dd>" for k, v in facts.items())
     marks = "".join(

@@ -173,7 +173,10 @@ def test_only_the_recordings_own_cells_are_listed_and_banded(page, marked_report
     labels = svg.locator("text.band-label").all_text_contents()
     assert {"[5]", "[6]"} <= set(labels) <= {"[3]", "[4]", "[5]", "[6]", "[7]"}, labels
     facts = page.locator("dl").text_content()
-    assert "5 (1 earlier cell of the kernel, from before the recording started" in facts, facts
+    assert (
+        "5 cells; 1 earlier cell of the kernel, from before the recording started, left out"
+        in facts
+    ), facts
 
 
 def test_nothing_in_the_picture_reaches_past_its_edges(page, marked_report):
