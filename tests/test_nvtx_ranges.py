@@ -229,3 +229,18 @@ def test_the_magic_in_a_real_kernel():
     assert runs[4].stdout == "nbgpumon: NVTX ranges off\n"
     assert runs[5].stdout == "nbgpumon: NVTX ranges are off\n"
     assert runs[6].stdout == "False\n"  # nothing imported torch
+
+
+def test_on_a_cpu_build_of_torch_the_magic_says_why_once():
+    real = pytest.importorskip("torch")
+    if getattr(real._C, "_nvtx", None) is not None:
+        pytest.skip("this torch has NVTX (a CUDA build)")
+    runs = run_cells(
+        ["import torch", "%load_ext nbgpumon", "%gpumon nvtx on", "x = 1", "%gpumon nvtx"],
+        timeout=120,
+    )
+    why = f"torch {real.__version__} has no NVTX (a CPU build?)"
+    # said by the command, not again at its cell's end nor after the next cell
+    assert runs[2].stdout == f"nbgpumon: NVTX ranges not possible: {why}\n", runs[2].text
+    assert runs[3].text == "", runs[3].text
+    assert runs[4].stdout == f"nbgpumon: NVTX ranges are off ({why})\n", runs[4].text

@@ -32,17 +32,22 @@ FAILING = (
 LEFT = (
     "import gc, sys\n"
     "from torch.autograd.profiler_util import EventList, FunctionEvent, FunctionEventAvg\n"
+    "from torch.autograd.profiler import profile as _AutogradProfile\n"
     "from torch.profiler import profile as _Profile\n"
     "gc.collect()\n"
-    "kinds = (EventList, FunctionEvent, FunctionEventAvg, _Profile)\n"
+    "kinds = (EventList, FunctionEvent, FunctionEventAvg, _Profile, _AutogradProfile)\n"
     "left = sum(type(o) in kinds for o in gc.get_objects())\n"
     "print('LEFT=' + json.dumps([left, sys.last_traceback is not None]))"
 )
 
 
+# what made a trivial cell's profile take seconds: torch.profiler.profile's look at inductor
+INDUCTOR = "import sys\nprint('INDUCTOR', 'torch._inductor' in sys.modules)"
+
+
 @pytest.fixture(scope="module")
 def runs():
-    return run_cells([PROFILE, AFTER, FAILING, LEFT], timeout=180)
+    return run_cells([PROFILE, AFTER, FAILING, LEFT, INDUCTOR], timeout=180)
 
 
 def test_without_cuda_the_operators_are_sorted_by_the_cpu_memory_they_allocated(runs):
@@ -81,6 +86,27 @@ def test_an_error_in_the_cell_is_shown_and_what_ran_before_it_is_profiled(runs):
 
 def test_nothing_of_the_profiler_stays_alive_after_it_returns(runs):
     assert runs[3].json_after("LEFT=") == [0, True]
+
+
+def test_the_profilers_start_and_stop_markers_stay_out_of_the_cells_output(runs):
+    # torch's Kineto writes "USDT:… profiler_start" and "… profiler_stop" to fd 2, which the
+    # kernel shows as the cell's stderr
+    for run in (runs[0], runs[2]):
+        assert "USDT" not in run.text and "profiler_st" not in run.text, run.text
+
+
+def test_profiling_loads_no_compiler_the_cell_did_not_load(runs):
+    assert runs[4].stdout == "INDUCTOR False\n"  # (importing it took 1.4 s of a 1.5 s profile)
+
+
+def test_with_inductor_loaded_torchs_own_profile_gives_the_same_rows_as_quietly():
+    # (torch.profiler.profile then: its look at inductor costs nothing, its CUDA-graph care)
+    runs = run_cells(["import torch._inductor", PROFILE], timeout=180)
+    assert runs[1].error is None, runs[1].text
+    assert runs[1].stdout.splitlines()[:2] == ["self_cpu_memory_usage", "aten::empty"]
+    rows = {r["name"]: r for r in runs[1].json_after("RESULT=")["rows"]}
+    assert rows["aten::mm"]["self_cpu_memory"] == MIB64
+    assert "USDT" not in runs[1].text, runs[1].text
 
 
 def test_the_html_view_escapes_operator_names_and_the_note():

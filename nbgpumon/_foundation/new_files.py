@@ -48,3 +48,23 @@ def write_new(
     with new_file(path, binary) as out:
         write(out)
     return Path(path).expanduser()
+
+
+MAX_TAKEN = 100  # names write_new_named tries before giving up (each taken one: a failed open)
+
+
+def write_new_named(folder: str | os.PathLike[str], stem: str, suffix: str, text: str) -> Path:
+    """``text`` into a new file in ``folder`` named ``stem + suffix``, or ``stem-2 + suffix``,
+    ``-3`` and on when that name is taken (see :func:`new_file`); its path. For files whose
+    name nbgpumon picks: one that is there is never written over, nor refused."""
+    for n in range(1, MAX_TAKEN + 1):
+        name = stem if n == 1 else f"{stem}-{n}"
+        target = Path(folder).expanduser() / f"{name}{suffix}"
+        try:
+            return write_new_text(target, text)
+        except UsageError:
+            if not target.exists():
+                raise  # not a name taken: a folder that can't be written
+    raise UsageError(
+        f"{stem}{suffix} to {stem}-{MAX_TAKEN}{suffix} all exist in {folder}: remove some of them"
+    )

@@ -10,6 +10,7 @@ from .._api import current
 from .._api.monitor import Monitor
 from .._foundation.errors import RecordingError, UsageError
 from .._foundation.gpu_names import gpu_key, hidden_gpus
+from .._foundation.units import counted
 from .._foundation.version import __version__
 from .._session.cell_pipeline import CellOutcome
 from .._session.config import GPUMon
@@ -119,7 +120,14 @@ def _after_cell(mon: Monitor, outcome: CellOutcome) -> None:
     # Runs in post_run_cell, on the main thread, so printing lands in the cell's output.
     if _leaving(_wiring.get("shell")):
         return  # `exit` or `quit`: nothing to say about that cell
-    for line in cell_lines(outcome, mon.config.summary):
+    lines = cell_lines(outcome, mon.config.summary)
+    if lines:
+        # A kernel sends what waits on stdout, then stderr, at the cell's end: the cell's
+        # UsageError (stderr) would come after these lines. Send what the cell said first,
+        # in that order (~40 µs each, only when there is a line to print), as a terminal shows it.
+        sys.stdout.flush()
+        sys.stderr.flush()
+    for line in lines:
         print(line)
 
 
@@ -139,7 +147,8 @@ def _loaded_line(mon: Monitor) -> str:
         on_mig = [gpu_key(d.index, d.mig.gpu_instance) for d in devices if d.mig]
         where = f" on MIG device {', '.join(on_mig)}" if on_mig else ""
         line = (
-            f"nbgpumon {__version__}: watching {len(devices)} GPU(s) ({', '.join(names)}){where}"
+            f"nbgpumon {__version__}: watching {counted(len(devices), 'GPU')} "
+            f"({', '.join(names)}){where}"
             f"{note} {interval}; %gpumon status for details"
         )
         # what CUDA_VISIBLE_DEVICES asked for and did not get, where the user set it

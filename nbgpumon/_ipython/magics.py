@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import shlex
 import sys
+import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from IPython.core.error import UsageError
@@ -21,6 +23,7 @@ from .._ledger.ledger import MAX_LABEL
 from .._session.config import GPUMon
 from .._session.labels import check_label_length
 from .._views.text import cells_table, cluster_view, holders_view, snapshot_view, status_view
+from .shell import in_terminal
 from .subcommands import BY_NAME, COMMAND_NAMES, HELP, LINE, help_text, parse_arguments
 
 if TYPE_CHECKING:
@@ -31,6 +34,12 @@ if TYPE_CHECKING:
 COLAB_NOTE = (
     "nbgpumon: in Colab the chart is a picture (%gpumon --static), redrawn after every cell: "
     "Colab does not show widget updates sent from a background thread"
+)
+# %gpumon report in a terminal, with no recording to write a page of
+NO_RECORDING = (
+    "nbgpumon: not recording, so there is no report page to write: %gpumon record PATH "
+    "records from now on and %gpumon report then writes its page (or %gpumon report PATH, "
+    "of an earlier recording)"
 )
 MAX_LINE = 8192  # characters: far more than any command needs, and quick to parse
 
@@ -103,14 +112,27 @@ class GPUMonMagics(Magics):
 
     # -- commands -------------------------------------------------------------------------
     def _show(self, mon: Monitor, rest: list[str]) -> None:
-        if "google.colab" in sys.modules:
+        if in_terminal(self.shell):
+            self._print_view(mon)
+        elif "google.colab" in sys.modules:
             print(COLAB_NOTE)
             self._static(mon, rest)
         else:
             display(mon.widget())
 
     def _static(self, mon: Monitor, rest: list[str]) -> None:
-        mon.static_view(display)
+        if in_terminal(self.shell):
+            self._print_view(mon)
+        else:
+            mon.static_view(display)
+
+    def _print_view(self, mon: Monitor) -> None:
+        """The chart's text, once, in this cell: a terminal cannot redraw what it printed, so
+        nothing updates it later (no widget, no display to update, nothing from a thread)."""
+        from .._views.static_view import terminal_view
+
+        mon.wait_for_samples()  # (run at once after %load_ext: the first is a moment away)
+        print(terminal_view(mon))
 
     def _snapshot(self, mon: Monitor, rest: list[str]) -> None:
         mon.wait_for_samples()  # (run at once after %load_ext: the first is a moment away)
@@ -159,9 +181,30 @@ class GPUMonMagics(Magics):
         display(profile_result(profile_cell(self.shell, cell, int(rest[0]) if rest else 15)))
 
     def _report(self, mon: Monitor, rest: list[str]) -> None:
+        if in_terminal(self.shell):  # a widget is a repr there: the page instead
+            print(self._report_page(mon, rest))
+            return
         from .._views.report import report_widget
 
         display(report_widget(_load(self._path(rest)) if rest else mon))
+
+    def _report_page(self, mon: Monitor, rest: list[str]) -> str:
+        """The page ``python -m nbgpumon report`` writes, of the recording at PATH or of the
+        one running, in a new file in the working folder; one line naming it (or saying how
+        to get a recording)."""
+        from .._foundation.new_files import write_new_named
+        from .._views.report_words import cells_words, earlier_cells
+
+        recorded = _load(self._path(rest)) if rest else mon.recorded_now()
+        if recorded is None:
+            return NO_RECORDING
+        stem = f"nbgpumon-report-{time.strftime('%Y%m%d-%H%M%S')}"
+        out = write_new_named(Path.cwd(), stem, ".html", recorded.report_html())
+        cells = cells_words(recorded.records, earlier_cells(recorded))
+        return (
+            f"nbgpumon: wrote {out} (session {recorded.session_id} of {recorded.path}, {cells}); "
+            "open it in a browser"
+        )
 
     def _advise(self, mon: Monitor, rest: list[str]) -> None:
         if not rest:
@@ -178,7 +221,7 @@ class GPUMonMagics(Magics):
         if len(paths) not in (1, 2) or not all(p.strip() for p in paths):
             raise UsageError(COMPARE_USAGE)
         runs = [_load(p) for p in paths]
-        print(repr(compare(runs[0], runs[1] if len(runs) > 1 else mon, mon, Thresholds())))
+        print(compare(runs[0], runs[1] if len(runs) > 1 else mon, mon, Thresholds()))  # whole
 
     def _trace(self, mon: Monitor, rest: list[str]) -> None:
         print(f"nbgpumon: {mon.trace(rest[0] == 'on')}")

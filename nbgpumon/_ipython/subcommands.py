@@ -93,7 +93,8 @@ SUBCOMMANDS = (
     Subcommand("--static", (("%gpumon --static", """\
 the same as a picture updated about once a second (chosen
 by itself in Colab, where widget updates from a
-background thread don't show)"""),)),
+background thread don't show); in a terminal, both print
+the chart's text once"""),)),
     Subcommand("snapshot", (("%gpumon snapshot",
                              "text: devices now, processes, the latest cells"),)),
     Subcommand("status", (("%gpumon status",
@@ -131,7 +132,8 @@ file or an earlier recording, never any other file"""),
                            "stop recording; %gpumon record says where it records")), takes=REST),
     Subcommand("report", (("%gpumon report [PATH]", """\
 an interactive report (bqplot): the timeline with cell
-bands, per-cell bars; brush a time range to list its cells"""),), takes=REST),
+bands, per-cell bars; brush a time range to list its cells
+(in a terminal: the HTML page, written to a new file)"""),), takes=REST),
     Subcommand("profile", (("%%gpumon profile [N]", """\
 run the cell under {profiler}'s profiler: the top N (15)
 operators by CUDA memory (CPU memory without CUDA)""".format_map(_NAMED)),),

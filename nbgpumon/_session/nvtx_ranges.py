@@ -46,11 +46,13 @@ def nvtx_marks() -> NvtxMarks | None:
 
 class NvtxRanges:
     """Pushes and pops nbgpumon's NVTX ranges. No method raises; a failure turns it off and
-    leaves one line in ``error``."""
+    leaves one line in ``error``, said at the end of its cell. Why :meth:`start` refused is
+    said by ``start``'s own line, so it is kept apart (``refused``), for ``state`` only."""
 
     def __init__(self, enabled: bool = False) -> None:
         self.enabled = enabled
         self.error = ""
+        self.refused = ""
         self._depth = threading.local()  # ranges nbgpumon has open on each thread
 
     def start(self) -> str:
@@ -58,9 +60,11 @@ class NvtxRanges:
         marks = nvtx_marks()
         if marks is None or marks.unsupported():
             self.enabled = False
-            self.error = marks.unsupported() if marks else "no framework plug-in marks NVTX ranges"
-            return f"NVTX ranges not possible: {self.error}"
-        self.enabled, self.error = True, ""
+            self.refused = (
+                marks.unsupported() if marks else "no framework plug-in marks NVTX ranges"
+            )
+            return f"NVTX ranges not possible: {self.refused}"
+        self.enabled, self.error, self.refused = True, "", ""
         if not marks.ready():
             return f"{ON}; they begin at the first cell after {marks.label} initialises CUDA"
         return ON
@@ -81,7 +85,8 @@ class NvtxRanges:
             state = f"on (waiting for {label} to initialise CUDA)"
         else:
             state = "on"
-        return f"{state} ({self.error})" if self.error else state
+        problem = self.error or self.refused
+        return f"{state} ({problem})" if problem else state
 
     def push(self, name: str) -> int | None:
         """Open a range named ``name`` on this thread when on and CUDA is up; the token that

@@ -1,17 +1,31 @@
-"""``%gpumon --static``: the chart as an SVG picture that one display updates in place."""
+"""``%gpumon --static``: the chart as an SVG picture that one display updates in place; in a
+terminal, the chart's text, printed once."""
 
 from __future__ import annotations
 
-import html
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from .pre_html import pre_html
 from .status_text import status_line
 from .widget import plain_summary, static_svg
 
 if TYPE_CHECKING:
     from .._session.data import SessionData
+
+# What a terminal can show instead of a chart that moves: the last line of its printed view.
+TERMINAL_NOTE = (
+    "nbgpumon: a terminal shows this once; %gpumon summary on prints a line after each cell, "
+    "%gpumon snapshot the devices now"
+)
+
+
+def terminal_view(data: SessionData) -> str:
+    """``%gpumon`` and ``%gpumon --static`` in a terminal: the chart's text as of now (the
+    devices, the newest cells) and what a terminal can show; printed once, never updated (a
+    terminal cannot replace what it printed, so an update would print it all again)."""
+    return f"{plain_summary(data)}\n{TERMINAL_NOTE}"
 
 
 class StaticView:
@@ -22,7 +36,7 @@ class StaticView:
     sampler's thread redraws it while a cell runs; ``refresh`` redraws it from the main thread
     after each cell, so a front end that drops output from other threads (Colab) and a headless
     run that saves the notebook (nbclient keeps only updates made while a cell runs) still get
-    every sample, a cell late at most.
+    every sample, a cell late at most. Only in a kernel: a terminal gets :func:`terminal_view`.
     """
 
     def __init__(self, data: SessionData, display: Callable[..., Any], every: float = 1.0) -> None:
@@ -36,7 +50,7 @@ class StaticView:
         return {
             "image/svg+xml": svg,
             "text/plain": plain_summary(self._data),
-            "text/html": f"<div>{svg}<pre>{html.escape(line)}</pre></div>",
+            "text/html": f"<div>{svg}{pre_html(line)}</div>",
         }
 
     def __call__(self, cursor: int) -> None:

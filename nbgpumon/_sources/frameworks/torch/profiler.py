@@ -17,10 +17,12 @@ same):
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from typing import Any
 
 from ...._foundation.errors import UsageError
+from ...._foundation.native_stderr import native_stderr_without
 from ..cell_profiler import ProfiledCell
 
 # Attribute names on torch's FunctionEventAvg, newest first: torch renamed cuda_* to device_*.
@@ -28,6 +30,10 @@ _SELF_DEVICE_MEM = ("self_device_memory_usage", "self_cuda_memory_usage")
 _DEVICE_MEM = ("device_memory_usage", "cuda_memory_usage")
 _SELF_DEVICE_TIME = ("self_device_time_total", "self_cuda_time_total")
 _DEVICE_TIME = ("device_time_total", "cuda_time_total")
+
+# What torch's Kineto writes to stderr at every profiler start and stop ("USDT:… profiler_start"),
+# at a level that no setting silences without its errors too (libkineto's Logger.h): dropped.
+KINETO_MARKERS = "USDT:"
 
 # sort_by keys for EventList.table, tried in order: the documented name, then the new one.
 _CUDA_SORT = ("self_cuda_memory_usage", "self_device_memory_usage")
@@ -42,23 +48,21 @@ class TorchCellProfiler:
         # name, and it never initialises CUDA (see above).
         try:
             import torch
-            from torch.profiler import ProfilerActivity, profile
         except ImportError:
             raise UsageError("profiling a cell needs torch: pip install torch") from None
 
         cuda_before = torch.cuda.is_initialized()
-        activities = [ProfilerActivity.CPU]
-        if cuda_before:
-            activities.append(ProfilerActivity.CUDA)
-        prof = profile(activities=activities, profile_memory=True, record_shapes=True)
+        prof = _profiler(torch, cuda_before)
         try:
-            prof.start()
+            with native_stderr_without(KINETO_MARKERS):
+                prof.__enter__()  # (a context manager, whose block is the cell: run below)
         except RuntimeError as exc:  # another profiler already runs on this thread
             raise UsageError(f"torch's profiler could not start: {exc}") from None
         try:
             failed = not run()
         finally:
-            prof.stop()
+            with native_stderr_without(KINETO_MARKERS):
+                prof.__exit__(None, None, None)
         try:
             table, rows, sort_by = _summarise(prof.key_averages(), top, cuda_profiled=cuda_before)
         finally:
@@ -66,6 +70,30 @@ class TorchCellProfiler:
             # profiler (and all its events) first
             del prof
         return ProfiledCell(table, rows, sort_by, _note(torch, cuda_before, failed))
+
+
+def _profiler(torch: Any, cuda: bool) -> Any:
+    """torch's profiler of memory, with shapes, CPU activity and CUDA's when ``cuda``.
+
+    ``torch.profiler.profile`` asks at its start whether ``torch._inductor`` exists (for its
+    care of CUDA graphs), and torch's lazy attribute answers by importing inductor and dynamo:
+    1.4 s, most of a trivial cell's profile. So unless the user's code loaded inductor (then
+    the question is free and that care may be wanted), this uses the profiler it wraps,
+    ``torch.autograd.profiler.profile``, with the same settings: the same events and table.
+    """
+    if "torch._inductor" in sys.modules:
+        from torch.profiler import ProfilerActivity, profile
+
+        activities = [ProfilerActivity.CPU, *([ProfilerActivity.CUDA] if cuda else [])]
+        return profile(activities=activities, profile_memory=True, record_shapes=True)
+    from torch.autograd.profiler import profile as autograd_profile
+
+    return autograd_profile(
+        use_device="cuda" if cuda else None,
+        record_shapes=True,
+        profile_memory=True,
+        use_kineto=True,
+    )
 
 
 def _summarise(averages: Any, top: int, cuda_profiled: bool) -> tuple[str, list[dict], str]:
