@@ -176,7 +176,7 @@ def test_the_cells_table_lists_each_rank_of_a_job_under_it():
         "  rank 0 (PID 123) ≥1.0 GiB on gpu0",
         "  rank 1 (PID 124) ≥1.0 GiB on gpu0",
     ]
-    assert "<pre>[5] job torchrun: 2 ranks" in view.html
+    assert ">[5] job torchrun: 2 ranks" in view.html
 
 
 def test_the_cells_frame_has_the_children_count_and_their_peak_in_bytes():

@@ -214,7 +214,7 @@ def test_growth_is_a_regression_only_past_both_the_share_and_the_amount():
     verdict, reasons = _verdict(_record(rss_peak=1024 * MIB), _record(rss_peak=1280 * MIB))
     assert verdict == "regression" and reasons == ("host peak +25% (+256 MiB)",)
     assert _verdict(_record(rss_peak=1280 * MIB), _record(rss_peak=1024 * MIB)) == (
-        "improved", ("host peak -20% (-256 MiB)",),
+        "improved", ("host peak \u221220% (\u2212256 MiB)",),
     )  # fmt: skip
 
 

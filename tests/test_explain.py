@@ -148,7 +148,7 @@ def test_the_html_is_one_stacked_bar_per_gpu_with_a_tip_per_category_and_the_wor
     assert page.count('<div class="nbgpumon-explain">') == 1  # (nothing of this kernel's on gpu1)
     assert page.count("<span title=") == len(used.categories) == 3
     assert 'title="parameters: 1.0 GiB"' in page and "gpu0 (cuda:0): 3.0 GiB" in page
-    assert page.endswith(f"<pre>{html.escape(explain_text([used, unused]))}</pre>")
+    assert page.endswith(f">{html.escape(explain_text([used, unused]))}</pre>")
     assert "gpu1 (cuda:1): nothing of this kernel's" in explain_text([used, unused]).splitlines()
 
 

@@ -224,7 +224,7 @@ def test_free_says_when_only_an_allocators_idle_cache_came_back():
     line = freed_line(Freed(before, after, (), 0))
     assert line.startswith("nbgpumon free: no output, _ or stored traceback held")
     assert line.endswith(
-        "unused cache given back to the driver: GPU: allocated 0 B, reserved -2.0 GiB"
+        "unused cache given back to the driver: GPU: allocated 0 B, reserved \u22122.0 GiB"
     )
     assert freed_line(Freed(after, after, (), 0)).endswith("(your variables are never touched)")
 

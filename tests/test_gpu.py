@@ -7,6 +7,8 @@ import subprocess
 
 import pytest
 
+from nbgpumon._foundation.units import counted
+
 from notebook_runner import RECORDS_CELL, cells_by_label, run_cells
 
 torch = pytest.importorskip("torch")
@@ -54,7 +56,7 @@ def test_load_ext_before_any_cuda_use_leaves_cuda_uninitialized(gpu_run):
     assert gpu_run[1].stdout.split() == ["BEFORE", "False"]
     load = gpu_run[0].text.strip()
     assert len(load.splitlines()) == 1
-    assert f"watching {torch.cuda.device_count()} GPU(s) (NVIDIA" in load
+    assert f"watching {counted(torch.cuda.device_count(), 'GPU')} (NVIDIA" in load
 
 
 def test_the_cell_that_initialises_cuda_is_measured_from_zero(gpu_run):

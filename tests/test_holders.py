@@ -180,6 +180,6 @@ def test_the_public_answer_prints_as_the_holders_words():
     assert isinstance(report, holders.HolderScan) and report.holders == scan.holders
     assert repr(report) == report.text() == "\n".join(holders_lines(scan))
     assert repr(report).splitlines() == [
-        "nbgpumon holders of host memory: 1.0 MiB in 1 holder(s), 10 objects looked at in 1 ms",
+        "nbgpumon holders of host memory: 1.0 MiB in 1 holder, 10 objects looked at in 1 ms",
         "  x     1.0 MiB  1 storage  (hidden: %gpumon free drops it)",
     ]

@@ -156,4 +156,4 @@ def test_holders_of_cuda_memory_are_looked_for_where_there_is_a_gpu():
         env=fake_nvml_env(devices=[{"name": "Fake H200", "uuid": "GPU-aaaa"}]),
     )
     said = runs[1].text
-    assert said.startswith("nbgpumon holders of cuda memory: 0 B in 0 holder(s)"), said
+    assert said.startswith("nbgpumon holders of cuda memory: 0 B in 0 holders"), said

@@ -116,7 +116,7 @@ def on_mig_1() -> dict:
 def test_the_loaded_line_names_the_mig_device_and_its_gpu_once(on_mig_1):
     load = on_mig_1["load"].strip()
     assert load.startswith(
-        "nbgpumon 0.1.0: watching 1 GPU(s) (NVIDIA H200 MIG 1g.18gb) on MIG device gpu0-mig1 "
+        "nbgpumon 0.1.0: watching 1 GPU (NVIDIA H200 MIG 1g.18gb) on MIG device gpu0-mig1 "
         "every 0.1 s"
     ), load
     assert len(load.splitlines()) == 1 and load.count("H200") == 1

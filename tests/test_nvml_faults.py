@@ -146,7 +146,7 @@ def test_in_a_kernel_a_lost_gpu_prints_nothing_into_any_cell():
         ],
         env=env,
     )
-    assert runs[0].text.startswith("nbgpumon 0.1.0: watching 1 GPU(s) (Fake H200)")
+    assert runs[0].text.startswith("nbgpumon 0.1.0: watching 1 GPU (Fake H200)")
     for quiet in runs[1:4]:
         assert quiet.outputs == []
     words = runs[4].stdout.split(maxsplit=4)

@@ -69,7 +69,7 @@ def test_a_live_status_is_said_from_its_facts():
     lines = status_lines(status)
     assert lines[0].startswith("sampler: running, memory every 0.1 s, utilization and RSS every")
     assert lines[1] == "sampler cost: (its own)"
-    assert "Toy: driver 1.0, binding ?, 1 GPU(s)" in lines
+    assert "Toy: driver 1.0, binding ?, 1 GPU" in lines
     assert "    power: unavailable (not supported)" in lines
     assert "  Toy FW: active: cuda:0 1.0 GiB in use, 2.0 GiB reserved; peaks its own way" in lines
     assert "  Other: not imported" in lines

@@ -80,7 +80,7 @@ def test_a_toy_device_source_is_found_everywhere_the_device_is(tmp_path):
     got = _run_toy(tmp_path)
     assert got["type"] == "ToyDevices"
     # status: the source's own line, in its label's words, and its GPU
-    assert "Toy: driver toy-driver 1.0, binding toy-binding 0.1, 1 GPU(s)" in got["status"]
+    assert "Toy: driver toy-driver 1.0, binding toy-binding 0.1, 1 GPU" in got["status"]
     assert any(ln.startswith("  gpu0: Toy GPU, TOY-0000, cuda:0, 8.0 GiB") for ln in got["status"])
     # the timeline's and the chart's columns, by the source's name
     assert got["columns"][:3] == ["gpu0.toy.mem_used", "gpu0.toy.mem_total", "gpu0.toy.gpu_util"]

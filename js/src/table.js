@@ -11,12 +11,13 @@ const COLUMNS = [
   { title: "cell", cls: "cell", always: true },
   { title: "status", cls: "status", always: true },
   { title: "time", cls: "num", always: true },
-  { title: "alloc", cls: "num" },
-  { title: "peak", cls: "num" },
-  { title: "kept", cls: "num" },
-  { title: "GPU util", cls: "num" },
-  { title: "host \u0394", cls: "num" },
-  { title: "held by", cls: "held" },
+  // tip: what a header means, on hover (alloc above the GPU's size surprises a newcomer)
+  { title: "alloc", cls: "num", tip: "what torch handed out during the cell, freed or not: a loop of steps hands out many times what the GPU holds" },
+  { title: "peak", cls: "num", tip: "the most allocated at once while the cell ran (\u2265: a sampled lower bound)" },
+  { title: "kept", cls: "num", tip: "allocated memory the cell left behind" },
+  { title: "GPU util", cls: "num", tip: "the GPU's mean utilization while the cell ran" },
+  { title: "host \u0394", cls: "num", tip: "this kernel's host memory (RSS), end minus start" },
+  { title: "held by", cls: "held", tip: "the variables and hidden references that hold what the cell kept" },
   { title: "source", cls: "source", always: true },
 ];
 const ALWAYS = COLUMNS.reduce((mask, c, j) => (c.always ? mask | (1 << j) : mask), 0);
@@ -85,6 +86,7 @@ export class CellTable {
       const th = document.createElement("th");
       th.className = c.cls;
       th.textContent = c.title;
+      if (c.tip) th.title = c.tip;
       this.head.append(th);
     }
     this.tally = new ColumnTally(rowTexts);

@@ -99,3 +99,14 @@ describe("the ledger table with 10,000 cells", () => {
     table.destroy();
   });
 });
+
+describe("the ledger table's headers", () => {
+  test("alloc says on hover that it counts what was handed out, freed or not", () => {
+    const table = new CellTable({ onSelect: () => {} });
+    const heads = Object.fromEntries([...table.el.querySelectorAll("th")].map((th) => [th.textContent, th.title]));
+    expect(heads.alloc).toMatch(/handed out during the cell, freed or not/);
+    expect(heads.peak).toMatch(/most allocated at once/);
+    expect(heads.cell).toBe(""); // a header that needs no words has no tip
+    table.destroy();
+  });
+});

@@ -1,6 +1,7 @@
 """``nbgpumon.explain()``'s answer: one entry per GPU (data, from forensics), printed as the
 breakdown's words and, in a notebook, a stacked bar per GPU; ``explain(cell=N)``'s, the same
-for one cell of the ledger, at its end and at its peak."""
+for one cell of the ledger, at its end and at its peak. Its repr (a cell ending with it, in a
+terminal) is the words up to ``REPR_LIMIT`` characters; ``print`` gives them all."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from .._views.explain_text import (
     explain_html,
     explain_text,
 )
+from .._views.short_text import short_text
 
 
 class Explanation(tuple[MemoryExplained, ...]):
@@ -27,8 +29,11 @@ class Explanation(tuple[MemoryExplained, ...]):
         """The breakdown, as lines."""
         return explain_text(self)
 
-    def __repr__(self) -> str:
+    def __str__(self) -> str:
         return self.text()
+
+    def __repr__(self) -> str:
+        return short_text(self.text().splitlines(), "print(nbgpumon.explain()) shows them all")
 
     def _repr_html_(self) -> str:
         return explain_html(self)
@@ -46,8 +51,11 @@ class CellExplanation(tuple[CellExplained, ...]):
         """The breakdown, as lines."""
         return cell_explain_text(self)
 
-    def __repr__(self) -> str:
+    def __str__(self) -> str:
         return self.text()
+
+    def __repr__(self) -> str:
+        return short_text(self.text().splitlines(), "print() of it shows them all")
 
     def _repr_html_(self) -> str:
         return cell_explain_html(self)

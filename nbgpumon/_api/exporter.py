@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from .._foundation.errors import UsageError
+from .._foundation.units import counted
 
 DEFAULT_PORT = 9476
 DEFAULT_HOST = "127.0.0.1"
@@ -64,7 +65,7 @@ class Exporter:
         n = self.collector.scrapes
         text = f"{self.url}, {n} scrape{'' if n == 1 else 's'} served"
         if self.failed_requests:
-            text += f", {self.failed_requests} failed request(s)"
+            text += f", {counted(self.failed_requests, 'failed request')}"
         if self.collector.error:
             text += f"; last scrape failed: {self.collector.error}"
         return text

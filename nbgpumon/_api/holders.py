@@ -6,10 +6,15 @@ from dataclasses import fields
 
 from .._forensics.holder_scan import HolderScan
 from .._views.holders_text import holders_text
+from .._views.pre_html import pre_html
+from .._views.short_text import short_text
+
+_REST = "print(nbgpumon.holders()) shows them all"
 
 
 class HolderReport(HolderScan):
-    """A :class:`HolderScan` whose repr is what holds memory, as lines."""
+    """A :class:`HolderScan` whose repr is what holds memory, as lines (at most
+    ``REPR_LIMIT`` characters however many processes share the GPU; ``print`` gives all)."""
 
     __slots__ = ()
 
@@ -23,5 +28,11 @@ class HolderReport(HolderScan):
         """What holds memory, biggest first, then the processes on the GPU, as lines."""
         return holders_text(self)
 
-    def __repr__(self) -> str:
+    def __str__(self) -> str:
         return self.text()
+
+    def __repr__(self) -> str:
+        return short_text(self.text().splitlines(), _REST)
+
+    def _repr_html_(self) -> str:
+        return pre_html(repr(self))

@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from .._views.static_view import StaticView
     from .._views.widget import GPUMonWidget, Publisher
     from .explain import CellExplanation, Explanation
+    from .recorded import Recorded
 
 # The views (anywidget and ipywidgets, numpy, pandas) are imported when first used, not by
 # ``%load_ext``: together they cost more than the rest of loading (docs/benchmarks.md).
@@ -108,7 +109,19 @@ class Monitor(LiveData):
 
     def cells(self) -> list[CellRecord]:
         """The ledger, oldest first (cells and regions)."""
-        return self._session.cells()
+        from .short_lists import CellList  # (views: imported when first used)
+
+        return CellList(self._session.cells())
+
+    def __repr__(self) -> str:
+        from .._views.monitor_text import monitor_text
+
+        return monitor_text(self.status(), self.cells())
+
+    def _repr_html_(self) -> str:
+        from .._views.monitor_text import monitor_html
+
+        return monitor_html(self.status(), self.cells())
 
     def holders(self, device: str | None = None, budget: float = 0.05) -> HolderScan:
         """What holds memory now, biggest first: variables, ``Out[N]``, ``_``, tracebacks.
@@ -315,6 +328,17 @@ class Monitor(LiveData):
         view = StaticView(self, display)
         self._static_views.append(view)
         return view
+
+    def recorded_now(self) -> Recorded | None:
+        """This session's recording as its file holds it now (the writer commits about twice
+        a second), for a report page; None when it is not recording. A file that cannot be
+        read raises :class:`RecordingError`."""
+        writer = self._session.recording_control.writer
+        if writer is None:
+            return None
+        from .recorded import load_recorded
+
+        return load_recorded(writer.path, writer.session_id)
 
     def _ledger_changed(self) -> None:
         """Tell the widget and the static pictures that a cell was recorded or a mark set

@@ -26,6 +26,7 @@ from collections.abc import Callable, Collection, Hashable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from .._foundation.units import counted
 from .._sources.frameworks import frameworks
 from .._sources.frameworks.holder_walk import (
     ARRAYS,
@@ -323,8 +324,9 @@ class _Walk:
         )
         partial = ""
         if self.stopped:
+            looked = counted(self.objects, "object")
             partial = (
-                f"stopped after {self.budget * 1000:.0f} ms ({self.objects} objects looked at): "
+                f"stopped after {self.budget * 1000:.0f} ms ({looked} looked at): "
                 "some holders may be missing"
             )
         categories = {

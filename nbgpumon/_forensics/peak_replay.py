@@ -24,6 +24,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .._foundation.units import counted
 from .tracing import TracedAllocation, group_by_line
 
 BEFORE_HISTORY = "allocated before the recorder's kept history"
@@ -81,7 +82,8 @@ def replay_to_peak(
         return PeakReplay(
             device,
             (),
-            f"the recorder's history ({len(events)} events) does not reach back to the peak",
+            f"the recorder's history ({counted(len(events), 'event')}) does not reach back to "
+            "the peak",
         )
     blocks: list[tuple[int, int, Sequence[Mapping[str, Any]]]] = []
     for i in range(moment - 1, -1, -1):  # each pending block's alloc, for its stack

@@ -12,6 +12,10 @@ from .._sources.processes.children import ChildUsage, child_from_dict
 TRANSIENT = "activations and temporaries"
 
 
+def _cut(text: str, limit: int = 80) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 def _delta(before: int | None, after: int | None) -> int | None:
     return None if before is None or after is None else after - before
 
@@ -169,6 +173,16 @@ class CellRecord:
     # with tracing on: what its peak held and it freed before its end (activations and
     # temporaries), by cell line, then any note on the replay ("(…)")
     traced_peak: tuple[str, ...] = ()
+
+    def __repr__(self) -> str:
+        # short, whatever the cell: its source (up to 64 KiB), per-GPU figures and traced lines
+        # are fields to read, not to print ten thousand of in a list
+        return (
+            f"CellRecord(index={self.index}, kind={self.kind!r}, "
+            f"execution_count={self.execution_count}, label={_cut(self.label)!r}, "
+            f"status={self.status!r}, error={_cut(self.error)!r}, duration={self.duration!r}, "
+            f"peak_allocated={self.peak_allocated}, rss_peak={self.rss_peak}, …)"
+        )
 
     @property
     def nvml_unavailable(self) -> str:

@@ -31,7 +31,7 @@ import numpy as np
 
 from .._foundation.clock import wall_clock
 from .._foundation.errors import RecordingError
-from .._foundation.units import format_seconds
+from .._foundation.units import counted, format_seconds
 from .._ledger.rows import record_row
 from .._sampling.node_timeline import NodeTimeline
 from .._sampling.timeline import Timeline
@@ -228,7 +228,7 @@ class RecordingWriter:
         """What ``%gpumon record off`` says of this recording, after :meth:`stop`."""
         if self.failed:
             return self.status  # the words said when it stopped
-        return f"recording stopped; {self.rows_written} samples in {self.path}"
+        return f"recording stopped; {counted(self.rows_written, 'sample')} in {self.path}"
 
     def _say(self, line: str, stops: bool) -> None:
         # From the writer thread: the status at once, the notice when the cell ends.

@@ -20,6 +20,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from .._foundation.units import counted
 from .._sources.base import ALLOCATOR, CADENCES, DETAIL, FAST, SLOW
 
 SUBSCRIBERS = "subscribers"
@@ -84,7 +85,7 @@ class CostReport:
         calls = ""
         n, label, kept = self.device_calls, self.device_label, self.device_gil_kept_calls
         if n and self.seconds < SHARE_AFTER:  # (a rate over a tick says nothing)
-            calls = f", {n} {label} calls ({kept} keeping the GIL)"
+            calls = f", {counted(n, label + ' call')} ({kept} keeping the GIL)"
         elif n:
             rate, kept_rate = self.device_calls_per_second, kept / self.seconds
             calls = f", {rate:.0f} {label} calls/s ({kept_rate:.0f} keeping the GIL)"

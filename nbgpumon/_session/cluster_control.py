@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .._foundation.errors import UsageError
+from .._foundation.units import counted
 from .._sampling.node_timeline import NodeTimeline
 from .data import Cluster
 
@@ -124,8 +125,8 @@ class ClusterControl:
         refused = self.nodes.refused_gpus if self.nodes is not None else 0
         if refused and self.nodes is not None:
             line += (
-                f" · {refused} more GPUs not kept (nbgpumon keeps {self.nodes.max_gpus}; "
-                "narrow with --match)"
+                f" · {counted(refused, 'more GPU')} not kept (nbgpumon keeps "
+                f"{self.nodes.max_gpus}; narrow with --match)"
             )
         return line or "not reading a cluster"
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from .._foundation.units import counted
 from .._sampling.device_ask import DeviceAsk
 from .._sampling.sampler import Sampler
 from .._sources.devices.protocol import DeviceSource
@@ -44,8 +45,8 @@ def started_late(late: DeviceSource | None) -> str:
     if not late.available:
         return f"{late.label} answered after {late.last_took:.1f} s: {late.status}"
     return (
-        f"{late.label} answered after {late.last_took:.1f} s, with {len(late.devices)} "
-        "GPU(s): %reload_ext nbgpumon watches them"
+        f"{late.label} answered after {late.last_took:.1f} s, with "
+        f"{counted(len(late.devices), 'GPU')}: %reload_ext nbgpumon watches them"
     )
 
 

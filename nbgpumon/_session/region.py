@@ -58,6 +58,12 @@ class Region:
         self.record = self._ledger.end(opened, status, error)
         self._store(self.record)
 
+    def __repr__(self) -> str:
+        ended = "ended" if self.record is not None else "not entered"
+        state = "open" if self._open is not None else ended
+        label = self.label if len(self.label) <= 80 else self.label[:79] + "…"
+        return f"<Region {label!r}: {state}>"  # its figures, once ended: .record
+
     def __call__(self, *args: object, **kwargs: object) -> None:
         raise UsageError(
             f"track({self.label!r}) is a context manager, not a decorator: "

@@ -3,6 +3,7 @@ notice, the summary line, the NVTX problem, the traced lines, the post-mortem, t
 
 from __future__ import annotations
 
+from .._foundation.units import counted
 from .._session.cell_pipeline import CellOutcome
 from .text import summary_line
 
@@ -32,12 +33,13 @@ def trace_lines(outcome: CellOutcome) -> list[str]:
     traced = outcome.record.traced  # (the record keeps them as the recording stores them)
     lines = [f"nbgpumon trace: {line}" for line in traced[:TRACE_LINES]]
     if len(traced) > TRACE_LINES:
-        lines.append(f"nbgpumon trace: … {len(traced) - TRACE_LINES} more lines")
+        lines.append(f"nbgpumon trace: … {counted(len(traced) - TRACE_LINES, 'more line')}")
     peak = outcome.record.traced_peak
     lines += [f"nbgpumon trace, freed after its peak: {line}" for line in peak[:PEAK_LINES]]
     if len(peak) > PEAK_LINES:
+        more = counted(len(peak) - PEAK_LINES, "more line")
         lines.append(
-            f"nbgpumon trace, freed after its peak: … {len(peak) - PEAK_LINES} more lines "
+            f"nbgpumon trace, freed after its peak: … {more} "
             f"(%gpumon explain {outcome.record.execution_count} lists them)"
         )
     return lines

@@ -7,7 +7,7 @@ import time
 from dataclasses import dataclass
 
 from .._foundation.metrics import metric
-from .._foundation.units import format_bytes
+from .._foundation.units import counted, format_bytes
 from .._session.data import Cluster, Node, RemoteGpu
 
 SHORT_LIST = 16  # nodes the snapshot and status name one line each; the rest are counted
@@ -122,7 +122,8 @@ def cluster_lines(
         if per_gpu:
             lines += [f"    {gpu_line(g)}" for g in n.gpus]
     if len(nodes) > len(shown):
-        lines.append(f"  … {len(nodes) - len(shown)} more nodes (%gpumon cluster lists them all)")
+        more = counted(len(nodes) - len(shown), "more node")
+        lines.append(f"  … {more} (%gpumon cluster lists them all)")
     return lines
 
 

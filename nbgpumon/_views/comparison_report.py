@@ -12,12 +12,14 @@ import bqplot as bq
 import ipywidgets as widgets
 import numpy as np
 
+from .._foundation.units import counted
 from .._session.data import SessionData
 from .axis import bytes_axis
 from .comparison_page import RUN_COLORS
 from .comparison_timeline import AlignedTimelines, Band, aligned_timelines
 from .comparison_words import CellChange
 from .report import band_paths
+from .short_text import cut_middle
 
 _BAND_COLORS = ("#c6dbef", "#dadaeb", "#f4a6a3")  # alternate cells; a regression
 MAX_BAND_LABELS = 40
@@ -26,6 +28,16 @@ MAX_BAND_LABELS = 40
 # fit), and about one character of the 11 px labels
 _PLOT_PX = 640
 _LABEL_PX = 6.5
+
+
+class ComparisonReport(widgets.VBox):
+    """The report's widget: a VBox whose repr (where no widget can be drawn: a terminal) is
+    one line, not every child's traits."""
+
+    words = ""  # the runs and how many rows: set by comparison_report
+
+    def __repr__(self) -> str:
+        return f"<nbgpumon comparison report: {self.words}; a notebook draws it>"
 
 
 def comparison_report(
@@ -43,7 +55,10 @@ def comparison_report(
         f"<span style='color:{RUN_COLORS['B']}'>┅ B</span> {html.escape(b.source)}"
     )
     table = widgets.HTML(table_html, layout=widgets.Layout(max_height="420px", overflow="auto"))
-    report = widgets.VBox([legend, *figures, table], layout=widgets.Layout(width="100%"))
+    report = ComparisonReport([legend, *figures, table], layout=widgets.Layout(width="100%"))
+    report.words = f"{cut_middle(a.source)} against {cut_middle(b.source)}, " + counted(
+        len(changes), "row"
+    )
     report.add_class("nbgpumon-compare-report")
     return report
 

@@ -5,28 +5,38 @@ from __future__ import annotations
 import html
 from collections.abc import Sequence
 
-from .._foundation.units import format_bytes, format_percent, format_seconds
+from .._foundation.units import counted, format_bytes, format_percent, format_seconds
 from .._ledger.matching import ONLY_IN_A, ONLY_IN_B
 from .._session.comparison import REGRESSION, Figures, frameworks_of
 from .comparison_words import CellChange
+from .short_text import LINE_LIMIT, REPR_LIMIT, cut_middle, short_text
 from .text import TextView
 
 MAX_SOURCE = 40  # characters of a cell's first line in the table
+HTML_ROWS = 50  # rows of a comparison's HTML repr (its page and report have every one)
+_ALL_ROWS = "print(comparison) shows every row, .frame() has them"
 _LEFT = ("cell", "match", "verdict", "why", "source")
 
 
 def comparison_table(
-    changes: Sequence[CellChange], source_a: str, source_b: str, thresholds_line: str
+    changes: Sequence[CellChange],
+    source_a: str,
+    source_b: str,
+    thresholds_line: str,
+    shown: Sequence[CellChange] | None = None,
 ) -> TextView:
     """The comparison: a heading (the runs, the counts, the thresholds), then a row per cell
     in A's order; a figure reads ``A → B``. Columns empty in every row are left out, and so
-    are a lone framework's, which are the GPU columns again (the frame keeps them)."""
-    frameworks = frameworks_of(changes)
+    are a lone framework's, which are the GPU columns again (the frame keeps them).
+    ``shown``: the rows to show, of ``changes`` and in its order (all by default); the
+    heading counts them all."""
+    shown = changes if shown is None else shown
+    frameworks = frameworks_of(shown)
     frameworks = frameworks if len(frameworks) > 1 else []
     headers = ["cell", "match", "time", "host peak", "host kept", "GPU peak", "GPU kept"]
     headers += [f"{fw} {what}" for fw in frameworks for what in ("peak", "kept")]
     headers += ["GPU util", "verdict", "why", "source"]
-    rows = [_row(c, frameworks) for c in changes]
+    rows = [_row(c, frameworks) for c in shown]
     keep = [
         i
         for i, h in enumerate(headers)
@@ -42,7 +52,40 @@ def comparison_table(
     lines = [*heading, ""]
     lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip()
               for r in [headers, *rows]]  # fmt: skip
-    return TextView("\n".join(lines), _html(heading, headers, rows, changes))
+    return TextView("\n".join(lines), _html(heading, headers, rows, shown))
+
+
+def short_comparison_table(
+    changes: Sequence[CellChange],
+    source_a: str,
+    source_b: str,
+    thresholds_line: str,
+    limit: int = REPR_LIMIT,
+) -> TextView:
+    """:func:`comparison_table` short, whatever the number of cells: the heading, then the
+    regressions first and the other rows after them (in A's order) while the text stays
+    within ``limit`` characters and the HTML within ``HTML_ROWS`` rows; a last line says how
+    many rows are left out and where they all are."""
+    first = sorted(range(len(changes)), key=lambda i: changes[i].verdict != REGRESSION)
+
+    def table(count: int) -> TextView:
+        picked = [changes[i] for i in sorted(first[:count])]
+        a, b = cut_middle(source_a, LINE_LIMIT), cut_middle(source_b, LINE_LIMIT)
+        view = comparison_table(changes, a, b, thresholds_line, picked)
+        if count == len(changes):
+            return view
+        rest = f"… {counted(len(changes) - count, 'more row')}: {_ALL_ROWS}"
+        return TextView(f"{view.text}\n{rest}", f"{view.html}<p>{html.escape(rest)}</p>")
+
+    count = min(len(changes), HTML_ROWS)
+    html_view = text_view = table(count)
+    while count and len(text_view.text) > limit:
+        count -= 1
+        text_view = table(count)
+    text = text_view.text  # a table's rows whole (they may be wider than a line of words)
+    if len(text) > limit:  # no row fits
+        text = short_text(text.splitlines(), _ALL_ROWS, limit)
+    return TextView(text, html_view.html)
 
 
 def _heading(

@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from .._foundation.units import format_bytes, format_seconds
+from .._foundation.units import format_bytes, format_percent, format_seconds, sign_of
 from .._session.comparison import (
     CHILD_GONE,
     CHILD_NEW,
@@ -21,6 +21,7 @@ from .._session.comparison import (
     Shift,
     Thresholds,
 )
+from .short_text import cut
 
 if TYPE_CHECKING:
     from .._ledger.records import ChildUsage  # (a record's; views don't import sources)
@@ -39,6 +40,13 @@ class CellChange(CellComparison):
     @property
     def reason(self) -> str:
         return "; ".join(self.reasons)
+
+    def __repr__(self) -> str:
+        # one line, however long its cells' sources: ``.pair`` has the records, ``.a``/``.b``
+        # their figures
+        said = ": ".join(x for x in (self.verdict, self.reason) if x)
+        said = f", {cut(said)}" if said else ""
+        return f"<CellChange {self.name} {self.pair.how}{said} | {cut(self.label, 60)}>"
 
 
 def worded(changes: Sequence[CellComparison]) -> list[CellChange]:
@@ -101,15 +109,14 @@ def thresholds_line(t: Thresholds) -> str:
 
 
 def _change(before: float, after: float, fmt: Callable[..., str]) -> str:
-    """``×3.0 (+200 MiB)``, ``+25% (+1.2 GiB)``, ``-40% (-2.0 s)``; from nothing: ``+64 MiB``."""
+    """``×3.0 (+200 MiB)``, ``+25% (+1.2 GiB)``, ``−40% (−2.0 s)``; from nothing: ``+64 MiB``."""
     delta = fmt(after - before, signed=True)
     if before <= 0:
         return f"{delta} (was {fmt(before)})"
     if after >= 2 * before:
         return f"×{after / before:.1f} ({delta})"
-    return f"{(after - before) / before * 100:+.0f}% ({delta})"
+    return f"{format_percent((after - before) / before * 100, signed=True)} ({delta})"
 
 
 def _seconds(s: float, signed: bool = False) -> str:
-    text = format_seconds(abs(s))
-    return ("-" if s < 0 else "+" if signed and s > 0 else "") + text
+    return sign_of(s, signed) + format_seconds(abs(s))

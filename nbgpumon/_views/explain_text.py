@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from .._foundation.units import format_bytes
 from .._ledger.records import TRANSIENT
+from .pre_html import pre_html
 
 if TYPE_CHECKING:
     from .._forensics.explain import CellExplained, MemoryExplained
@@ -58,7 +59,7 @@ def explain_html(entries: Sequence[MemoryExplained]) -> str:
         for e in entries
         if e.total
     ]
-    return "".join(bars) + f"<pre>{html.escape(explain_text(entries))}</pre>"
+    return "".join(bars) + pre_html(explain_text(entries))
 
 
 def cell_explain_lines(entries: Sequence[CellExplained]) -> list[str]:
@@ -74,7 +75,9 @@ def cell_explain_lines(entries: Sequence[CellExplained]) -> list[str]:
         )
         lines += _category_lines(e.categories, e.total)
         if e.kept:
-            kept = ", ".join(f"{_signed(size)} {name}" for name, size in e.kept.items())
+            kept = ", ".join(
+                f"{format_bytes(size, signed=True)} {name}" for name, size in e.kept.items()
+            )
             lines.append(f"  kept since its start: {kept}")
         elif not any("unknown" in note for note in e.notes):
             lines.append("  kept since its start: nothing")
@@ -110,7 +113,7 @@ def cell_explain_html(entries: Sequence[CellExplained]) -> str:
         bars.append(
             _bar(f"gpu{e.index} at its peak: {format_bytes(e.peak)}", e.peak_categories, scale)
         )
-    return "".join(bars) + f"<pre>{html.escape(cell_explain_text(entries))}</pre>"
+    return "".join(bars) + pre_html(cell_explain_text(entries))
 
 
 def _category_lines(categories: dict[str, int], total: int) -> list[str]:
@@ -143,10 +146,6 @@ def _bar(head: str, categories: dict[str, int], scale: int) -> str:
         f'<div style="display:flex;height:12px;width:100%;max-width:640px;margin:2px 0">'
         f'{parts}</div><div style="font-size:11px">{legend}</div></div>'
     )
-
-
-def _signed(size: int) -> str:
-    return ("+" if size > 0 else "−") + format_bytes(abs(size))
 
 
 def _colours(names: list[str]) -> dict[str, str]:

@@ -1,13 +1,17 @@
 """``FitResult``: what ``nbgpumon.fit`` found, as data (``table``, ``fits``, ``prediction``,
-``size``, ``frame()``) and as the short text table its repr is (what a notebook shows)."""
+``size``, ``frame()``) and as the short text table its repr is (what a notebook shows): every
+size's row and every kind's line where they fit in ``REPR_LIMIT`` characters, else the first and
+last sizes; ``print`` gives the whole table."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .._foundation.units import format_bytes, format_seconds
+from .._foundation.units import counted, format_bytes, format_seconds
 from .._ledger.peak_fit import LineFit, Prediction
 from .._session.size_fit import HOST_CHURN, FitRun, SizeRow
+from .pre_html import pre_html
+from .short_text import REPR_LIMIT, short_text
 
 if TYPE_CHECKING:
     import pandas
@@ -54,28 +58,55 @@ class FitResult:
         columns += [f"{k}_{part}" for k in self.kinds for part in ("peak", "exact")]
         return pd.DataFrame(rows, columns=columns).convert_dtypes()
 
-    def __repr__(self) -> str:
+    def text(self) -> str:
+        """The whole table and every kind's line."""
         return fit_text(self.run)
 
+    def __str__(self) -> str:
+        return self.text()
 
-def fit_text(run: FitRun) -> str:
-    """The table of peaks, then a line per kind of memory: its line and what fits."""
+    def __repr__(self) -> str:
+        return short_fit_text(self.run)
+
+    def _repr_html_(self) -> str:
+        return pre_html(repr(self))
+
+
+def short_fit_text(run: FitRun, limit: int = REPR_LIMIT) -> str:
+    """:func:`fit_text` in at most ``limit`` characters: the sizes between the first and last
+    few left out (said in one row) until it fits."""
+    text = fit_text(run)
+    keep = len(run.rows)
+    while len(text) > limit and keep > 4:
+        keep = min(keep - 1, 10)
+        text = fit_text(run, keep)
+    return short_text(text.splitlines(), "print(result) shows them all", limit)
+
+
+def fit_text(run: FitRun, rows: int | None = None) -> str:
+    """The table of peaks, then a line per kind of memory: its line and what fits. ``rows``:
+    show only that many sizes, half the first and half the last."""
     warm = f", after a warm-up call at size {run.warmup}" if run.warmup is not None else ""
-    count = len(run.rows)
-    lines = [f"nbgpumon.fit: peak growth of step(size), {count} size{'s' * (count != 1)}{warm}"]
+    lines = [f"nbgpumon.fit: peak growth of step(size), {counted(len(run.rows), 'size')}{warm}"]
     heads = [f"{kind} peak" for kind in run.kinds]
     widths = [max(11, len(h)) for h in heads]
     size_width = max([4, *(len(str(r.size)) for r in run.rows)])
     columns = "".join(f"  {head:>{width}}" for head, width in zip(heads, widths, strict=True))
     lines.append(f"  {'size':>{size_width}}{columns}  {'time':>8}")
+    sizes = []
     for row in run.rows:
         line = "  " + str(row.size).rjust(size_width)
         if row.outcome != "ok":
-            lines.append(f"{line}  ran out of memory ({format_seconds(row.duration)})")
+            sizes.append(f"{line}  ran out of memory ({format_seconds(row.duration)})")
             continue
         for kind, width in zip(run.kinds, widths, strict=True):
             line += f"  {_peak(row.peaks.get(kind), row.exact.get(kind, False)):>{width}}"
-        lines.append(f"{line}  {format_seconds(row.duration):>8}")
+        sizes.append(f"{line}  {format_seconds(row.duration):>8}")
+    if rows is not None and rows < len(sizes):
+        last = len(sizes) - (rows - rows // 2)
+        more = f"  {'…':>{size_width}}  {counted(last - rows // 2, 'more size')}"
+        sizes = [*sizes[: rows // 2], more, *sizes[last:]]
+    lines += sizes
     for kind in run.kinds:
         lines.append(f"  {kind}: {_conclusion(run.fits[kind], run.predictions[kind])}")
     deciding = run.deciding

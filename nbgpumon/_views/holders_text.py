@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .._foundation.units import format_bytes
+from .._foundation.units import counted, format_bytes
 from .process_words import process_who
 
 if TYPE_CHECKING:
@@ -19,15 +19,15 @@ def holders_lines(scan: HolderScan, limit: int = 20) -> list[str]:
     where = "host memory" if scan.device == "host" else f"{scan.device} memory"
     lines = [
         f"nbgpumon holders of {where}: {format_bytes(scan.total)} in "
-        f"{len(scan.holders)} holder(s), {scan.objects} objects looked at in "
-        f"{scan.seconds * 1000:.0f} ms"
+        f"{counted(len(scan.holders), 'holder')}, {counted(scan.objects, 'object')} looked at "
+        f"in {scan.seconds * 1000:.0f} ms"
     ]
     if not scan.holders:
         lines.append("  no tensor or array found in variables, outputs or tracebacks")
     width = max((len(h.name) for h in scan.holders[:limit]), default=0)
     for h in scan.holders[:limit]:
         hidden = "  (hidden: %gpumon free drops it)" if h.hidden else ""
-        storages = f"{h.storages} storage{'s' if h.storages != 1 else ''}"
+        storages = counted(h.storages, "storage")
         lines.append(f"  {h.name.ljust(width)}  {format_bytes(h.bytes):>10}  {storages}{hidden}")
     if len(scan.holders) > limit:
         rest = sum(h.bytes for h in scan.holders[limit:])

@@ -7,7 +7,7 @@ from __future__ import annotations
 import html
 from dataclasses import dataclass
 
-from .._foundation.units import format_bytes
+from .._foundation.units import counted, format_bytes
 from .._session.profile_run import ProfiledCell
 
 _COLUMNS = (
@@ -45,7 +45,7 @@ class ProfileResult:
             head += ["self CUDA time", "CUDA time"]
         lines = [
             "<div class='nbgpumon-profile'>",
-            f"<p>top {len(self.rows)} operators by {html.escape(self.sort_by)}</p>",
+            f"<p>top {counted(len(self.rows), 'operator')} by {html.escape(self.sort_by)}</p>",
         ]
         if self.note:
             lines.append(f"<p><em>{html.escape(self.note)}</em></p>")

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .._foundation.gpu_names import cuda_label, hidden_gpus
-from .._foundation.units import format_bytes
+from .._foundation.units import counted, format_bytes
 from .process_words import process_who
 
 if TYPE_CHECKING:
@@ -110,7 +110,7 @@ def _live_lines(state: str, live: LiveStatus) -> list[str]:
         f"every {s.allocator_interval:g} s, power/temperature/clock/PCIe every "
         f"{s.detail_interval:g} s, processes every {s.slow_interval:g} s, this kernel's "
         f"children every {s.process_interval:g} s), "
-        f"{s.ticks} ticks, last tick {s.last_tick_seconds * 1e6:.0f} µs",
+        f"{counted(s.ticks, 'tick')}, last tick {s.last_tick_seconds * 1e6:.0f} µs",
         s.cost,
     ]
     if s.error:
@@ -121,7 +121,7 @@ def _live_lines(state: str, live: LiveStatus) -> list[str]:
     if devices.available:
         lines.append(
             f"{devices.label}: driver {devices.driver_version or '?'}, binding "
-            f"{devices.binding_version or '?'}, {len(devices.gpus)} GPU(s)"
+            f"{devices.binding_version or '?'}, {counted(len(devices.gpus), 'GPU')}"
         )
     else:
         lines.append(f"{devices.label}: unavailable: {devices.status}")
@@ -166,7 +166,7 @@ def _live_lines(state: str, live: LiveStatus) -> list[str]:
         lines.append(f"exporter: {live.exporter}")
     lines.append(
         f"summary after each cell: {'on' if live.summary else 'off'}; "
-        f"{live.records} records in the ledger"
+        f"{counted(live.records, 'record')} in the ledger"
     )
     return lines
 
@@ -222,9 +222,9 @@ def _framework_state(f: FrameworkFacts, detail: bool = False) -> str:
 
 
 def _recorded_line(r: RecordedStatus) -> str:
-    line = f"recorded: {r.source}, {r.samples:,} samples"
+    line = f"recorded: {r.source}, {counted(r.samples, 'sample')}"
     if r.buckets:
-        line += f", and {r.buckets:,} buckets of the older ones"
+        line += f", and {counted(r.buckets, 'bucket')} of the older ones"
     if r.damage:
         line += f" · {r.damage}"
     return line

@@ -21,6 +21,7 @@ from .._ledger.records import AllocatorUsage, CellRecord, DeviceUsage, Retention
 from .children_text import children_count_and_peak, children_text, job_lines
 from .cluster_text import cluster_lines
 from .holders_text import holders_text
+from .pre_html import pre_html
 from .status_text import process_lines, status_line, status_lines
 
 RSS = metric("host", "rss")
@@ -341,7 +342,7 @@ def cells_table(records: Sequence[CellRecord]) -> TextView:
     jobs = _jobs_text(records)
     if jobs:  # each job's ranks, under the table (a column would not hold them)
         lines += ["", jobs]
-        table += f"<pre>{html.escape(jobs)}</pre>"
+        table += pre_html(jobs)
     return TextView("\n".join(lines), table)
 
 
@@ -358,7 +359,7 @@ def _jobs_text(records: Sequence[CellRecord]) -> str:
 # -- status -------------------------------------------------------------------------------
 def status_view(data: SessionData) -> TextView:
     text = "\n".join([*status_lines(data.status()), *cluster_lines(data.cluster, per_gpu=False)])
-    return TextView(text, f"<pre>{html.escape(text)}</pre>")
+    return TextView(text, pre_html(text))
 
 
 NO_CLUSTER = "not reading a cluster; %gpumon cluster URL reads one from a Prometheus server"
@@ -371,7 +372,7 @@ def cluster_view(data: SessionData) -> TextView:
         "\n".join(lines)
         or "not reading a cluster: %gpumon cluster URL starts (a Prometheus server)"
     )
-    return TextView(text, f"<pre>{html.escape(text)}</pre>")
+    return TextView(text, pre_html(text))
 
 
 # -- the snapshot (plain %gpumon) ---------------------------------------------------------
@@ -398,7 +399,7 @@ def snapshot_view(data: SessionData, last_cells: int = 5) -> TextView:
     lines += cluster_lines(data.cluster, per_gpu=False)
     text = "\n".join(lines)
     table = cells_table(list(data.records)[-last_cells:])
-    return TextView(text + "\n\n" + table.text, f"<pre>{html.escape(text)}</pre>{table.html}")
+    return TextView(text + "\n\n" + table.text, pre_html(text) + table.html)
 
 
 def _latest_by_device(
@@ -418,4 +419,4 @@ def _latest_by_device(
 # -- holders ------------------------------------------------------------------------------
 def holders_view(scan: HolderScan) -> TextView:
     text = holders_text(scan)
-    return TextView(text, f"<pre>{html.escape(text)}</pre>")
+    return TextView(text, pre_html(text))
