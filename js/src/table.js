@@ -12,7 +12,7 @@ const COLUMNS = [
   { title: "status", cls: "status", always: true },
   { title: "time", cls: "num", always: true },
   // tip: what a header means, on hover (alloc above the GPU's size surprises a newcomer)
-  { title: "alloc", cls: "num", tip: "what torch handed out during the cell, freed or not: a loop of steps hands out many times what the GPU holds" },
+  { title: "alloc", cls: "num", tip: "what the allocator handed out during the cell, freed or not: a loop of steps hands out many times what the GPU holds" },
   { title: "peak", cls: "num", tip: "the most allocated at once while the cell ran (\u2265: a sampled lower bound)" },
   { title: "kept", cls: "num", tip: "allocated memory the cell left behind" },
   { title: "GPU util", cls: "num", tip: "the GPU's mean utilization while the cell ran" },
