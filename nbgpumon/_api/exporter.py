@@ -63,7 +63,7 @@ class Exporter:
     def line(self) -> str:
         """``http://127.0.0.1:9476/metrics, 3 scrapes served``."""
         n = self.collector.scrapes
-        text = f"{self.url}, {n} scrape{'' if n == 1 else 's'} served"
+        text = f"{self.url}, {counted(n, 'scrape')} served"
         if self.failed_requests:
             text += f", {counted(self.failed_requests, 'failed request')}"
         if self.collector.error:

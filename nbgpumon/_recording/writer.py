@@ -243,7 +243,7 @@ class RecordingWriter:
         if not self.cells_written and self._sampled is None:
             return ""
         n = self.cells_written
-        parts = [f"{n:,} cell{'' if n == 1 else 's'}"] if n else []
+        parts = [counted(n, "cell")] if n else []
         if self._sampled is not None:
             first, last = self._sampled
             parts.append(f"{format_seconds(max(last - first, 0.0))} of samples")

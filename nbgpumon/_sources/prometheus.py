@@ -17,6 +17,7 @@ import threading
 import time
 from collections import deque
 
+from .._foundation.units import counted
 from .base import NodeReading
 from .cluster_series import SERIES_NAMES, reading_from, readings_over_time
 from .prometheus_http import PrometheusClient, PrometheusError, shown_url
@@ -215,10 +216,6 @@ class PrometheusSource:
             )
             return
         self._status = (
-            f"{_count(self.nodes, 'node')}, {_count(self.gpus, 'GPU')} from {self.url}, "
+            f"{counted(self.nodes, 'node')}, {counted(self.gpus, 'GPU')} from {self.url}, "
             f"every {self.interval:g} s"
         )
-
-
-def _count(n: int, noun: str) -> str:
-    return f"{n} {noun}{'' if n == 1 else 's'}"
