@@ -19,6 +19,7 @@ from collections.abc import Callable, Sequence
 from prometheus_client.core import GaugeMetricFamily, Metric
 
 from .._foundation.metrics import EXPORT_PREFIX
+from .._foundation.units import clipped
 from .._ledger.records import CellRecord
 from .._sources.processes.children import ChildUsage
 
@@ -90,9 +91,8 @@ def child_families(
 
 
 def _child_labels(record: CellRecord, child: ChildUsage) -> list[str]:
-    command = " ".join(child.command.split())  # (no newline or tab in a label: one line)
-    if len(command) > COMMAND_CHARS:
-        command = command[: COMMAND_CHARS - 1] + "…"
+    # (no newline or tab in a label: one line)
+    command = clipped(" ".join(child.command.split()), COMMAND_CHARS)
     count = record.execution_count
     rank = child.rank
     return [

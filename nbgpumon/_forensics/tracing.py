@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .._foundation.errors import failure_line
+from .._foundation.units import clipped
 from .._sources.frameworks import frameworks
 from .._sources.frameworks.memory_history import MemoryHistory
 
@@ -149,7 +150,7 @@ def _block_key(block: Mapping[str, Any]) -> int:
 
 def _source_line(filename: str, line: int, getline: Callable[[str, int], str]) -> str:
     text = getline(filename, line).strip() if line > 0 else ""
-    return text if len(text) <= SOURCE_CHARS else text[: SOURCE_CHARS - 1] + "…"
+    return clipped(text, SOURCE_CHARS)
 
 
 def _describe_frame(frames: Iterable[Mapping[str, Any]]) -> str:

@@ -120,3 +120,8 @@ def format_value(value: float | None, unit: str) -> str:
     if unit in known:
         return f"{value:.0f}{known[unit]}"
     return f"{value:.3g} {unit}".rstrip()  # a unit the registry added later: 3 digits
+
+
+def clipped(text: str, limit: int) -> str:
+    """``text`` at most ``limit`` characters, its end replaced by "…" where it was cut."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from .._foundation.units import clipped
 from .._sources.frameworks import frameworks
 
 
@@ -10,7 +11,7 @@ def first_line(source: str, width: int = 80) -> str:
     for line in source.splitlines():
         line = line.strip()
         if line:
-            return line if len(line) <= width else line[: width - 1] + "…"
+            return clipped(line, width)
     return ""
 
 

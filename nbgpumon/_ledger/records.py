@@ -5,15 +5,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from .._foundation.units import clipped
 from .._sources.frameworks import frameworks
 from .._sources.processes.children import ChildUsage, child_from_dict
 
 # the part of a cell's peak that it freed before its end (DeviceUsage.peak_by_kind)
 TRANSIENT = "activations and temporaries"
-
-
-def _cut(text: str, limit: int = 80) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _delta(before: int | None, after: int | None) -> int | None:
@@ -179,8 +176,9 @@ class CellRecord:
         # are fields to read, not to print ten thousand of in a list
         return (
             f"CellRecord(index={self.index}, kind={self.kind!r}, "
-            f"execution_count={self.execution_count}, label={_cut(self.label)!r}, "
-            f"status={self.status!r}, error={_cut(self.error)!r}, duration={self.duration!r}, "
+            f"execution_count={self.execution_count}, label={clipped(self.label, 80)!r}, "
+            f"status={self.status!r}, error={clipped(self.error, 80)!r}, "
+            f"duration={self.duration!r}, "
             f"peak_allocated={self.peak_allocated}, rss_peak={self.rss_peak}, …)"
         )
 

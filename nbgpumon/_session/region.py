@@ -6,6 +6,7 @@ from collections.abc import Callable
 from types import TracebackType
 
 from .._foundation.errors import UsageError
+from .._foundation.units import clipped
 from .._ledger.ledger import Ledger, Measurement
 from .._ledger.outcome import classify_exception
 from .._ledger.records import CellRecord
@@ -61,8 +62,7 @@ class Region:
     def __repr__(self) -> str:
         ended = "ended" if self.record is not None else "not entered"
         state = "open" if self._open is not None else ended
-        label = self.label if len(self.label) <= 80 else self.label[:79] + "…"
-        return f"<Region {label!r}: {state}>"  # its figures, once ended: .record
+        return f"<Region {clipped(self.label, 80)!r}: {state}>"  # its figures, once ended: .record
 
     def __call__(self, *args: object, **kwargs: object) -> None:
         raise UsageError(

@@ -17,6 +17,8 @@ import urllib.request
 from dataclasses import dataclass
 from typing import Any
 
+from .._foundation.units import clipped
+
 MAX_ANSWER = 32 * 2**20  # bytes read from one answer at most: a huge one is refused, not parsed
 
 
@@ -208,8 +210,7 @@ def _network_error(reason: object, timeout: float) -> str:
 
 
 def _one_line(text: object, limit: int = 200) -> str:
-    line = " ".join(str(text).split())
-    return line if len(line) <= limit else line[: limit - 1] + "…"
+    return clipped(" ".join(str(text).split()), limit)
 
 
 _SCRAPE_INTERVAL = re.compile(r"^\s*scrape_interval:\s*(\S+)\s*$", re.MULTILINE)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import html
 from collections.abc import Sequence
 
-from .._foundation.units import counted, format_bytes, format_percent, format_seconds
+from .._foundation.units import clipped, counted, format_bytes, format_percent, format_seconds
 from .._ledger.matching import ONLY_IN_A, ONLY_IN_B
 from .._session.comparison import REGRESSION, Figures, frameworks_of
 from .comparison_words import CellChange
@@ -143,7 +143,7 @@ def _status(a: Figures | None, b: Figures | None) -> str:
 
 
 def _cut(label: str) -> str:
-    return label if len(label) <= MAX_SOURCE else label[: MAX_SOURCE - 1] + "…"
+    return clipped(label, MAX_SOURCE)
 
 
 def _html(

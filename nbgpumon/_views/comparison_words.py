@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from .._foundation.units import format_bytes, format_percent, format_seconds, sign_of
+from .._foundation.units import clipped, format_bytes, format_percent, format_seconds, sign_of
 from .._session.comparison import (
     CHILD_GONE,
     CHILD_NEW,
@@ -87,9 +87,7 @@ def _child_text(shift: Shift) -> str:
 
 
 def _command(child: ChildUsage) -> str:
-    command = child.command
-    if len(command) > MAX_COMMAND:
-        command = command[: MAX_COMMAND - 1] + "…"
+    command = clipped(child.command, MAX_COMMAND)
     return command if child.rank is None else f"{command} (rank {child.rank})"
 
 

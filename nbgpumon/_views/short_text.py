@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from .._foundation.units import counted
+from .._foundation.units import clipped, counted
 
 REPR_LIMIT = 2000  # characters of a repr
 LINE_LIMIT = 200  # characters of one line of it (a long path, a cell's long first line)
@@ -14,8 +14,7 @@ LINE_LIMIT = 200  # characters of one line of it (a long path, a cell's long fir
 
 def cut(text: str, limit: int = LINE_LIMIT) -> str:
     """``text`` on one line and at most ``limit`` characters, ending "…" where it was cut."""
-    one_line = " ".join(text.split("\n"))
-    return one_line if len(one_line) <= limit else one_line[: limit - 1] + "…"
+    return clipped(" ".join(text.split("\n")), limit)
 
 
 def cut_middle(text: str, limit: int = LINE_LIMIT // 2) -> str:

@@ -14,6 +14,7 @@ from xml.sax.saxutils import escape
 
 import numpy as np
 
+from .._foundation.units import clipped
 from .axis import ValueAxis
 
 LABEL_CHAR = 6.5  # px per character of an 11 px sans-serif label, about
@@ -181,4 +182,4 @@ class PlotArea:
 
 def _shortened(label: str) -> str:
     """A mark's label cut to MARK_LABEL characters (the report page lists it whole)."""
-    return label if len(label) <= MARK_LABEL else label[: MARK_LABEL - 1] + "…"
+    return clipped(label, MARK_LABEL)

@@ -10,6 +10,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from ..._foundation.units import clipped
 from ..proc_file import read_proc
 
 try:
@@ -89,8 +90,7 @@ def short_command(argv: list[str], fallback: str = "") -> str:
     if not argv:
         return fallback
     words = [os.path.basename(argv[0]), *argv[1:]]
-    text = " ".join(words)
-    return text if len(text) <= COMMAND_LIMIT else text[: COMMAND_LIMIT - 1] + "…"
+    return clipped(" ".join(words), COMMAND_LIMIT)
 
 
 def program_name(pid: int) -> str:
