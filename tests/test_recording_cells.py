@@ -20,7 +20,8 @@ from notebook_runner import run_cells
 EARLIER = [f"a{i} = {i}" for i in range(8)]
 RECORDED = ["b = 1", "import nbgpumon\nwith nbgpumon.track('step'):\n    c = 2", "d = 3"]
 WORDS = (
-    "4 cells, 1 region; 8 earlier cells of the kernel, from before the recording started, left out"
+    "4 cells and 1 region; 8 earlier cells of the kernel, from before the recording started, "
+    "left out"
 )
 
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 import html
 from collections.abc import Sequence
 
-from .._foundation.units import counted
 from .._ledger.records import CellRecord
+from .report_words import cells_words
 from .short_text import cut, short_text
 from .text import cells_table, summary_line
 
@@ -21,10 +21,7 @@ def _heading(records: Sequence[CellRecord], shown: int, order: str = "") -> str:
     """``"120 cells and 4 regions; the newest 10, oldest first:"``"""
     if not records:
         return "no cells recorded"
-    cells = sum(r.kind == "cell" for r in records)
-    what = counted(cells, "cell")
-    if len(records) > cells:
-        what += f" and {counted(len(records) - cells, 'region')}"
+    what = cells_words(records)
     order = f", {order}" if order else ""
     newest = f"; the newest {shown}{order}" if shown < len(records) else order
     return f"{what}{newest}:"

@@ -801,11 +801,7 @@ def _listing_html(
     t0: float, t1: float, records: Sequence[CellRecord], marks: Sequence[tuple[float, str]]
 ) -> str:
     """The brushed range as a table; every user string escaped (they are cell sources)."""
-    cells = sum(r.kind == "cell" for r in records)
-    regions = len(records) - cells
-    found = f"{cells} cell{'' if cells == 1 else 's'}" + (
-        f" and {regions} region{'' if regions == 1 else 's'}" if regions else ""
-    )
+    found = cells_words(records)
     head = (
         f"<p style='margin:4px 0'><b>{format_local(t0)} – {format_local(t1)}</b> "
         f"({format_seconds(t1 - t0)}): {found} ran in this range</p>"

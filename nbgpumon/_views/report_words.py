@@ -30,11 +30,11 @@ def earlier_words(earlier: int) -> str:
 
 
 def cells_words(records: Sequence[CellRecord], earlier: int = 0) -> str:
-    """ "13 cells", "13 cells, 2 regions", "13 cells; 8 earlier cells of the kernel, from
+    """ "13 cells", "13 cells and 2 regions", "13 cells; 8 earlier cells of the kernel, from
     before the recording started, left out"."""
     cells = sum(r.kind == "cell" for r in records)
     regions = len(records) - cells
-    words = counted(cells, "cell") + (f", {counted(regions, 'region')}" if regions else "")
+    words = counted(cells, "cell") + (f" and {counted(regions, 'region')}" if regions else "")
     more = earlier_words(earlier)
     return f"{words}; {more}" if more else words
 
