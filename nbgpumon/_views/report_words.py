@@ -10,13 +10,16 @@ from collections.abc import Sequence
 
 from .._foundation.units import counted
 from .._ledger.records import CellRecord
-from .._recording.reader import RecordedSession
 from .._session.data import SessionData
 
 
 def earlier_cells(data: object) -> int:
     """How many of the kernel's cells ended before ``data``'s recording started (0 for a
     live session, whose cells are all its own)."""
+    # imported here: the reader brings numpy, which the live ledger's lists (cells_words
+    # through nbgpumon.cells()) must not import into a kernel that has not (test_kernel_lifecycle)
+    from .._recording.reader import RecordedSession
+
     return data.earlier_cells if isinstance(data, RecordedSession) else 0
 
 
