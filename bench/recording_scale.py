@@ -29,8 +29,8 @@ import nbgpumon
 from nbgpumon._ledger.records import CellRecord, DeviceUsage
 from nbgpumon._recording.writer import RecordingWriter, open_database
 from nbgpumon._sampling.timeline import Timeline
-from nbgpumon._views.report import _session_data
-from nbgpumon._views.widget import HISTORY_ROWS
+from nbgpumon._views.report.bqplot_report import _session_data
+from nbgpumon._views.widget.live_chart import HISTORY_ROWS
 
 TARGET_MB, TARGET_LOAD_S = 200.0, 2.0
 MB = 1e6

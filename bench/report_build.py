@@ -20,7 +20,7 @@ import stats
 
 from nbgpumon._api.recorded import Recorded
 from nbgpumon._ledger.records import CellRecord, DeviceUsage
-from nbgpumon._views.report import report_widget
+from nbgpumon._views.report.bqplot_report import report_widget
 
 TARGET_S = 1.0
 GIB, MIB = 2**30, 2**20

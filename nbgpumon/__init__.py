@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from ._api.explain import CellExplanation, Explanation
     from ._api.recorded import Recorded
     from ._forensics.holder_scan import HolderScan
-    from ._views.fit_result import FitResult
+    from ._views.reprs.fit_result import FitResult
 
 # Reading recordings (numpy, SQLite) and scanning holders are imported on first use, so that
 # ``%load_ext nbgpumon`` does not wait for them; ``nbgpumon.Recorded`` and
@@ -208,7 +208,7 @@ def compare(
     Returns a :class:`Comparison`: ``frame()``, ``regressions``, ``only_in_a``,
     ``only_in_b``, ``report()``, ``report_html()``; its repr is the table."""
     from ._api.compare import compare as compared
-    from ._session.comparison import Thresholds
+    from ._session.analysis.comparison import Thresholds
 
     limits = Thresholds(memory_ratio, memory_bytes, duration_ratio, duration_seconds)
     return compared(a, b, _current.current(), limits, similar)

@@ -97,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
     except UsageError as exc:
         print(f"nbgpumon: {exc}", file=sys.stderr)
         return 1
-    from ._views.report_words import cells_words, earlier_cells
+    from ._views.words.recording_cells import cells_words, earlier_cells
 
     cells = cells_words(session.records, earlier_cells(session))
     print(f"nbgpumon: wrote {out} (session {session.session_id}, {cells})")
@@ -108,7 +108,7 @@ def _compare(a: str, b: str, output: str | None, check: bool) -> int:
     from ._api.compare import compare
     from ._foundation.errors import RecordingError, UsageError
     from ._foundation.new_files import write_new_text
-    from ._session.comparison import Thresholds
+    from ._session.analysis.comparison import Thresholds
 
     try:
         comparison = compare(a, b, None, Thresholds())

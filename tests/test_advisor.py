@@ -12,7 +12,7 @@ import pytest
 from nbgpumon._api.recorded import Recorded
 from nbgpumon._ledger.records import CellRecord, DeviceUsage, Retention
 from nbgpumon._recording.schema import today_column
-from nbgpumon._views.advisor import advise, recorded_evidence
+from nbgpumon._views.words.advice import advise, recorded_evidence
 
 from notebook_runner import run_cells
 
@@ -182,7 +182,7 @@ def test_in_a_real_kernel_a_growing_cell_is_found_and_a_single_run_is_not(runs):
 def test_optimizer_state_fires_on_state_far_above_the_parameters_only():
     from dataclasses import replace
 
-    from nbgpumon._views.advisor import evidence
+    from nbgpumon._views.words.advice import evidence
 
     ev = evidence(session(quiet_samples(), []))
     mib = 2**20

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from nbgpumon._foundation.units import format_bytes
-from nbgpumon._views.axis import (
+from nbgpumon._views.chart.axis import (
     HEADROOM,
     MAX_TIME_TICKS,
     MIN_TIME_TICKS,

@@ -153,7 +153,7 @@ def test_pip_installs_the_sdist_without_npm_and_nbgpumon_reads_its_bundle(sdist,
     )  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
     read = _without_npm(
-        [python, "-c", "import nbgpumon, nbgpumon._views.widget as w; "
+        [python, "-c", "import nbgpumon, nbgpumon._views.widget.live_chart as w; "
          "print(nbgpumon.__file__); print(w.BUNDLE.read_text(), end='')"],
         tmp_path,
     )  # fmt: skip

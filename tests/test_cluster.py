@@ -17,7 +17,7 @@ from nbgpumon._session.session import Session
 from nbgpumon._sources.cluster_series import reading_from
 from nbgpumon._sources.prometheus import check_match, gpu_query
 from nbgpumon._sources.prometheus_http import PrometheusClient, Series, shown_url
-from nbgpumon._views.cluster_text import cluster_lines
+from nbgpumon._views.words.cluster import cluster_lines
 
 from prometheus_server import (
     WAIT_FOR_THREE_HOSTS,
@@ -372,7 +372,7 @@ def test_a_recording_keeps_the_nodes_and_loads_them_back(prometheus, tmp_path):
 
 
 def test_the_report_draws_a_memory_and_a_utilization_line_per_node(prometheus):
-    from nbgpumon._views.report import report_widget
+    from nbgpumon._views.report.bqplot_report import report_widget
 
     s = session()
     try:

@@ -16,8 +16,8 @@ import nbgpumon
 from nbgpumon._api import current
 from nbgpumon._ledger.matching import EDITED, ONLY_IN_B, SAME_FIRST_LINE, SAME_SOURCE, Pair
 from nbgpumon._ledger.records import CellRecord
-from nbgpumon._session.comparison import Thresholds, compare_pairs
-from nbgpumon._views.comparison_words import worded
+from nbgpumon._session.analysis.comparison import Thresholds, compare_pairs
+from nbgpumon._views.comparison.words import worded
 
 from compare_runs import EXTRA, KEEP_A, KEEP_B, SAMPLED, THREE_TIMES_KEPT
 from notebook_runner import run_cells
@@ -169,7 +169,7 @@ def test_the_bqplot_report_aligns_both_runs_by_cell(two_runs):
 
 
 def test_each_matched_cell_starts_at_the_same_aligned_time_in_both_runs(two_runs):
-    from nbgpumon._views.comparison_timeline import _knots, _mapped
+    from nbgpumon._views.comparison.timeline import _knots, _mapped
 
     a, b, _ = two_runs
     comparison = nbgpumon.compare(a, b)

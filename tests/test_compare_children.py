@@ -15,7 +15,7 @@ from test_recording_children import go_on, recording_session, seen_holding, star
 import nbgpumon
 from nbgpumon._ledger.matching import SAME_SOURCE, Pair
 from nbgpumon._ledger.records import CellRecord
-from nbgpumon._session.comparison import (
+from nbgpumon._session.analysis.comparison import (
     CHILD_GONE,
     CHILD_NEW,
     CHILD_PEAK,
@@ -24,7 +24,7 @@ from nbgpumon._session.comparison import (
     match_children,
 )
 from nbgpumon._sources.processes.children import ChildGpu, ChildUsage
-from nbgpumon._views.comparison_words import worded
+from nbgpumon._views.comparison.words import worded
 
 from waiting import until
 

@@ -9,8 +9,9 @@ import dataclasses
 from nbgpumon._api.monitor import Monitor
 from nbgpumon._foundation.gpu_names import NOT_VISIBLE, cuda_label, gpu_label
 from nbgpumon._ledger.records import AllocatorUsage, CellRecord, DeviceUsage
-from nbgpumon._session.data import Device
-from nbgpumon._views.text import cells_table, summary_line
+from nbgpumon._session.facts.session_data import Device
+from nbgpumon._views.words.cell_summary import summary_line
+from nbgpumon._views.words.cells_table import cells_table
 
 from notebook_runner import fake_pynvml
 

@@ -128,7 +128,7 @@ def test_the_scan_catches_a_module_that_reads_nvml_by_name(tmp_path):
     home = tmp_path / "nbgpumon" / "_sources" / "devices" / "nvml"
     home.mkdir(parents=True)
     (home / "source.py").write_text("name = 'nvml'\n")  # at home: allowed
-    assert scan(tmp_path / "nbgpumon") == {("_session/status.py", "nvml"): [2]}
+    assert scan(tmp_path / "nbgpumon") == {("_session/live_status.py", "nvml"): [2]}
 
 
 def js_naming(source: str) -> list[int]:

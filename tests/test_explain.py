@@ -138,7 +138,7 @@ def test_in_a_kernel_explain_prints_the_breakdown_and_no_gpu_is_one_line():
 def test_the_html_is_one_stacked_bar_per_gpu_with_a_tip_per_category_and_the_words():
     import html
 
-    from nbgpumon._views.explain_text import explain_html, explain_text
+    from nbgpumon._views.memory.explain import explain_html, explain_text
 
     used = explain_device(
         0, 0, {"parameters": GIB}, {"torch": GIB}, {"torch": _stats(GIB, 2 * GIB)}, 3 * GIB
@@ -155,7 +155,7 @@ def test_the_html_is_one_stacked_bar_per_gpu_with_a_tip_per_category_and_the_wor
 def test_the_out_of_memory_post_mortem_says_the_failing_devices_memory_by_kind():
     from nbgpumon._forensics.holder_scan import Holder, HolderScan
     from nbgpumon._forensics.postmortem import OomFacts
-    from nbgpumon._views.oom_text import report
+    from nbgpumon._views.memory.oom import report
 
     scan = HolderScan(
         "cuda:0",

@@ -15,7 +15,7 @@ import pytest
 from nbgpumon import FitResult, Monitor, UsageError
 from nbgpumon._foundation.units import parse_bytes
 from nbgpumon._ledger.peak_fit import GPU_MARGIN_MIN, default_margin, fit_line, predict
-from nbgpumon._session.size_fit import SizeRow, _fit_exact
+from nbgpumon._session.analysis.size_fit import SizeRow, _fit_exact
 
 from fake_frameworks import FakeContexts, FakeCupy
 from notebook_runner import fake_pynvml, run_cells

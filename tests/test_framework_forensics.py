@@ -17,7 +17,7 @@ from nbgpumon._sources.base import AllocatorStats
 from nbgpumon._sources.frameworks import plugin
 from nbgpumon._sources.frameworks.holder_walk import HolderKinds
 from nbgpumon._sources.frameworks.out_of_memory import OutOfMemory
-from nbgpumon._views.oom_text import fixes, report
+from nbgpumon._views.memory.oom import fixes, report
 
 from fake_shell import by_name, shell_with
 

@@ -89,7 +89,7 @@ def test_a_traceback_s_arrays_are_hidden_references():
 
 def test_the_holders_words_say_the_kinds_on_each_device():
     torch = pytest.importorskip("torch")
-    from nbgpumon._views.holders_text import holders_lines
+    from nbgpumon._views.memory.holders import holders_lines
 
     model = torch.nn.Linear(512, 512)  # 1 MiB of weights, 2 KiB of bias
     model(torch.ones(1, 512)).sum().backward()

@@ -12,8 +12,8 @@ from nbgpumon._forensics import holder_scan as holders
 from nbgpumon._forensics.postmortem import OomFacts, failing_framework, parse_message
 from nbgpumon._ledger.outcome import is_out_of_memory
 from nbgpumon._sources.base import AllocatorStats
-from nbgpumon._views.holders_text import holders_lines
-from nbgpumon._views.oom_text import fixes
+from nbgpumon._views.memory.holders import holders_lines
+from nbgpumon._views.memory.oom import fixes
 
 from fake_shell import by_name, shell_with
 

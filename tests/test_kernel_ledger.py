@@ -192,7 +192,7 @@ BEGIN_ALIKE = ["import numpy as np\nx = np.ones(8)", "import numpy as np\ny = np
 LONG = "s = '" + "€" * 30_000 + "'"
 REGION = "import nbgpumon\nwith nbgpumon.track('epoch 1'):\n    pass"
 ROW_SIZE = (
-    "import json, nbgpumon\nfrom nbgpumon._views.widget import cell_row\n"
+    "import json, nbgpumon\nfrom nbgpumon._views.widget.live_chart import cell_row\n"
     "print('ROW', max(len(json.dumps(cell_row(r))) for r in nbgpumon.cells()))"
 )
 

@@ -143,7 +143,7 @@ ALIVE = (
     "import atexit, gc, os, threading, nbgpumon\n"
     "from nbgpumon import Monitor\n"
     "from nbgpumon._sampling.sampler import Sampler\n"
-    "from nbgpumon._views.widget import GPUMonWidget\n"
+    "from nbgpumon._views.widget.live_chart import GPUMonWidget\n"
     "def alive():\n"
     "    gc.collect()\n"
     "    objects = gc.get_objects()\n"

@@ -42,11 +42,15 @@ def test_the_package_keeps_its_layers():
 @pytest.mark.parametrize(
     ("module", "line", "broken"),
     [
-        ("_sources/host.py", "from .._views import text", "Layers import downward only"),
+        ("_sources/host.py", "from .._views.words import snapshot", "Layers import downward only"),
         ("_ledger/records.py", "from . import ledger", "No import cycles"),
         ("_session/session.py", "import IPython", "Only _ipython imports IPython"),
-        ("_views/svg.py", "from .._sources.devices import nvml", "Views read a session"),
-        ("_views/widget.py", "from .._sampling import timeline", "Views read a session"),
+        ("_views/chart/svg.py", "from ..._sources.devices import nvml", "Views read a session"),
+        (
+            "_views/widget/live_chart.py",
+            "from ..._sampling import timeline",
+            "Views read a session",
+        ),
         (
             "_sources/frameworks/jax/allocator.py",
             "from ..cupy import allocator",
@@ -63,7 +67,7 @@ def test_the_package_keeps_its_layers():
             "Only the frameworks registry imports a plug-in",
         ),
         (
-            "_session/status.py",
+            "_session/live_status.py",
             "from .._sources.devices.nvml import NvmlSource",
             "Only the session picks the NVML device source",
         ),

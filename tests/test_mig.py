@@ -16,7 +16,7 @@ import pytest
 import nbgpumon
 from nbgpumon._api.exporter_families import SessionCollector
 from nbgpumon._api.monitor import Monitor
-from nbgpumon._session.data import MigInstance
+from nbgpumon._session.facts.session_data import MigInstance
 from nbgpumon._sources.cluster_series import reading_from
 from nbgpumon._sources.devices.nvml.source import NvmlSource
 from nbgpumon._sources.prometheus_http import Series

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from nbgpumon._api.monitor import Monitor
-from nbgpumon._session.data import SessionData
+from nbgpumon._session.facts.session_data import SessionData
 
 from fake_shell import shell_with
 

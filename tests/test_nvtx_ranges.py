@@ -11,8 +11,8 @@ from types import ModuleType, SimpleNamespace
 import pytest
 
 from nbgpumon._api.monitor import Monitor
-from nbgpumon._session.nvtx_ranges import NvtxRanges, range_name
-from nbgpumon._views.cell_text import cell_lines
+from nbgpumon._session.controls.nvtx_ranges import NvtxRanges, range_name
+from nbgpumon._views.cell_end import cell_lines
 
 from fake_shell import shell_with
 from notebook_runner import run_cells

@@ -25,7 +25,7 @@ from nbgpumon._forensics.oom_snapshot import (
     candidate_names,
     flight_record,
 )
-from nbgpumon._views.cell_text import cell_lines
+from nbgpumon._views.cell_end import cell_lines
 
 from fake_shell import shell_with
 from unprivileged import as_a_user, read_only_folder

@@ -1,11 +1,11 @@
 """Profiling one cell under torch's profiler, in a real kernel on CPU
-(``_session/profile_run.py``, drawn by ``_views/profile.py``)."""
+(``_session/controls/profile_run.py``, drawn by ``_views/report/profile.py``)."""
 
 from __future__ import annotations
 
 import pytest
 
-from nbgpumon._views.profile import ProfileResult
+from nbgpumon._views.report.bqplot_report.profile import ProfileResult
 
 from notebook_runner import run_cells
 
@@ -14,7 +14,7 @@ MIB64 = 4096 * 4096 * 4  # one float32 4096 x 4096 tensor
 
 PROFILE = (
     "import json\n"
-    "from nbgpumon._session.profile_run import profile_cell\n"
+    "from nbgpumon._session.controls.profile_run import profile_cell\n"
     "r = profile_cell(get_ipython(), 'import torch\\nx = torch.ones(4096, 4096)\\ny = x @ x')\n"
     "print(r.sort_by)\n"
     "print(r.rows[0]['name'])\n"

@@ -12,7 +12,7 @@ pytestmark = [
     pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU"),
 ]
 GIB = 2**30
-SETUP = "import json, torch\nfrom nbgpumon._session.profile_run import profile_cell"
+SETUP = "import json, torch\nfrom nbgpumon._session.controls.profile_run import profile_cell"
 REPORT = (
     "print('RESULT=' + json.dumps({'sort_by': r.sort_by, 'rows': r.rows, 'note': r.note,"
     " 'table': r.table, 'cuda': torch.cuda.is_initialized()}))"

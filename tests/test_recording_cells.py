@@ -13,7 +13,7 @@ import sys
 import pytest
 
 import nbgpumon
-from nbgpumon._views.report import report_widget
+from nbgpumon._views.report.bqplot_report import report_widget
 
 from notebook_runner import run_cells
 

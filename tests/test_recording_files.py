@@ -33,7 +33,7 @@ from nbgpumon._recording.schema import APPLICATION_ID, SCHEMA_VERSION
 from nbgpumon._recording.writer import RecordingWriter, open_database
 from nbgpumon._sampling.timeline import Timeline
 from nbgpumon._session.config import GPUMon
-from nbgpumon._views.status_text import status_line
+from nbgpumon._views.words.status import status_line
 
 from notebook_runner import fake_pynvml, run_cells
 
@@ -433,7 +433,7 @@ def test_samples_older_than_the_raw_window_become_buckets_with_their_min_mean_ma
 
 
 def test_the_report_the_chart_and_the_frames_see_a_folded_spike_at_its_height(tmp_path):
-    from nbgpumon._views.report import _session_data
+    from nbgpumon._views.report.bqplot_report import _session_data
 
     path = tmp_path / "spike.sqlite"
     _write_folded(path, 3 * FULL)

@@ -15,8 +15,8 @@ import nbgpumon
 from nbgpumon._api.recorded import Recorded
 from nbgpumon._foundation.units import byte_unit
 from nbgpumon._ledger.records import CellRecord, DeviceUsage
-from nbgpumon._views.axis import MAX_TIME_TICKS, time_ticks
-from nbgpumon._views.report import MAX_BAND_LABELS, MAX_POINTS, Report, report_widget
+from nbgpumon._views.chart.axis import MAX_TIME_TICKS, time_ticks
+from nbgpumon._views.report.bqplot_report import MAX_BAND_LABELS, MAX_POINTS, Report, report_widget
 
 GiB = 2**30
 MiB = 2**20
@@ -411,7 +411,7 @@ def test_the_page_draws_a_one_sample_peak_and_sizes_its_memory_axis_by_it():
 
 
 def test_the_static_picture_of_a_session_draws_its_marks():
-    from nbgpumon._views.widget import static_svg
+    from nbgpumon._views.widget.live_chart import static_svg
 
     session = recording(20, [gpu_cell(1, T0 + 1, 5, GiB, 0)], marks=[(T0 + 3, XSS)])
     root = _page_svg(static_svg(session))

@@ -20,8 +20,8 @@ from nbgpumon._api.recorded import Recorded
 from nbgpumon._foundation.metrics import metric
 from nbgpumon._ledger.records import CellRecord
 from nbgpumon._sources.processes.children import ChildGpu, ChildUsage
-from nbgpumon._views.children_text import children_text
-from nbgpumon._views.report import Report, report_widget
+from nbgpumon._views.report.bqplot_report import Report, report_widget
+from nbgpumon._views.words.children import children_text
 
 from child_python import python
 from notebook_runner import fake_pynvml

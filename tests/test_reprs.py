@@ -21,10 +21,10 @@ from nbgpumon._forensics.holder_scan import Holder, HolderScan
 from nbgpumon._foundation.units import format_seconds
 from nbgpumon._ledger.peak_fit import fit_line, predict
 from nbgpumon._ledger.records import CellRecord, DeviceUsage
-from nbgpumon._session.comparison import Thresholds
+from nbgpumon._session.analysis.comparison import Thresholds
+from nbgpumon._session.analysis.size_fit import FitRun, SizeRow
 from nbgpumon._session.config import GPUMon
-from nbgpumon._session.size_fit import FitRun, SizeRow
-from nbgpumon._views.fit_result import FitResult
+from nbgpumon._views.reprs.fit_result import FitResult
 
 from notebook_runner import fake_pynvml, run_cells
 from waiting import until

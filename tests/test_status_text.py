@@ -3,8 +3,8 @@ alone, a recording's and a live session's the same way in every view."""
 
 from __future__ import annotations
 
-from nbgpumon._session.data_devices import Device
-from nbgpumon._session.status_facts import (
+from nbgpumon._session.facts.devices import Device
+from nbgpumon._session.facts.status import (
     AllocatorOnDevice,
     DeviceSourceFacts,
     FrameworkFacts,
@@ -15,7 +15,7 @@ from nbgpumon._session.status_facts import (
     SamplerFacts,
     Status,
 )
-from nbgpumon._views.status_text import process_lines, status_line, status_lines
+from nbgpumon._views.words.status import process_lines, status_line, status_lines
 
 GIB = 2**30
 GPU = Device(0, "Toy GPU", 8 * GIB, 0, "GPU-toy")

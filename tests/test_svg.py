@@ -5,8 +5,8 @@ import xml.etree.ElementTree as ET
 import numpy as np
 
 from nbgpumon._sampling.timeline import Timeline
-from nbgpumon._session.data import Device
-from nbgpumon._views.svg import timeline_svg
+from nbgpumon._session.facts.session_data import Device
+from nbgpumon._views.chart.svg import timeline_svg
 
 
 def _timeline() -> Timeline:

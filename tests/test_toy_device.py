@@ -27,8 +27,8 @@ import toy_device
 import nbgpumon
 from nbgpumon._api.monitor import Monitor
 from nbgpumon._foundation.metrics import describe_columns
-from nbgpumon._views.panels import chart_panels
-from nbgpumon._views.status_text import status_line, status_lines
+from nbgpumon._views.chart.panels import chart_panels
+from nbgpumon._views.words.status import status_line, status_lines
 from nbgpumon._sources.devices.protocol import DeviceSource
 from nbgpumon._api.exporter_families import SessionCollector
 

@@ -22,8 +22,8 @@ from nbgpumon._forensics.tracing import (
     live_block_keys,
 )
 from nbgpumon._session.config import GPUMon
-from nbgpumon._session.tracing_control import TracingControl
-from nbgpumon._views.traced_text import format_traced
+from nbgpumon._session.controls.tracing import TracingControl
+from nbgpumon._views.words.traced import format_traced
 
 MIB = 2**20
 GIB = 2**30

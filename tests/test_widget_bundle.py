@@ -2,7 +2,7 @@
 
 import re
 
-from nbgpumon._views.widget import BUNDLE, GPUMonWidget
+from nbgpumon._views.widget.live_chart import BUNDLE, GPUMonWidget
 
 
 def test_the_bundle_is_built_and_is_what_the_widget_loads():

@@ -13,10 +13,11 @@ from nbgpumon._api.recorded import Recorded
 from nbgpumon._forensics.holder_scan import Holder, HolderScan
 from nbgpumon._foundation.units import MINUS, counted, format_bytes, format_percent
 from nbgpumon._ledger.records import CellRecord
-from nbgpumon._session.status_facts import RecordedStatus, Status
-from nbgpumon._views.holders_text import holders_text
-from nbgpumon._views.status_text import status_line
-from nbgpumon._views.text import cells_table, summary_line
+from nbgpumon._session.facts.status import RecordedStatus, Status
+from nbgpumon._views.memory.holders import holders_text
+from nbgpumon._views.words.cell_summary import summary_line
+from nbgpumon._views.words.cells_table import cells_table
+from nbgpumon._views.words.status import status_line
 
 FORMAT_JS = Path(__file__).resolve().parents[1] / "js" / "src" / "format.js"
 MIB = 2**20

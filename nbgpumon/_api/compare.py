@@ -8,18 +8,24 @@ from typing import TYPE_CHECKING, Any
 from .._foundation.errors import UsageError
 from .._ledger.matching import SIMILAR, match_records
 from .._ledger.records import CellRecord
-from .._session.comparison import REGRESSION, Thresholds, compare_pairs, frameworks_of, only_in
-from .._session.data import SessionData
-from .._views.comparison_table import comparison_table, short_comparison_table
-from .._views.comparison_words import CellChange, thresholds_line, worded
-from .._views.report_words import run_words
+from .._session.analysis.comparison import (
+    REGRESSION,
+    Thresholds,
+    compare_pairs,
+    frameworks_of,
+    only_in,
+)
+from .._session.facts.session_data import SessionData
+from .._views.comparison.table import comparison_table, short_comparison_table
+from .._views.comparison.words import CellChange, thresholds_line, worded
+from .._views.words.recording_cells import run_words
 from .monitor import Monitor
 from .short_lists import CellList, ShortList
 
 if TYPE_CHECKING:
     import pandas
 
-    from .._views.text import TextView
+    from .._views.words.text_view import TextView
 
 
 class Comparison:
@@ -78,14 +84,14 @@ class Comparison:
 
     def report(self) -> Any:
         """Both runs' memory on one axis, aligned by cell, and the table (an ipywidget)."""
-        from .._views.comparison_report import comparison_report  # bqplot: when asked for
+        from .._views.comparison.report import comparison_report  # bqplot: when asked for
 
         return comparison_report(self.a, self.b, self.changes, self.table().html)
 
     def report_html(self) -> str:
         """The comparison as a self-contained HTML page (no network needed to open it), as
         ``Recorded.report_html()`` gives a session's."""
-        from .._views.comparison_page import comparison_page
+        from .._views.comparison.page import comparison_page
 
         return comparison_page(self.a, self.b, self.changes, self.table())
 

@@ -10,13 +10,13 @@ from collections.abc import Iterable
 from .._forensics.explain import CellExplained, MemoryExplained, explain_cell
 from .._foundation.errors import UsageError
 from .._ledger.records import CellRecord
-from .._views.explain_text import (
+from .._views.memory.explain import (
     cell_explain_html,
     cell_explain_text,
     explain_html,
     explain_text,
 )
-from .._views.short_text import short_text
+from .._views.reprs.short import short_text
 
 
 class Explanation(tuple[MemoryExplained, ...]):

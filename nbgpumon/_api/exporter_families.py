@@ -1,7 +1,8 @@
 """A session as Prometheus metrics: the exporter's collector.
 
 :class:`SessionCollector` is a prometheus_client custom collector: each scrape, ``collect()``
-turns a :class:`~nbgpumon._session.data.SessionData` (live or recorded) into metric families.
+turns a :class:`~nbgpumon._session.facts.session_data.SessionData` (live or recorded) into
+metric families.
 The families come from the registry's ``export`` names (base units, Prometheus naming), with
 the DCGM exporter's label names (``gpu``, ``UUID``, ``modelName``, ``Hostname``; for a MIG
 device, as DCGM labels one, its GPU's index, UUID and model with ``GPU_I_PROFILE`` and
@@ -29,7 +30,7 @@ from .._foundation.metrics import EXPORT_PREFIX, FRAMEWORK, export_help, registr
 from .._foundation.metrics import Metric as RegistryMetric
 from .._foundation.version import __version__
 from .._ledger.records import CellRecord
-from .._session.data import Device, SessionData
+from .._session.facts.session_data import Device, SessionData
 from .exporter_children import child_families
 
 GPU_LABELS = ("gpu", "UUID", "modelName", "Hostname")  # the DCGM exporter's label names

@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import fields
 
 from .._forensics.holder_scan import HolderScan
-from .._views.holders_text import holders_text
-from .._views.pre_html import pre_html
-from .._views.short_text import short_text
+from .._views.memory.holders import holders_text
+from .._views.reprs.short import short_text
+from .._views.words.text_view import pre_html
 
 _REST = "print(nbgpumon.holders()) shows them all"
 

@@ -17,12 +17,12 @@ from .._foundation.errors import UsageError
 from .._ledger.records import CellRecord
 from .._sampling.timeline import Timeline
 from .._session.cell_pipeline import CellPipeline
-from .._session.cluster_control import CLUSTER_WAIT
 from .._session.config import GPUMon
+from .._session.controls.cluster import CLUSTER_WAIT
 from .._session.live_data import LiveData
 from .._session.region import Region
 from .._session.session import FIRST_SAMPLE_WAIT, Session, no_shell
-from .._views.traced_text import format_traced
+from .._views.words.traced import format_traced
 from .exporter import Exporter, process_rank
 
 if TYPE_CHECKING:
@@ -30,9 +30,9 @@ if TYPE_CHECKING:
 
     from .._forensics.holder_scan import HolderScan
     from .._sources.devices.protocol import DeviceSource
-    from .._views.fit_result import FitResult
-    from .._views.static_view import StaticView
-    from .._views.widget import GPUMonWidget, Publisher
+    from .._views.reprs.fit_result import FitResult
+    from .._views.widget.live_chart import GPUMonWidget, Publisher
+    from .._views.widget.static_view import StaticView
     from .explain import CellExplanation, Explanation
     from .recorded import Recorded
 
@@ -114,12 +114,12 @@ class Monitor(LiveData):
         return CellList(self._session.cells())
 
     def __repr__(self) -> str:
-        from .._views.monitor_text import monitor_text
+        from .._views.reprs.monitor import monitor_text
 
         return monitor_text(self.status(), self.cells())
 
     def _repr_html_(self) -> str:
-        from .._views.monitor_text import monitor_html
+        from .._views.reprs.monitor import monitor_html
 
         return monitor_html(self.status(), self.cells())
 
@@ -156,7 +156,7 @@ class Monitor(LiveData):
         collect garbage and give torch's cache and CuPy's unused pool blocks back; never a
         variable of yours. Says what came back.
         """
-        from .._views.freed_text import freed_line
+        from .._views.memory.freed import freed_line
 
         return freed_line(self._session.memory.free())
 
@@ -312,7 +312,7 @@ class Monitor(LiveData):
     # -- views ----------------------------------------------------------------------------
     def widget(self) -> GPUMonWidget:
         """The live chart; one per monitor, so showing it twice gives two views of one model."""
-        from .._views.widget import GPUMonWidget, Publisher
+        from .._views.widget.live_chart import GPUMonWidget, Publisher
 
         if self._publisher is None:
             self._publisher = Publisher(self, GPUMonWidget(self))
@@ -323,7 +323,7 @@ class Monitor(LiveData):
     def static_view(self, display: Callable[..., Any]) -> StaticView:
         """An SVG picture shown with ``display`` (IPython's) that updates in place about once
         a second (Colab)."""
-        from .._views.static_view import StaticView
+        from .._views.widget.static_view import StaticView
 
         view = StaticView(self, display)
         self._static_views.append(view)
@@ -382,8 +382,8 @@ class Monitor(LiveData):
         """Run ``step(size)`` at each size as a tracked region, fit each kind of memory's
         peak growth against the size, and predict the largest size that fits (what
         :func:`nbgpumon.fit` does)."""
-        from .._session.size_fit import run_fit
-        from .._views.fit_result import FitResult
+        from .._session.analysis.size_fit import run_fit
+        from .._views.reprs.fit_result import FitResult
 
         if self.closed:
             raise UsageError("this monitor is closed; nbgpumon.monitor() gives the current one")
@@ -391,8 +391,8 @@ class Monitor(LiveData):
 
     def advise(self) -> str:
         """Hints from what this session measured, each with the numbers behind it."""
-        from .._session.advice import live_evidence
-        from .._views.advisor import advise, hints_text
+        from .._session.analysis.advice import live_evidence
+        from .._views.words.advice import advise, hints_text
 
         return hints_text(advise(live_evidence(self._session, self._shell())))
 

@@ -15,12 +15,12 @@ from .._foundation.windows import Chunk, Window
 from .._ledger.records import CellRecord, records_after
 from .._recording.reader import RecordedSession
 from .._recording.reader import load as read_session
-from .._session.data import Cluster, Device, MigInstance, RunningCell, Status
-from .._session.status_facts import RecordedStatus
-from .._views.advisor import advise, hints_text, recorded_evidence
+from .._session.facts.session_data import Cluster, Device, MigInstance, RunningCell, Status
+from .._session.facts.status import RecordedStatus
 from .._views.frames import cells_frame, samples_frame, write_frames
-from .._views.recorded_text import recorded_html, recorded_text
-from .._views.widget import GPUMonWidget, Publisher
+from .._views.reprs.recorded import recorded_html, recorded_text
+from .._views.widget.live_chart import GPUMonWidget, Publisher
+from .._views.words.advice import advise, hints_text, recorded_evidence
 from .short_lists import CellList
 
 if TYPE_CHECKING:
@@ -176,7 +176,7 @@ class Recorded(RecordedSession):
 
     def report(self) -> Any:
         """The interactive bqplot report of this session (an ipywidget)."""
-        from .._views.report import report_widget  # bqplot: imported when asked for
+        from .._views.report.bqplot_report import report_widget  # bqplot: imported when asked for
 
         return report_widget(self)
 
@@ -186,7 +186,7 @@ class Recorded(RecordedSession):
 
     def report_html(self) -> str:
         """A self-contained HTML page of this session (no network needed to open it)."""
-        from .._views.report_html import session_html
+        from .._views.report.page import session_html
 
         return session_html(self)
 

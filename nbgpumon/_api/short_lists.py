@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import TypeVar
 
 from .._ledger.records import CellRecord
-from .._views.cell_list_text import cell_list_html, cell_list_text
-from .._views.short_text import short_list
+from .._views.reprs.cell_list import cell_list_html, cell_list_text
+from .._views.reprs.short import short_list
 
 T = TypeVar("T")
 

@@ -14,7 +14,7 @@ from .._foundation.units import counted
 from .._foundation.version import __version__
 from .._session.cell_pipeline import CellOutcome
 from .._session.config import GPUMon
-from .._views.cell_text import cell_lines
+from .._views.cell_end import cell_lines
 from .cell_hooks import CellHooks
 from .magics import GPUMonMagics
 from .shell import current_shell

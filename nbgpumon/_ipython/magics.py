@@ -22,7 +22,9 @@ from .._foundation.errors import UsageError as Problem
 from .._ledger.ledger import MAX_LABEL
 from .._session.config import GPUMon
 from .._session.labels import check_label_length
-from .._views.text import cells_table, cluster_view, holders_view, snapshot_view, status_view
+from .._views.memory.holders import holders_view
+from .._views.words.cells_table import cells_table
+from .._views.words.snapshot import cluster_view, snapshot_view, status_view
 from .shell import in_terminal
 from .subcommands import BY_NAME, COMMAND_NAMES, HELP, LINE, help_text, parse_arguments
 
@@ -129,7 +131,7 @@ class GPUMonMagics(Magics):
     def _print_view(self, mon: Monitor) -> None:
         """The chart's text, once, in this cell: a terminal cannot redraw what it printed, so
         nothing updates it later (no widget, no display to update, nothing from a thread)."""
-        from .._views.static_view import terminal_view
+        from .._views.widget.static_view import terminal_view
 
         mon.wait_for_samples()  # (run at once after %load_ext: the first is a moment away)
         print(terminal_view(mon))
@@ -175,8 +177,8 @@ class GPUMonMagics(Magics):
         parse_arguments(BY_NAME["profile"], rest)
         if not cell.strip():
             raise UsageError("%%gpumon profile needs code in the cell below it")
-        from .._session.profile_run import profile_cell
-        from .._views.profile import profile_result
+        from .._session.controls.profile_run import profile_cell
+        from .._views.report.profile import profile_result
 
         display(profile_result(profile_cell(self.shell, cell, int(rest[0]) if rest else 15)))
 
@@ -184,7 +186,7 @@ class GPUMonMagics(Magics):
         if in_terminal(self.shell):  # a widget is a repr there: the page instead
             print(self._report_page(mon, rest))
             return
-        from .._views.report import report_widget
+        from .._views.report.bqplot_report import report_widget
 
         display(report_widget(_load(self._path(rest)) if rest else mon))
 
@@ -193,7 +195,7 @@ class GPUMonMagics(Magics):
         one running, in a new file in the working folder; one line naming it (or saying how
         to get a recording)."""
         from .._foundation.new_files import write_new_named
-        from .._views.report_words import cells_words, earlier_cells
+        from .._views.words.recording_cells import cells_words, earlier_cells
 
         recorded = _load(self._path(rest)) if rest else mon.recorded_now()
         if recorded is None:
@@ -214,7 +216,7 @@ class GPUMonMagics(Magics):
 
     def _compare(self, mon: Monitor, rest: list[str]) -> None:
         from .._api.compare import compare
-        from .._session.comparison import Thresholds
+        from .._session.analysis.comparison import Thresholds
 
         # expanded, then split as a shell would: "$A" keeps a path with spaces whole
         paths = _shell_words(self._expand(" ".join(rest)), "compare", COMPARE_USAGE)

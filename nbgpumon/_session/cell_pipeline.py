@@ -18,18 +18,18 @@ from .._ledger.records import CellRecord, Retention
 from .._sampling.rings import warm_numpy_fold
 from .._sampling.sampler import PREPARE_WAIT, Sampler
 from .config import GPUMon
+from .controls.memory import MemoryControl
+from .controls.recording import RecordingControl
+from .controls.tracing import TracingControl
 from .labels import check_label_length
-from .memory_control import MemoryControl
-from .recording_control import RecordingControl
 from .region import Region
-from .tracing_control import TracingControl
 
 if TYPE_CHECKING:
     from .._forensics.cell_kinds import CellKinds
     from .._forensics.leaks import LeakWatch
     from .._forensics.postmortem import OomFacts
     from .._forensics.tracing import TracedAllocation
-    from .children_control import ChildrenControl
+    from .controls.children import ChildrenControl
 
 
 @dataclass(frozen=True)

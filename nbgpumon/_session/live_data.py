@@ -14,8 +14,8 @@ from .._ledger.records import CellRecord
 from .._sampling.sampler import Sampler
 from .._sampling.timeline import Timeline
 from .._sources.devices.protocol import DeviceSource
-from .cluster_control import ClusterControl
-from .data import Cluster, Device, MigInstance, RunningCell, Status
+from .controls.cluster import ClusterControl
+from .facts.session_data import Cluster, Device, MigInstance, RunningCell, Status
 
 if TYPE_CHECKING:
     from .._foundation.windows import Chunk, Window

@@ -10,7 +10,7 @@ from .._foundation.units import clipped
 from .._ledger.ledger import Ledger, Measurement
 from .._ledger.outcome import classify_exception
 from .._ledger.records import CellRecord
-from .nvtx_ranges import NvtxRanges, range_name
+from .controls.nvtx_ranges import NvtxRanges, range_name
 
 
 class Region:

@@ -30,18 +30,18 @@ from .._sources.frameworks import frameworks, plugin_settings
 from .._sources.host import HostSource
 from .._sources.processes.source import ProcessSource
 from .cell_pipeline import CellPipeline
-from .children_control import ChildrenControl
-from .cluster_control import CLUSTER_WAIT, ClusterControl
-from .cluster_control import SETTINGS as CLUSTER_SETTINGS
 from .config import GPUMon
+from .controls.children import ChildrenControl
+from .controls.cluster import CLUSTER_WAIT, ClusterControl
+from .controls.cluster import SETTINGS as CLUSTER_SETTINGS
+from .controls.memory import MemoryControl
+from .controls.nvtx_ranges import NvtxRanges
+from .controls.recording import RecordingControl
+from .controls.tracing import TracingControl
 from .device_open import close_devices, open_devices, started_late
 from .info import session_info
 from .live_data import LiveData
-from .memory_control import MemoryControl
-from .nvtx_ranges import NvtxRanges
-from .recording_control import RecordingControl
-from .status import live_status
-from .tracing_control import TracingControl
+from .live_status import live_status
 
 _LIVE_SETTINGS = [
     "interval", "allocator_interval", "detail_interval", "slow_interval", "process_interval",

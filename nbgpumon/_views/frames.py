@@ -14,7 +14,7 @@ from .._foundation.errors import UsageError
 from .._foundation.new_files import write_new
 from .._ledger.records import CellRecord
 from .._ledger.rows import RECORD_FIELDS, SOURCE_FIELDS, TOTALS, record_row
-from .comparison_words import CellChange
+from .comparison.words import CellChange
 
 if TYPE_CHECKING:
     import pandas

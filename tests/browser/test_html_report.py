@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from nbgpumon._views.axis import TIME_STEPS
+from nbgpumon._views.chart.axis import TIME_STEPS
 
 from notebook_page import ARTIFACTS, open_offline
 from notebook_runner import run_cells

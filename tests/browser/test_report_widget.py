@@ -48,7 +48,7 @@ def test_the_report_draws_the_session_and_brushing_lists_its_cells(page, open_no
             "import numpy as np, time\nkeep = np.ones(2**24)\ntime.sleep(1)",
             f"x = 1  # {XSS}\ntime.sleep(0.5)",
             f"import nbgpumon\nnbgpumon.mark({XSS!r})\ntime.sleep(0.5)",
-            "from nbgpumon._views.report import report_widget\n"
+            "from nbgpumon._views.report.bqplot_report import report_widget\n"
             "import nbgpumon\n"
             "report_widget(nbgpumon.monitor())",
         ]
@@ -107,7 +107,7 @@ RECORDED_GPU_SESSION = """\
 import numpy as np
 from pathlib import Path
 from nbgpumon._ledger.records import CellRecord, DeviceUsage
-from nbgpumon._views.report import report_widget
+from nbgpumon._views.report.bqplot_report import report_widget
 from nbgpumon._api.recorded import Recorded
 
 GIB = 2**30

@@ -1,0 +1,1 @@
+"""The session's controllers: recording, cluster, tracing and NVTX, memory, children, profiling."""

@@ -1,0 +1,1 @@
+"""What views read of a session, live or recorded: ``SessionData``, its devices and status facts."""

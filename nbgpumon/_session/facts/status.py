@@ -1,0 +1,152 @@
+"""What a view says about a session's machinery, as facts read at one instant: the sampler and
+its cadences, the devices and what is unavailable and why, each framework, the recording, the
+exporter, tracing and NVTX, the processes on the GPUs. The words are the views'
+(``_views/status_text.py``); strings here are the sources' own (a source's status, the
+recorder's line), never sentences made for a view."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from .devices import Device
+
+
+@dataclass(frozen=True, slots=True)
+class SamplerFacts:
+    """The sampler thread and its cadences, seconds."""
+
+    interval: float  # memory (the fast tick)
+    steady_period: float  # utilization and RSS: every tick, or this often when ticks are faster
+    allocator_interval: float
+    detail_interval: float  # power, temperature, clock, PCIe
+    slow_interval: float  # processes
+    ticks: int
+    last_tick_seconds: float
+    cost: str  # the sampler's own account of what it took (``CostReport.line``)
+    error: str  # "" when none
+    process_interval: float = 0.2  # this kernel's children (and, while it has any, processes)
+
+
+@dataclass(frozen=True, slots=True)
+class OtherMig:
+    """A MIG device of a GPU that is not this kernel's, with its memory in use now."""
+
+    key: str  # "gpu0-mig2"
+    name: str  # its profile ("1g.18gb"), else its name
+    uuid: str
+    memory_total: int | None
+    used: int | None  # bytes, None where the read has none
+    used_read: bool  # False: not asked (only the main thread asks), or the ask failed
+
+
+@dataclass(frozen=True, slots=True)
+class GpuFacts:
+    """One device of the device source, as status tells of it."""
+
+    device: Device
+    lost: bool  # fell off the bus
+    mig_mode: bool  # the GPU is in MIG mode
+    other_migs: tuple[OtherMig, ...] = ()  # in MIG mode: its MIG devices but this kernel's
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceSourceFacts:
+    """The device source (NVML, or another) and its devices."""
+
+    label: str  # how users write it ("NVML")
+    status: str  # "ok", or why it reads nothing (its own words)
+    available: bool  # its facts (driver, lost devices) could be read
+    driver_version: str | None
+    binding_version: str | None
+    gpus: tuple[GpuFacts, ...]
+    unavailable: tuple[tuple[int, str, str], ...]  # (device index, metric, why), sorted
+    mapping_note: str  # how its numbering maps onto CUDA's, where that needs saying
+    notes: tuple[str, ...]  # its own notes
+    started_late: str  # the session's account of a device source still starting, else ""
+    silent_for: float  # seconds a read has been waiting on the driver; 0.0 when none
+
+
+@dataclass(frozen=True, slots=True)
+class AllocatorOnDevice:
+    """A framework's allocator on one CUDA device, bytes."""
+
+    cuda_index: int
+    allocated: int
+    reserved: int
+    limit: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class FrameworkFacts:
+    """A framework plug-in's state in this kernel."""
+
+    name: str  # "torch"
+    label: str  # "torch"
+    listed_before_import: bool  # the status bar names it even before it is imported
+    status: str  # its source's status: why it is not read ("torch not imported")
+    active: tuple[AllocatorOnDevice, ...] | None  # None: not active (``status`` says why)
+    peak_note: str  # the plug-in's own note on its peaks, when active
+
+
+@dataclass(frozen=True, slots=True)
+class ProcessFacts:
+    """A compute process on a device."""
+
+    key: str  # its device's key ("gpu0", "gpu0-mig1")
+    pid: int | None  # None where a PID namespace hides it
+    name: str
+    is_this_kernel: bool
+    used_memory: int | None  # bytes
+    is_child: bool = False  # started by this kernel (or by a process it started)
+    started_by: int | None = None  # a child's: the execution count of the cell that started it
+    rank: int | None = None  # a job's worker's RANK
+    job: str = ""
+    other_user: bool = False  # another user's: nothing more is said
+    kernel: Any = None  # another Jupyter kernel's identity (notebook, kernel id, idle seconds)
+
+
+@dataclass(frozen=True, slots=True)
+class LiveStatus:
+    """A live session's machinery."""
+
+    sampler: SamplerFacts
+    devices: DeviceSourceFacts
+    frameworks: tuple[FrameworkFacts, ...]  # in registration order
+    tracing: str  # "on", "armed" or "off", with the last problem if any
+    traced_by: tuple[str, ...]  # what each plug-in that records memory history calls it
+    nvtx: str  # the NVTX cell ranges' state
+    host: str  # the host source's status
+    host_peak_exact: bool  # the per-cell host peak is VmHWM's (else sampled)
+    peak_mode: str  # "reset" or "preserve"
+    reset_means: tuple[str, ...]  # each plug-in's words on what resetting does to its users
+    preserve_means: tuple[str, ...]  # ... and on what preserving means
+    recording: str  # the recorder's status, "" when not recording
+    exporter: str  # the exporter's line, "" when off
+    summary: bool  # a summary line after each cell
+    records: int  # in the ledger
+
+
+@dataclass(frozen=True, slots=True)
+class RecordedStatus:
+    """A recording read back."""
+
+    source: str  # "run.sqlite (session 2)"
+    samples: int  # raw samples
+    buckets: int  # buckets of the older ones
+    damage: str  # what could not be read, "" for a whole file
+    host: str
+    driver: str
+    devices: tuple[Device, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Status:
+    """What a view says about the session's machinery, read at one instant: ``live`` for a
+    live session, ``recorded`` for a recording."""
+
+    state: str  # "sampling", "stopped", "closed" or "recorded"
+    interval: float  # seconds between samples (as configured, or as recorded)
+    live: LiveStatus | None = None
+    recorded: RecordedStatus | None = None
+    processes: tuple[ProcessFacts, ...] = ()  # processes on the GPUs now

@@ -1,0 +1,153 @@
+"""A live session's :class:`~.status_facts.Status`: read from its sampler and sources at one
+instant, so that views say what is running and what is unavailable without reaching into them
+(the words: ``_views/status_text.py``)."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from .._foundation.gpu_names import gpu_key
+from .._sources.base import STEADY_PERIOD, AllocatorSource, AllocatorStats
+from .._sources.frameworks import facts_of, frameworks
+from .._sources.processes.on_gpu import ProcessOnGpu
+from .facts.devices import Device
+from .facts.status import (
+    AllocatorOnDevice,
+    DeviceSourceFacts,
+    FrameworkFacts,
+    GpuFacts,
+    LiveStatus,
+    OtherMig,
+    ProcessFacts,
+    SamplerFacts,
+    Status,
+)
+
+Session = Any  # the live Session (session.py imports this module: no import back)
+Reads = dict[str, dict[int, AllocatorStats]]  # Ledger.read_allocators(): the active ones
+
+
+def live_status(mon: Session) -> Status:
+    """The status of ``mon`` now."""
+    state = "sampling" if mon.sampler.running else ("closed" if mon.closed else "stopped")
+    cfg = mon.config
+    devices: tuple[Device, ...] = mon.devices
+    plugins = frameworks()
+    live = LiveStatus(
+        sampler=_sampler(mon),
+        devices=_device_source(mon, devices),
+        frameworks=_frameworks(mon),
+        tracing=mon.tracing,
+        traced_by=tuple(f.traced_as for f in plugins if f.traced_as),
+        nvtx=mon.nvtx_ranges.state,
+        host=mon.host.status,
+        host_peak_exact=bool(mon.host.can_reset_peak),
+        peak_mode=cfg.peak_mode,
+        reset_means=tuple(f.reset_means for f in plugins if f.reset_means),
+        preserve_means=tuple(f.preserve_means for f in plugins if f.preserve_means),
+        recording=mon.recording or "",
+        exporter=mon.exporter_line or "",
+        summary=bool(cfg.summary),
+        records=len(mon.ledger.records()),
+    )
+    return Status(state, cfg.interval, live=live, processes=_processes(mon, devices))
+
+
+def _sampler(mon: Session) -> SamplerFacts:
+    s, cfg = mon.sampler, mon.config
+    return SamplerFacts(
+        interval=cfg.interval,
+        steady_period=STEADY_PERIOD,
+        allocator_interval=cfg.allocator_interval,
+        detail_interval=cfg.detail_interval,
+        slow_interval=cfg.slow_interval,
+        process_interval=cfg.process_interval,
+        ticks=s.ticks,
+        last_tick_seconds=s.last_tick_seconds,
+        cost=s.cost_report().line(),
+        error=s.error or "",
+    )
+
+
+def _device_source(mon: Session, devices: tuple[Device, ...]) -> DeviceSourceFacts:
+    source = mon.device_source
+    facts = source.facts() if source.available else None
+    lost = facts.lost_devices if facts is not None else frozenset()
+    return DeviceSourceFacts(
+        label=source.label,
+        status=source.status,
+        available=facts is not None,
+        driver_version=facts.driver_version if facts is not None else None,
+        binding_version=source.binding_version,
+        gpus=tuple(_gpu(mon, d, d.index in lost) for d in devices),
+        unavailable=tuple(
+            (dev, name, why) for (dev, name), why in sorted(source.disabled_reads().items())
+        ),
+        mapping_note=source.mapping_note or "",
+        notes=tuple(source.notes()),
+        started_late=mon.devices_started_late(),
+        silent_for=mon.device_ask.silent_for() or 0.0,
+    )
+
+
+def _gpu(mon: Session, d: Device, lost: bool) -> GpuFacts:
+    """A device, with its GPU's other MIG devices when the GPU is in MIG mode."""
+    all_migs = mon.device_source.mig_devices
+    migs = all_migs[d.index] if d.index < len(all_migs) else None
+    if migs is None:
+        return GpuFacts(d, lost, mig_mode=False)
+    mine = [m for m in migs if m.uuid != d.uuid]
+    # asked from the main thread only (%gpumon status): the sampler's thread builds a status
+    # for the chart's line, which shows none of this, and must not wait on the ask's worker
+    asked = mine and threading.current_thread() is threading.main_thread()
+    used = mon.device_ask.mig_used(mine) if asked else None  # None: unknown
+    others = tuple(  # as nvitop lists a GPU's MIG devices: each with its memory in use now
+        OtherMig(
+            key=gpu_key(d.index, m.gpu_instance),
+            name=m.profile or m.name,
+            uuid=m.uuid,
+            memory_total=m.memory_total,
+            used=used[i] if used is not None else None,
+            used_read=used is not None,
+        )
+        for i, m in enumerate(mine)
+    )
+    return GpuFacts(d, lost, mig_mode=True, other_migs=others)
+
+
+def _frameworks(mon: Session) -> tuple[FrameworkFacts, ...]:
+    reads = mon.ledger.read_allocators()  # once, for every framework
+    return tuple(_framework(mon, source, reads) for source in mon.allocators)
+
+
+def _framework(mon: Session, source: AllocatorSource, reads: Reads) -> FrameworkFacts:
+    stats = reads.get(source.name)
+    facts = facts_of(source.name)
+    active = (
+        None
+        if stats is None
+        else tuple(
+            AllocatorOnDevice(i, s.allocated, s.reserved, s.limit) for i, s in sorted(stats.items())
+        )
+    )
+    return FrameworkFacts(
+        name=source.name,
+        label=source.label,
+        listed_before_import=facts.listed_before_import,
+        status=source.status,
+        active=active,
+        peak_note=facts.peak_note(source, mon.config.peak_mode) if active is not None else "",
+    )
+
+
+def _processes(mon: Session, devices: tuple[Device, ...]) -> tuple[ProcessFacts, ...]:
+    keys = {d.index: d.key for d in devices}  # a MIG device's: its instance's
+    return tuple(_process_facts(p, keys) for p in mon.children.processes_now())
+
+
+def _process_facts(p: ProcessOnGpu, keys: dict[int, str]) -> ProcessFacts:
+    return ProcessFacts(
+        keys.get(p.index, f"gpu{p.index}"), p.pid, p.name, p.is_this_kernel, p.used_memory,
+        p.is_child, p.started_by, p.rank, p.job, p.other_user, p.kernel,
+    )  # fmt: skip

@@ -1,0 +1,1 @@
+"""The chart drawn without a widget: its panels and ticks, and the static SVG picture."""

@@ -1,0 +1,1 @@
+"""Two runs side by side: the table, the words, the aligned timeline, the report and the page."""

@@ -1,0 +1,166 @@
+"""This kernel's GPU memory by what it is, in words and as a stacked bar (``%gpumon
+explain``, ``print(nbgpumon.explain())``)."""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from ..._foundation.units import format_bytes
+from ..._ledger.records import TRANSIENT
+from ..words.text_view import pre_html
+
+if TYPE_CHECKING:
+    from ..._forensics.explain import CellExplained, MemoryExplained
+    from ..._ledger.records import CellRecord
+
+BAR_WIDTH = 30  # characters for the whole of a GPU's figure
+# one colour per category, the same on every GPU; a framework's reserve in greys (others cycle)
+COLOURS = {
+    "parameters": "#2563eb",
+    "gradients": "#60a5fa",
+    "optimizer state": "#f59e0b",
+    "buffers": "#a855f7",
+    "arrays held by variables": "#10b981",
+    "outputs and tracebacks": "#ec4899",
+    "unexplained": "#ef4444",
+    "CUDA context and libraries": "#334155",
+    "activations and temporaries": "#f97316",
+}
+RESERVE_COLOURS = ("#94a3b8", "#cbd5e1", "#64748b")
+
+
+def explain_lines(entries: Sequence[MemoryExplained]) -> list[str]:
+    """Each GPU's figure, then its categories (bytes, share, a bar), then its notes."""
+    lines = ["nbgpumon explain: this kernel's GPU memory by what it is"]
+    for e in entries:
+        head = f"gpu{e.index} ({e.device})"
+        if not e.categories:
+            lines.append(f"{head}: nothing of this kernel's")
+            continue
+        lines.append(f"{head}: {format_bytes(e.total)}, {e.measured}")
+        lines += _category_lines(e.categories, e.total)
+        lines += [f"  ({note})" for note in e.notes]
+    if not entries:
+        lines.append("no GPU this kernel can use")
+    return lines
+
+
+def explain_text(entries: Sequence[MemoryExplained]) -> str:
+    """:func:`explain_lines` as one text."""
+    return "\n".join(explain_lines(entries))
+
+
+def explain_html(entries: Sequence[MemoryExplained]) -> str:
+    """Each GPU's categories as one stacked bar (a tip per part), above the words."""
+    bars = [
+        _bar(f"gpu{e.index} ({e.device}): {format_bytes(e.total)}", e.categories, e.total)
+        for e in entries
+        if e.total
+    ]
+    return "".join(bars) + pre_html(explain_text(entries))
+
+
+def cell_explain_lines(entries: Sequence[CellExplained]) -> list[str]:
+    """Each GPU of one cell: its memory by kind at the end (and what it kept, by kind), then
+    its peak split into what stayed and what it freed before its end."""
+    if not entries:
+        return ["nbgpumon explain: no breakdown"]
+    lines = [f"nbgpumon explain {entries[0].cell}: the cell's GPU memory by what it is"]
+    for e in entries:
+        lines.append(
+            f"gpu{e.index} ({e.device}) at its end: {format_bytes(e.total)}, what the "
+            "frameworks held and reserved"
+        )
+        lines += _category_lines(e.categories, e.total)
+        if e.kept:
+            kept = ", ".join(
+                f"{format_bytes(size, signed=True)} {name}" for name, size in e.kept.items()
+            )
+            lines.append(f"  kept since its start: {kept}")
+        elif not any("unknown" in note for note in e.notes):
+            lines.append("  kept since its start: nothing")
+        exact = "exact" if e.peak_exact else "sampled: at least"
+        lines.append(f"gpu{e.index} ({e.device}) at its peak: {format_bytes(e.peak)} ({exact})")
+        lines += _category_lines(e.peak_categories, e.peak)
+        if e.peak_traced:
+            lines.append("  what the peak held and the cell freed, by the line that allocated it:")
+            lines += [f"    {line}" for line in e.peak_traced]
+        elif e.peak_categories.get(TRANSIENT):
+            lines.append(
+                "  (%gpumon trace on names the lines of the activations and temporaries, "
+                "from the next cell on)"
+            )
+        lines += [f"  ({note})" for note in e.notes]
+    return lines
+
+
+def cell_explain_text(entries: Sequence[CellExplained]) -> str:
+    """:func:`cell_explain_lines` as one text."""
+    return "\n".join(cell_explain_lines(entries))
+
+
+def cell_explain_html(entries: Sequence[CellExplained]) -> str:
+    """Two stacked bars per GPU (at the cell's end, at its peak) on one scale, above the
+    words."""
+    bars = []
+    for e in entries:
+        scale = max(e.total, e.peak)
+        if not scale:
+            continue
+        bars.append(_bar(f"gpu{e.index} at its end: {format_bytes(e.total)}", e.categories, scale))
+        bars.append(
+            _bar(f"gpu{e.index} at its peak: {format_bytes(e.peak)}", e.peak_categories, scale)
+        )
+    return "".join(bars) + pre_html(cell_explain_text(entries))
+
+
+def _category_lines(categories: dict[str, int], total: int) -> list[str]:
+    """One line per category: its bytes, its share of ``total``, a bar."""
+    if not categories:
+        return []
+    width = max(len(name) for name in categories)
+    lines = []
+    for name, size in categories.items():
+        share = size / total if total else 0.0
+        bar = "█" * round(share * BAR_WIDTH)
+        lines.append(f"  {name.ljust(width)}  {format_bytes(size):>10}  {share * 100:3.0f}%  {bar}")
+    return lines
+
+
+def _bar(head: str, categories: dict[str, int], scale: int) -> str:
+    """``categories`` as one stacked bar whose full width is ``scale`` bytes (a tip per
+    part, a legend below); every name escaped."""
+    colours = _colours(list(categories))
+    parts = "".join(
+        f'<span title="{html.escape(f"{name}: {format_bytes(size)}")}" '
+        f'style="flex:0 0 {size / scale * 100:.3f}%;background:{colours[name]}"></span>'
+        for name, size in categories.items()
+    )
+    legend = " · ".join(
+        f'<span style="color:{colours[name]}">■</span> {html.escape(name)}' for name in categories
+    )
+    return (
+        f'<div class="nbgpumon-explain">{html.escape(head)}'
+        f'<div style="display:flex;height:12px;width:100%;max-width:640px;margin:2px 0">'
+        f'{parts}</div><div style="font-size:11px">{legend}</div></div>'
+    )
+
+
+def _colours(names: list[str]) -> dict[str, str]:
+    """Each category's colour: its own, else a reserve's grey in turn."""
+    others = iter(RESERVE_COLOURS * (len(names) // len(RESERVE_COLOURS) + 1))
+    return {name: COLOURS.get(name) or next(others) for name in names}
+
+
+def kinds_words(record: CellRecord) -> str:
+    """A cell's peak split on each GPU, in one line ("" where none was read): ``gpu0:
+    parameters 475 MiB · gradients 475 MiB · activations and temporaries 1.2 GiB``."""
+    parts = []
+    for d in record.devices:
+        split = d.peak_by_kind
+        if split:
+            words = " · ".join(f"{name} {format_bytes(size)}" for name, size in split.items())
+            parts.append(f"gpu{d.index}: {words}")
+    return "; ".join(parts)

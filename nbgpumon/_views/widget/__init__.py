@@ -1,0 +1,1 @@
+"""The live chart: the anywidget and the traits it syncs to ``js/``."""

@@ -1,0 +1,235 @@
+"""A session's status in words, from its facts (``SessionData.status()``): the widget's status
+bar and the static picture's line (:func:`status_line`), ``%gpumon status``
+(:func:`status_lines`) and the processes in the snapshot (:func:`process_lines`). A live
+session and a recording say it the same way."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..._foundation.gpu_names import cuda_label, hidden_gpus
+from ..._foundation.units import counted, format_bytes
+from .processes import process_who
+
+if TYPE_CHECKING:
+    from ..._session.facts.status import (
+        DeviceSourceFacts,
+        FrameworkFacts,
+        GpuFacts,
+        LiveStatus,
+        RecordedStatus,
+        Status,
+    )
+
+
+def status_line(status: Status) -> str:
+    """One line: the sampler's state and interval, and what is missing."""
+    if status.recorded is not None:
+        return _recorded_line(status.recorded)
+    live = status.live
+    if live is None:
+        return status.state
+    devices = live.devices
+    sampling = "sampling" if status.state == "sampling" else "stopped"
+    parts = [f"{sampling} every {status.interval:g} s"]
+    silent = not_answering(devices)
+    if silent:
+        parts.append(silent)
+    if not devices.gpus:
+        parts.append(f"no GPU: {devices.status}")
+    elif devices.status != "ok":
+        parts.append(devices.status)
+    for g in devices.gpus:
+        if g.device.mig is not None:
+            parts.append(f"MIG device {g.device.key} ({g.device.mig.profile or 'profile unknown'})")
+    # the chart still draws their device figures: say why no allocator line is there
+    hidden = hidden_gpus(g.device.index for g in devices.gpus if g.device.cuda_index is None)
+    if hidden:
+        parts.append(hidden)
+    if devices.unavailable:
+        keys = {g.device.index: g.device.key for g in devices.gpus}
+        parts.append(
+            "unavailable: "
+            + ", ".join(f"{keys.get(d, f'gpu{d}')} {m}" for d, m, _ in devices.unavailable)
+        )
+    for f in live.frameworks:
+        state = _framework_state(f)
+        if f.listed_before_import or state != "not imported":
+            parts.append(f"{f.label}: {state}")
+    if live.sampler.error:
+        parts.append(f"error: {live.sampler.error}")
+    return " · ".join(parts)
+
+
+def status_lines(status: Status) -> list[str]:
+    """``%gpumon status``: what is running, what is measured, and what is unavailable and why."""
+    if status.recorded is not None:
+        return _recorded_lines(status.recorded)
+    live = status.live
+    if live is None:
+        return [status.state]
+    lines = _live_lines(status.state, live)
+    shown = process_lines(status)
+    if shown:
+        lines += ["processes on the GPUs (the driver's list):", *(f"  {p}" for p in shown)]
+    return lines
+
+
+def process_lines(status: Status) -> list[str]:
+    """The processes on the GPUs now, one line each."""
+    lines = []
+    for p in status.processes:
+        who = process_who(p)
+        pid = "PID unknown" if p.pid is None else f"PID {p.pid}"
+        lines.append(f"{p.key}: {pid} {who}: {format_bytes(p.used_memory)}")
+    return lines
+
+
+def not_answering(devices: DeviceSourceFacts) -> str:
+    """ "NVML has not answered for 3.2 s" while the driver keeps a read waiting, else ""."""
+    if devices.started_late:
+        return devices.started_late
+    silent = devices.silent_for
+    return (
+        f"{devices.label} has not answered for {silent:.1f} s (figures unavailable)"
+        if silent
+        else ""
+    )
+
+
+def _live_lines(state: str, live: LiveStatus) -> list[str]:
+    s, devices = live.sampler, live.devices
+    running = "running" if state == "sampling" else state
+    fast = (
+        f"memory and utilization every {s.interval:g} s"
+        if s.interval >= s.steady_period
+        else f"memory every {s.interval:g} s, utilization and RSS every {s.steady_period:g} s"
+    )
+    lines = [
+        f"sampler: {running}, {fast} (allocator "
+        f"every {s.allocator_interval:g} s, power/temperature/clock/PCIe every "
+        f"{s.detail_interval:g} s, processes every {s.slow_interval:g} s, this kernel's "
+        f"children every {s.process_interval:g} s), "
+        f"{counted(s.ticks, 'tick')}, last tick {s.last_tick_seconds * 1e6:.0f} µs",
+        s.cost,
+    ]
+    if s.error:
+        lines.append(f"sampler error: {s.error}")
+    silent = not_answering(devices)
+    if silent:
+        lines.append(silent)
+    if devices.available:
+        lines.append(
+            f"{devices.label}: driver {devices.driver_version or '?'}, binding "
+            f"{devices.binding_version or '?'}, {counted(len(devices.gpus), 'GPU')}"
+        )
+    else:
+        lines.append(f"{devices.label}: unavailable: {devices.status}")
+    for g in devices.gpus:
+        d = g.device
+        lost = " (LOST)" if g.lost else ""
+        lines.append(
+            f"  {d.key}: {d.name}, {d.uuid}, {cuda_label(d.cuda_index)}, "
+            f"{format_bytes(d.memory_total)}{lost}"
+        )
+        lines += _mig_lines(g)
+        lines += [
+            f"    {name}: unavailable ({why})"
+            for dev, name, why in devices.unavailable
+            if dev == d.index
+        ]
+    if devices.mapping_note:
+        lines.append(f"  note: {devices.mapping_note}")
+    lines += [f"  note: {note}" for note in devices.notes]
+    lines.append("allocators (each framework's own view of this kernel's GPU memory):")
+    lines += [f"  {f.label}: {_framework_state(f, detail=True)}" for f in live.frameworks]
+    traced = f" ({', '.join(live.traced_by)})" if live.traced_by else ""
+    lines.append(f"allocation tracing {live.tracing}{traced}")
+    lines.append(f"NVTX cell ranges {live.nvtx}")
+    lines.append(
+        f"host: {live.host}; per-cell host peak "
+        f"{'exact (VmHWM)' if live.host_peak_exact else 'sampled'}"
+    )
+    if live.peak_mode == "reset":  # what it does to the counters a framework's users read
+        means = "".join(f"; {m}" for m in live.reset_means)
+        lines.append(
+            f"peaks: reset per cell (exact){means}; %config GPUMon.peak_mode = 'preserve' "
+            "keeps it global"
+        )
+    else:
+        means = "".join(f"{m}; " for m in live.preserve_means)
+        lines.append(
+            f"peaks: preserve ({means}a cell's peak is exact only when it sets a new high)"
+        )
+    lines.append(f"recording: {live.recording or 'off (%gpumon record PATH starts one)'}")
+    if live.exporter:
+        lines.append(f"exporter: {live.exporter}")
+    lines.append(
+        f"summary after each cell: {'on' if live.summary else 'off'}; "
+        f"{counted(live.records, 'record')} in the ledger"
+    )
+    return lines
+
+
+def _mig_lines(g: GpuFacts) -> list[str]:
+    """Under a GPU in MIG mode: where the kernel's MIG device is, and the GPU's others (the
+    GPU's name is in the MIG device's, once: not said again)."""
+    if not g.mig_mode:
+        return []
+    d, lines = g.device, []
+    if d.mig is not None:
+        m = d.mig
+        lines.append(
+            f"    MIG device: GPU instance {m.gpu_instance}, compute instance "
+            f"{m.compute_instance}, profile {m.profile or 'unknown'}, on gpu{d.index} "
+            f"({m.gpu_uuid}); its memory is the instance's, power, temperature, clock and "
+            "PCIe the whole GPU's"
+        )
+    others = [  # as nvitop lists a GPU's MIG devices: each with its memory in use now
+        f"{o.key} {o.name} ({o.uuid}, "
+        + (f"{format_bytes(o.used)} used" if o.used_read else "used unavailable")
+        + f" of {format_bytes(o.memory_total)})"
+        for o in g.other_migs
+    ]
+    if d.mig is None:
+        lines.append(
+            "    MIG mode on: "
+            + (", ".join(others) if others else "no MIG device made")
+            + "; none is this kernel's (the figures above are the whole GPU's)"
+        )
+    elif others:
+        lines.append(f"    other MIG devices of gpu{d.index}: {', '.join(others)}")
+    return lines
+
+
+def _framework_state(f: FrameworkFacts, detail: bool = False) -> str:
+    """ "not imported", "imported, … (not read)", or "active on cuda:0" (with its figures)."""
+    if f.active is None:  # not active: its status says why
+        return "not imported" if f.status.endswith("not imported") else f.status
+    if not detail:
+        return (
+            "active on " + ", ".join(f"cuda:{a.cuda_index}" for a in f.active)
+            if f.active
+            else "active"
+        )
+    devices = [
+        f"cuda:{a.cuda_index} {format_bytes(a.allocated)} in use, "
+        f"{format_bytes(a.reserved)} reserved"
+        + (f" (limit {format_bytes(a.limit)})" if a.limit else "")
+        for a in f.active
+    ]
+    return f"active: {'; '.join(devices) or 'no device read'}; {f.peak_note}"
+
+
+def _recorded_line(r: RecordedStatus) -> str:
+    line = f"recorded: {r.source}, {counted(r.samples, 'sample')}"
+    if r.buckets:
+        line += f", and {counted(r.buckets, 'bucket')} of the older ones"
+    if r.damage:
+        line += f" · {r.damage}"
+    return line
+
+
+def _recorded_lines(r: RecordedStatus) -> list[str]:
+    lines = [_recorded_line(r), f"host: {r.host or '?'}; driver {r.driver or '?'}"]
+    return lines + [f"  gpu{d.index}: {d.name}" for d in r.devices]
