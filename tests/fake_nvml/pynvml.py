@@ -7,7 +7,8 @@ and describe the machine in the environment variable ``NBGPUMON_FAKE_NVML`` (JSO
     {"devices": [{"name": "Fake GPU", "used": 1073741824}],   # one dict per GPU
      "import_error": false,           # importing this module fails (binding missing)
      "init_error": 12,                # nvmlInit raises this NVML error code
-     "not_supported": ["nvmlDeviceGetPowerUsage"],   # these answer NotSupported
+     "not_supported": ["nvmlDeviceGetPowerUsage"],   # these answer NotSupported (a device's
+                                                     # own "not_supported": on it alone)
      "missing": ["nvmlDeviceGetSamples"],            # these functions don't exist
      "lost_after": 50,                # after this many device calls, GPU_IS_LOST for all
      "call_delay": 0.001,             # seconds each device call takes
@@ -155,6 +156,8 @@ def _device(handle: _Handle, name: str, through_c: bool = False) -> dict:
         raise NVMLError(NVML_ERROR_GPU_IS_LOST)
     _check(name)
     gpu = _config.get("devices", [])[handle.gpu]
+    if name in gpu.get("not_supported", ()):
+        raise NVMLError(NVML_ERROR_NOT_SUPPORTED)
     if not handle.is_mig:
         return gpu
     if name in _NOT_ON_MIG:
@@ -252,6 +255,10 @@ def nvmlDeviceGetEnforcedPowerLimit(handle: _Handle) -> int:
 
 def nvmlDeviceGetClockInfo(handle: _Handle, clock: int) -> int:
     return _device(handle, "nvmlDeviceGetClockInfo").get("sm_clock", 1980)
+
+
+def nvmlDeviceGetFanSpeed(handle: _Handle) -> int:
+    return _device(handle, "nvmlDeviceGetFanSpeed").get("fan_speed", 30)
 
 
 def nvmlDeviceGetFieldValues(handle: _Handle, field_ids: list[int]):

@@ -14,53 +14,37 @@ from ..protocol import DeviceFacts, GpuDevice, GpuProcess, MigPart, ProcessUtil
 from .cuda_devices import cuda_view, map_by_uuid
 from .held_calls import DeviceReads
 from .library import NA, NvmlLibrary, shadowing_note
-from .metrics import LABEL, METRICS, SOURCE
+from .metrics import LABEL, METRICS, ROWS, SOURCE
 from .mig_devices import MigDevice, mig_devices
+from .reads import BoundQuery, Reader
+from .rows import CadenceRead, layout
 
 # NVML constants used here, by value, so that the code reads the same with any binding version.
-_TEMPERATURE_GPU = 0
-_CLOCK_SM = 1
 _GPU_UTILIZATION_SAMPLES = 1
-_FI_PCIE_TX_BYTES = 197  # NVML_FI_DEV_PCIE_COUNT_TX_BYTES: a counter, differenced below
-_FI_PCIE_RX_BYTES = 198
 _MEMORY_V2 = 0x02000028  # nvmlMemory_v2: adds "reserved" (driver/firmware-held memory)
-_SUCCESS = 0
 # A read this slow means the driver is not answering (a healthy one answers in microseconds to
 # a few milliseconds): views say so, and the main thread stops asking (seconds).
 NOT_ANSWERING_AFTER = 0.5
 
-FAST_METRICS = tuple(m.name for m in METRICS)  # one device's values in a row, in this order
 EVERY = frozenset(CADENCES)
-_AT = {name: i for i, name in enumerate(FAST_METRICS)}  # a metric's place in a device's values
-_DETAILS = ("temperature", "power", "sm_clock", "pcie_tx", "pcie_rx")  # the detail cadence's
-_MEM_USED, _MEM_RESERVED, _MEM_TOTAL = _AT["mem_used"], _AT["mem_reserved"], _AT["mem_total"]
-_GPU_UTIL, _MEM_UTIL = _AT["gpu_util"], _AT["mem_util"]
-# the reads NvmlLibrary can disable on a device (its ``metric=``) -> the metrics they give
-_READS = {
-    "memory": ("mem_used", "mem_reserved", "mem_total"),
-    "memory_v2": ("mem_reserved",),  # v1 still gives used and total
-    "utilization": ("gpu_util", "mem_util"),  # NotSupported on a MIG device
-    "temperature": ("temperature",),
-    "power": ("power",),
-    "power_limit": ("power_limit",),
-    "sm_clock": ("sm_clock",),
-    "pcie": ("pcie_tx", "pcie_rx"),
-}
-
-
-@dataclass
-class _Counter:
-    """Last value of a monotonic counter, to turn it into a rate."""
-
-    value: int | None = None
-    time_us: int | None = None
+# What the bound calls of read() fill on every tick; every other metric is a row's, read at its
+# cadence by its reader. The rows' tables, made once here: the tick reads module constants.
+_BOUND = ("mem_used", "mem_reserved", "mem_total", "gpu_util", "mem_util")
+_LAYOUT = layout(ROWS, frozenset(_BOUND))
+FAST_METRICS = _LAYOUT.names  # one device's values in a row, in this order
+_MEM_USED, _MEM_RESERVED, _MEM_TOTAL, _GPU_UTIL, _MEM_UTIL = (_LAYOUT.at[n] for n in _BOUND)
+_OFF_WITH = _LAYOUT.off_with  # a disabled read -> the metrics it leaves without a value
+# A cadence's read bound to one GPU: its reader, what it asks through, where its values go.
+_BoundRead = tuple[Reader, BoundQuery, tuple[int, ...]]
 
 
 @dataclass
 class _DeviceState:
     handle: object  # what memory, utilization and processes are read from (a MIG device's)
     gpu_handle: object  # the GPU's: power, temperature, clocks and PCIe are the whole GPU's
-    pcie: dict[int, _Counter] = field(default_factory=dict)
+    # its detail and slow cadences' reads, each bound to the GPU once (_bind)
+    detail: tuple[_BoundRead, ...] = ()
+    slow: tuple[_BoundRead, ...] = ()
     last_sample_us: int = 0
     last_process_sample_us: int = 0  # the newest per-process utilization sample taken
     accounting: bool = False  # the driver's per-process accounting is on (read at start)
@@ -128,11 +112,12 @@ class NvmlSource:
             total = _attr(lib.query("nvmlDeviceGetMemoryInfo", h, device=i), "total")
             device = GpuDevice(i, name, uuids[i], total, view.cuda.get(i))
             migs = self.mig_devices[i]
+            own = h
             if i in view.mig and migs:  # the kernel's MIG device stands for its GPU
                 device = _on_mig(device, migs[view.mig[i]])
-                self._state.append(_DeviceState(migs[view.mig[i]].handle, h))
-            else:
-                self._state.append(_DeviceState(h, h))
+                own = migs[view.mig[i]].handle
+            detail, slow = _bind(lib, i, h, _LAYOUT.detail), _bind(lib, i, h, _LAYOUT.slow)
+            self._state.append(_DeviceState(own, h, detail, slow))
             self.devices.append(device)
             # (asked, not queried: accounting off or unsupported is an answer, not a fault)
             self._state[-1].accounting = lib.probe("nvmlDeviceGetAccountingMode", h) == 1
@@ -182,7 +167,7 @@ class NvmlSource:
             name
             for (device, read) in self.library.disabled_metrics()
             if device == index
-            for name in _READS.get(read, ())
+            for name in _OFF_WITH.get(read, ())
         }
         return tuple(name for name in FAST_METRICS if name in off)
 
@@ -215,10 +200,10 @@ class NvmlSource:
         """Every device's FAST_METRICS, flattened device-major.
 
         Memory and utilization are read on every call: two NVML calls a device (memory alone
-        with ``REPEAT`` due, utilization carried: see STEADY_PERIOD). With ``DETAIL`` due,
-        temperature, power, SM clock and PCIe rates are refreshed too, and with ``SLOW`` the
-        power limit; otherwise their last values are carried. (The process list is the process
-        source's: ``read_processes``.)
+        with ``REPEAT`` due, utilization carried: see STEADY_PERIOD). With ``DETAIL`` due, the
+        metrics whose rows say DETAIL are read too (temperature, power, SM clock, PCIe rates),
+        and with ``SLOW`` those whose rows say SLOW (the power limit); otherwise their last
+        values are carried. (The process list is the process source's: ``read_processes``.)
         """
         start = self.reading_since = time.monotonic()  # (inline: a call costs a tick µs)
         try:
@@ -230,7 +215,7 @@ class NvmlSource:
             row: list[float | None] = []
             for i, state in enumerate(self._state):
                 if details:
-                    self._read_details(i, state)
+                    _read_into(state.values, state.detail)
                 reads = state.reads
                 # Most ticks: the bound calls, made here rather than in a call of their own (a
                 # Python call costs microseconds on the cold cache a tick wakes to).
@@ -303,43 +288,6 @@ class NvmlSource:
         mem = lib.query("nvmlDeviceGetMemoryInfo", h, device=i, metric="memory", release_gil=free)
         return (None, None, None) if mem is NA else (mem.used, None, mem.total)
 
-    def _read_details(self, i: int, state: _DeviceState) -> None:
-        lib, h = self.library, state.gpu_handle
-        temp = lib.query(
-            "nvmlDeviceGetTemperature", h, _TEMPERATURE_GPU, device=i, metric="temperature"
-        )
-        power_mw = lib.query("nvmlDeviceGetPowerUsage", h, device=i, metric="power")
-        clock = lib.query("nvmlDeviceGetClockInfo", h, _CLOCK_SM, device=i, metric="sm_clock")
-        tx, rx = self._pcie_rates(i, state)
-        read = (
-            None if temp is NA else temp,
-            None if power_mw is NA else power_mw / 1000.0,
-            None if clock is NA else clock,
-            tx,
-            rx,
-        )
-        for name, value in zip(_DETAILS, read, strict=True):
-            state.values[_AT[name]] = value
-
-    def _pcie_rates(self, i: int, state: _DeviceState) -> tuple[float | None, float | None]:
-        # Counter fields, differenced: nvmlDeviceGetPcieThroughput blocks for 20 ms.
-        values = self.library.query(
-            "nvmlDeviceGetFieldValues",
-            state.gpu_handle,
-            [_FI_PCIE_TX_BYTES, _FI_PCIE_RX_BYTES],
-            device=i,
-            metric="pcie",
-        )
-        if values is NA:
-            return None, None
-        rates: list[float | None] = []
-        for field_id, value in zip((_FI_PCIE_TX_BYTES, _FI_PCIE_RX_BYTES), values, strict=True):
-            counter = state.pcie.get(field_id)
-            if counter is None:
-                counter = state.pcie[field_id] = _Counter()
-            rates.append(_rate(counter, value))
-        return rates[0], rates[1]
-
     # -- asked off the sampler's thread (through BoundedCall: the GIL released) ------------
     def read_memory(self) -> list[int | None]:
         """NVML memory used per device, in bytes (the ledger's before/after reading)."""
@@ -379,11 +327,8 @@ class NvmlSource:
     def read_slow(self) -> None:
         """Values that change rarely; carried into every fast row."""
         self.library.retry_kept_calls()  # (a slow spell of the driver's that has passed)
-        for i, state in enumerate(self._state):
-            limit = self.library.query(
-                "nvmlDeviceGetEnforcedPowerLimit", state.gpu_handle, device=i, metric="power_limit"
-            )
-            state.values[_AT["power_limit"]] = None if limit is NA else limit / 1000.0
+        for state in self._state:
+            _read_into(state.values, state.slow)
 
     def read_processes(self) -> list[GpuProcess]:
         """Compute processes on every device, this kernel's marked (who the others are is
@@ -489,24 +434,28 @@ def _on_mig(gpu: GpuDevice, mig: MigDevice) -> GpuDevice:
     )
 
 
+def _bind(
+    lib: NvmlLibrary, index: int, gpu_handle: object, reads: tuple[CadenceRead, ...]
+) -> tuple[_BoundRead, ...]:
+    return tuple((r.reader, BoundQuery(lib, index, gpu_handle, r.read), r.slots) for r in reads)
+
+
+def _read_into(values: list[float | None], reads: tuple[_BoundRead, ...]) -> None:
+    """Make ``reads`` (a device's, at one cadence) and put what they give in ``values``: a
+    read's one value, or one a slot where rows share it."""
+    for reader, ask, slots in reads:
+        got = reader(ask)
+        if len(slots) == 1:
+            values[slots[0]] = got
+        else:
+            for slot, value in zip(slots, got, strict=True):
+                values[slot] = value
+
+
 def _put_memory(values: list[float | None], memory: object) -> None:
     values[_MEM_USED] = memory.used  # type: ignore[attr-defined]
     values[_MEM_RESERVED] = memory.reserved  # type: ignore[attr-defined]
     values[_MEM_TOTAL] = memory.total  # type: ignore[attr-defined]
-
-
-def _rate(counter: _Counter, value: object) -> float | None:
-    if getattr(value, "nvmlReturn", 1) != _SUCCESS:
-        return None
-    raw = int(value.value.ullVal)
-    stamp = int(getattr(value, "timestamp", 0)) or int(time.time() * 1e6)
-    rate = None
-    if counter.value is not None and counter.time_us is not None and stamp > counter.time_us:
-        delta = raw - counter.value
-        if delta >= 0:  # a reset counter gives one missing value, not a negative rate
-            rate = delta / ((stamp - counter.time_us) / 1e6)
-    counter.value, counter.time_us = raw, stamp
-    return rate
 
 
 def _sample_value(sample: object) -> float:
