@@ -27,7 +27,8 @@ const SPARSE_POINTS = { show: (u) => u.data[0].length <= FEW_ROWS, size: 5 };
 
 // A line's colour is its metric's (the registry's `color`, sent with each column), so a metric
 // is one colour in the chart, the report and the static picture; a metric without one takes
-// this palette's colour for its place in the panel (the same rule as _views/chart/panels.py).
+// this palette's colour for its place in the panel (the same rule as _views/chart/panels.py,
+// the same cycle as LINE_CYCLE in _views/palette.py: tests/test_palette.py holds them equal).
 export const PALETTE = ["#3b82f6", "#f59e0b", "#10b981", "#8b5cf6", "#06b6d4", "#ef4444", "#ec4899"];
 /** The colour of column `c` (its registry metadata), the `k`th line of its panel. */
 export function lineColor(c, k) {

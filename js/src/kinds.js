@@ -2,7 +2,8 @@
 // held beyond, per GPU), as the chart's "by kind" bands and their legend draw it.
 
 // Each kind of memory's colour in the "by kind" bands: the same as %gpumon explain's bars
-// (_views/memory/explain.py); a framework's unused reserve and any other kind in grey.
+// (CATEGORY_COLORS in _views/palette.py; tests/test_palette.py holds them equal); a framework's
+// unused reserve and any other kind in grey.
 export const KIND_COLORS = {
   parameters: "#2563eb",
   gradients: "#60a5fa",

@@ -20,9 +20,9 @@ pytestmark = pytest.mark.browser
 XSS = "<img src=x onerror=alert(1)>"
 XSS_CELL = f"x = 1  # {XSS}"  # under the table's 40 characters of source: shown whole
 KEEP_B_SHOWN = KEEP_B[:39]  # the table shows a source's first 39 characters, then "…"
-RUN_COLORS = {"A": "#4c78a8", "B": "#f58518"}  # comparison_page.RUN_COLORS
-REGRESSION_BAND = "#f4a6a3"  # comparison_report._BAND_COLORS[2]
-REGRESSION_ROW = "rgb(253, 226, 225)"  # the table's #fde2e1
+RUN_COLORS = {"A": "#4c78a8", "B": "#f58518"}  # _views/palette.py's RUN_COLORS
+REGRESSION_BAND = "#f4a6a3"  # _views/palette.py's REPORT_REGRESSION_BAND
+REGRESSION_ROW = "rgb(253, 226, 225)"  # the table's REGRESSION_ROW, #fde2e1
 ROWS = 7  # A's 6 recorded cells (from %gpumon record to SAMPLED), and B's extra cell
 BANDS = ["[2]", "[3]", "[4]", "— → [5]", "[5] → [6]", "[6] → [7]", "[7] → [8]"]
 TALL = {"width": 1280, "height": 1400}  # the whole report on screen, for the screenshot

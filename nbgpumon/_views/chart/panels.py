@@ -8,16 +8,16 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from ..._foundation.metrics import LIMIT, SERIES, Metric, device_of, display_order, metric_of
+from ..palette import LINE_CYCLE
 
 # A line's colour is its metric's (the registry's ``color``), so one metric is one colour in the
-# live chart, the report and the static SVG; a metric without one takes this palette's colour
+# live chart, the report and the static SVG; a metric without one takes the palette's line cycle
 # for its place in its panel. js/src/chart.js (``PALETTE``, ``lineColor``) follows the same rule.
-PALETTE = ("#3b82f6", "#f59e0b", "#10b981", "#8b5cf6", "#06b6d4", "#ef4444", "#ec4899")
 
 
 def line_color(metric: Metric, k: int) -> str:
     """The colour of ``metric``'s line, the ``k``-th of its panel."""
-    return metric.color or PALETTE[k % len(PALETTE)]
+    return metric.color or LINE_CYCLE[k % len(LINE_CYCLE)]
 
 
 @dataclass(frozen=True)

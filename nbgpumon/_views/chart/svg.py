@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..._foundation.windows import Window
+from ..palette import PICTURE_BACKGROUND, PICTURE_BAND
 from .axis import ValueAxis, bytes_axis, clock_labels, percent_axis, time_ticks, value_axis
 from .panels import Panel, chart_panels
 from .svg_plot import MARK_ROW, TICK_GAP, PlotArea
@@ -68,7 +69,7 @@ def timeline_svg(
     parts = [
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
         f'viewBox="0 0 {width} {height}" font-family="sans-serif" font-size="11">',
-        f'<rect width="{width}" height="{height}" fill="white"/>',
+        f'<rect width="{width}" height="{height}" fill="{PICTURE_BACKGROUND}"/>',
     ]
     if strip:
         parts.append(first.mark_labels(marks, 6 + strip))
@@ -84,7 +85,10 @@ def timeline_svg(
         parts.append(area.frame(f"{title}{_TITLES.get(panel.name, panel.name)} ({axis.unit})"))
         parts.append(
             area.bands(
-                [(a, b, label, "#888", _SHADES[n % 2]) for n, (a, b, label) in enumerate(cells)]
+                [
+                    (a, b, label, PICTURE_BAND, _SHADES[n % 2])
+                    for n, (a, b, label) in enumerate(cells)
+                ]
             )
         )
         parts.append(area.mark_lines([t for t, _ in marks]))

@@ -14,7 +14,8 @@ from xml.sax.saxutils import escape
 
 import numpy as np
 
-from ..._foundation.units import clipped
+from ..._foundation.clipping import clipped
+from ..palette import BAND_LABEL, FRAME, GRIDLINE, MARK, QUIET_TEXT, TICK, TITLE_TEXT
 from .axis import ValueAxis
 
 LABEL_CHAR = 6.5  # px per character of an 11 px sans-serif label, about
@@ -22,9 +23,6 @@ TICK_GAP = 14  # px below a plot area for its time labels
 MARK_ROW = 13  # px per row of mark labels
 MAX_MARK_ROWS = 4  # rows of mark labels at most; more marks share the top one
 MARK_LABEL = 60  # characters of a mark's label drawn at most: 390 px, inside any picture
-_GRID = "#e6e6e6"
-_TEXT = "#666"
-_MARK = "#b279a2"
 
 
 @dataclass(frozen=True)
@@ -53,20 +51,20 @@ class PlotArea:
     def frame(self, title: str) -> str:
         """The title above, the frame, the y gridlines and their labels (in the axis's unit)."""
         parts = [
-            f'<text x="{self.left}" y="{self.top - 4}" fill="#333">{escape(title)}</text>',
+            f'<text x="{self.left}" y="{self.top - 4}" fill="{TITLE_TEXT}">{escape(title)}</text>',
             f'<rect class="plot" x="{self.left}" y="{self.top}" width="{self.right - self.left}" '
-            f'height="{self.bottom - self.top}" fill="none" stroke="#ccc"/>',
+            f'height="{self.bottom - self.top}" fill="none" stroke="{FRAME}"/>',
         ]
         for tick, label in zip(self.axis.ticks, self.axis.labels, strict=True):
             y = self.y(tick * self.axis.size)
             if tick > 0:
                 parts.append(
                     f'<line x1="{self.left}" x2="{self.right}" y1="{y:.1f}" y2="{y:.1f}" '
-                    f'stroke="{_GRID}"/>'
+                    f'stroke="{GRIDLINE}"/>'
                 )
             parts.append(
                 f'<text class="ytick" x="{self.left - 4}" y="{y + 4:.1f}" text-anchor="end" '
-                f'fill="{_TEXT}">{escape(label)}</text>'
+                f'fill="{QUIET_TEXT}">{escape(label)}</text>'
             )
         return "".join(parts)
 
@@ -79,13 +77,13 @@ class PlotArea:
             x = self.x(tick)
             parts.append(
                 f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{self.bottom}" y2="{self.bottom + 4}" '
-                f'stroke="#999"/>'
+                f'stroke="{TICK}"/>'
             )
-            parts.append(self._text_at(x, y, label, "xtick", _TEXT))
+            parts.append(self._text_at(x, y, label, "xtick", QUIET_TEXT))
         if title:
             parts.append(
                 f'<text class="xtitle" x="{self.right}" y="{y + TICK_GAP}" text-anchor="end" '
-                f'fill="{_TEXT}">{escape(title)}</text>'
+                f'fill="{QUIET_TEXT}">{escape(title)}</text>'
             )
         return "".join(parts)
 
@@ -133,7 +131,7 @@ class PlotArea:
             if end <= min(after, self.right):
                 parts.append(
                     f'<text class="band-label" x="{x0 + 2:.1f}" y="{self.top + 11}" '
-                    f'fill="#555">{escape(label)}</text>'
+                    f'fill="{BAND_LABEL}">{escape(label)}</text>'
                 )
         return "".join(parts)
 
@@ -141,7 +139,7 @@ class PlotArea:
         """A dashed vertical line at each instant inside the area."""
         return "".join(
             f'<line class="mark" x1="{self.x(t):.1f}" x2="{self.x(t):.1f}" y1="{self.top}" '
-            f'y2="{self.bottom}" stroke="{_MARK}" stroke-dasharray="4,3"/>'
+            f'y2="{self.bottom}" stroke="{MARK}" stroke-dasharray="4,3"/>'
             for t in times
             if self.x0 <= t <= self.x1
         )
@@ -154,7 +152,7 @@ class PlotArea:
         """Each mark's label over its line, the lowest row on ``y`` and each further row
         above it."""
         return "".join(
-            self._text_at(x, y - MARK_ROW * row, label, "mark-label", _MARK)
+            self._text_at(x, y - MARK_ROW * row, label, "mark-label", MARK)
             for x, row, label in self._placed(marks)
         )
 

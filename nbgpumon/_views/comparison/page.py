@@ -11,12 +11,18 @@ import numpy as np
 from ..._session.facts.session_data import SessionData
 from ..chart.axis import bytes_axis, elapsed_ticks
 from ..chart.svg_plot import TICK_GAP, PlotArea
+from ..palette import (
+    PICTURE_BACKGROUND,
+    PICTURE_BAND,
+    PICTURE_BAND_DARKER,
+    PICTURE_REGRESSION_BAND,
+    RUN_COLORS,
+)
 from ..report.page import STYLE
 from ..words.text_view import TextView
 from .timeline import AlignedTimelines, aligned_timelines
 from .words import CellChange
 
-RUN_COLORS = {"A": "#4c78a8", "B": "#f58518"}
 RUN_DASHES = {"A": "", "B": ' stroke-dasharray="5,3"'}
 _WIDTH, _HEIGHT, _LEFT, _RIGHT = 960, 150, 56, 8
 _TITLE, _GAP = 16, 12  # px: a panel's title line; between panels
@@ -54,7 +60,9 @@ def aligned_svg(aligned: AlignedTimelines) -> str:
             band.x0,
             band.x1,
             band.label,
-            "#e45756" if band.regression else ("#888" if n % 2 else "#555"),
+            PICTURE_REGRESSION_BAND
+            if band.regression
+            else (PICTURE_BAND if n % 2 else PICTURE_BAND_DARKER),
             0.25 if band.regression else 0.1,
         )
         for n, band in enumerate(aligned.bands)
@@ -62,7 +70,7 @@ def aligned_svg(aligned: AlignedTimelines) -> str:
     parts = [
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{_WIDTH}" height="{height}" '
         f'viewBox="0 0 {_WIDTH} {height}" font-family="sans-serif" font-size="11">',
-        f'<rect width="{_WIDTH}" height="{height}" fill="white"/>',
+        f'<rect width="{_WIDTH}" height="{height}" fill="{PICTURE_BACKGROUND}"/>',
     ]
     for k, what in enumerate(metrics):
         top = 8 + k * pitch + _TITLE

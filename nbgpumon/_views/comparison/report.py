@@ -12,16 +12,16 @@ import bqplot as bq
 import ipywidgets as widgets
 import numpy as np
 
-from ..._foundation.units import counted
+from ..._foundation.wording import counted
 from ..._session.facts.session_data import SessionData
 from ..chart.axis import bytes_axis
+from ..palette import BAND_LABEL, REPORT_BANDS, REPORT_REGRESSION_BAND, RUN_COLORS
 from ..report.bqplot_report import band_paths
 from ..reprs.short import cut_middle
-from .page import RUN_COLORS
 from .timeline import AlignedTimelines, Band, aligned_timelines
 from .words import CellChange
 
-_BAND_COLORS = ("#c6dbef", "#dadaeb", "#f4a6a3")  # alternate cells; a regression
+_BAND_COLORS = (*REPORT_BANDS, REPORT_REGRESSION_BAND)  # alternate cells; a regression
 MAX_BAND_LABELS = 40
 # A band's label only where it fits the band, as on the page: the plot area's width at a
 # notebook's usual width (the figure less its margins; narrower than most, so labels that show
@@ -137,7 +137,7 @@ def _bands(
         y=np.ones(len(shown)),
         text=np.array([band.label for band in shown], dtype=str),
         scales={"x": x_scale, "y": band_scale},
-        colors=["#555555"],
+        colors=[BAND_LABEL],
         default_size=11,
         align="start",
         x_offset=3,

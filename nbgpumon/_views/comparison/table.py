@@ -5,9 +5,11 @@ from __future__ import annotations
 import html
 from collections.abc import Sequence
 
-from ..._foundation.units import clipped, counted, format_bytes, format_percent, format_seconds
+from ..._foundation.clipping import clipped
+from ..._foundation.wording import counted, format_bytes, format_percent, format_seconds
 from ..._ledger.matching import ONLY_IN_A, ONLY_IN_B
 from ..._session.analysis.comparison import REGRESSION, Figures, frameworks_of
+from ..palette import REGRESSION_ROW
 from ..reprs.short import LINE_LIMIT, REPR_LIMIT, cut_middle, short_text
 from ..words.text_view import TextView
 from .words import CellChange
@@ -156,7 +158,7 @@ def _html(
     )
     body = ""
     for row, change in zip(rows, changes, strict=True):
-        tint = ' style="background:#fde2e1"' if change.verdict == REGRESSION else ""
+        tint = f' style="background:{REGRESSION_ROW}"' if change.verdict == REGRESSION else ""
         body += f"<tr{tint}>" + "".join(
             f'<td style="text-align:{a};white-space:nowrap">{html.escape(v)}</td>'
             for v, a in zip(row, aligns, strict=True)
