@@ -25,6 +25,7 @@ import result_file
 
 import nbgpumon
 from nbgpumon._sources.processes.source import NEW_CHILD
+from nbgpumon._views.words.sampler_cost import cost_line
 
 TARGET = 0.5  # % of a core at the defaults, 8 children alive (issue 30)
 ON_GPU = (
@@ -99,7 +100,7 @@ def _measure(result, mon, n: int, seconds: float) -> None:
     report = session.sampler.cost_report()
     scans, cpu = source.scans - scans0, source.cpu_ns - cpu0
     per_scan = cpu / scans / 1e3 if scans else 0.0
-    result.log(report.line())
+    result.log(cost_line(report))
     on_gpu = sum(1 for p in source.processes if p.is_child)
     result.add(
         f"sampler thread, defaults, {n} children alive ({on_gpu} on a GPU)",
@@ -113,7 +114,7 @@ def _measure(result, mon, n: int, seconds: float) -> None:
     result.details[f"{n} children"] = {
         "core_share": report.core_share,
         "children_on_gpu": on_gpu,
-        "line": report.line(),
+        "line": cost_line(report),
         "process_scans": scans,
         "process_scan_cpu_us": per_scan,
         # a slow spell of the driver's (its fast calls given back their GIL release) shows here

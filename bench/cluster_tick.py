@@ -30,6 +30,7 @@ import nbgpumon
 from nbgpumon._session.config import GPUMon
 from nbgpumon._sources.cluster_series import reading_from
 from nbgpumon._sources.prometheus_http import PrometheusClient
+from nbgpumon._views.words.cluster import cluster_status
 
 TICK_TARGET_US = 40.0  # the sampler's per-tick budget per GPU (tick_cost.py)
 
@@ -121,7 +122,7 @@ def main() -> None:
     try:
         mon.read_cluster(server.url)
         deadline = time.monotonic() + 10
-        while mon.cluster.cursor == 0 and time.monotonic() < deadline:
+        while mon.data.cluster.cursor == 0 and time.monotonic() < deadline:
             mon._session.sampler.tick()
             time.sleep(0.01)
         # -- 1: ticks, off and on, rotated ----------------------------------------------
@@ -142,7 +143,7 @@ def main() -> None:
         result.add(
             f"tick, cluster source on ({remote} remote GPUs, worker reading every 1 s)",
             on["median"], "µs", note=f"p99 {on['p99']:.1f} µs; rows taken during the blocks: "
-            f"{mon.cluster.cursor}",
+            f"{mon.data.cluster.cursor}",
         )  # fmt: skip
         result.add("tick cost the cluster source adds (median)", on["median"] - off["median"], "µs")
         result.details["ticks"] = {"off": off, "on": on}
@@ -189,14 +190,17 @@ def main() -> None:
         # -- 4: a server that hangs ------------------------------------------------------
         server.hang = True
         deadline = time.monotonic() + 5
-        while "no answer" not in mon.cluster.status and time.monotonic() < deadline:
+        while (
+            "no answer" not in cluster_status(mon.data.cluster.state)
+            and time.monotonic() < deadline
+        ):
             mon._session.sampler.tick()
             time.sleep(0.01)
         hung = stats.describe(tick_times(mon, ticks))
         result.add(
             "tick while the server does not answer", hung["median"], "µs",
             note=f"p99 {hung['p99']:.1f} µs, max {hung['max']:.1f} µs; status: "
-            f"{mon.cluster.status}",
+            f"{cluster_status(mon.data.cluster.state)}",
         )  # fmt: skip
     finally:
         mon.close()

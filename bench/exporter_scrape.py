@@ -84,7 +84,10 @@ def main() -> None:
         body = urllib.request.urlopen(url, timeout=10).read()
         lines = [line for line in body.decode().splitlines() if not line.startswith("#")]
         result.details.update(
-            gpus=args.gpus, records=len(mon.records), answer_bytes=len(body), samples=len(lines)
+            gpus=args.gpus,
+            records=len(mon.data.records),
+            answer_bytes=len(body),
+            samples=len(lines),
         )
 
         # -- 1: full scrapes over HTTP ----------------------------------------------------
@@ -98,7 +101,7 @@ def main() -> None:
         d = stats.describe(full)
         result.add(
             f"full scrape, HTTP GET /metrics on loopback ({args.gpus} GPUs, "
-            f"{len(mon.records)} cells, {len(lines)} samples, {len(body):,} bytes)",
+            f"{len(mon.data.records)} cells, {len(lines)} samples, {len(body):,} bytes)",
             d["median"], "ms", note=f"p99 {d['p99']:.2f} ms, max {d['max']:.2f} ms",
         )  # fmt: skip
         result.details["full_ms"] = d

@@ -21,6 +21,8 @@ import result_file
 import stats
 from hook_cost import loaded_shell, time_cells, time_hooks, unload
 
+from nbgpumon._views.words.nvtx import nvtx_state_words
+
 TARGET_MS = 0.05  # what the ranges may add to a cell: a small share of the hooks' 1 ms
 
 
@@ -92,7 +94,9 @@ def main() -> None:
     mon.stop()  # the sampler's thread would only add noise to both arms
     time_hooks(shell, hooks, 20)
     reply = mon.nvtx(True)  # what "on" means here (no CUDA: nothing is pushed)
-    result.details.update(nvtx_on_reply=reply, nvtx_when_on=mon._session.nvtx_ranges.state)
+    result.details.update(
+        nvtx_on_reply=reply, nvtx_when_on=nvtx_state_words(mon._session.nvtx_ranges.state)
+    )
     result.details["tensors_held"] = len(held)
     mon.nvtx(False)
     result.log(f"nvtx on: {reply}")

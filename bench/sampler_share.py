@@ -20,6 +20,7 @@ import cuda_setup
 import result_file
 
 import nbgpumon
+from nbgpumon._views.words.sampler_cost import cost_line
 
 TARGETS = {0.1: 0.5, 0.01: 1.5}  # interval -> % of a core (issue 23)
 
@@ -45,7 +46,7 @@ def main() -> None:
             time.sleep(seconds)
             report = mon._session.sampler.cost_report()
             label = "defaults (10 Hz)" if interval == 0.1 else "100 Hz"
-            result.log(report.line())
+            result.log(cost_line(report))
             per = {
                 name: {"ticks": g.ticks, "cpu_us_per_tick": g.cpu_per_tick * 1e6,
                        "wall_us_per_tick": g.wall_per_tick * 1e6}
@@ -69,7 +70,7 @@ def main() -> None:
                 "groups": per,
                 "source_wall_us_per_read": sources,
                 "nvml_calls_per_second": report.device_calls_per_second,
-                "line": report.line(),
+                "line": cost_line(report),
             }
     finally:
         mon.close()

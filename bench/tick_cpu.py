@@ -209,6 +209,7 @@ def main() -> None:
     import stub_nvml
 
     import nbgpumon
+    from nbgpumon._views.words.sampler_cost import cost_line
 
     result = result_file.Result("tick_cpu", args)
     seconds = 2.0 if args.quick else args.seconds
@@ -247,7 +248,7 @@ def main() -> None:
             result.log(
                 f"{label}: fast tick {fast_us:.1f} µs CPU ({ticks} ticks in {wall:.1f} s); "
                 + ", ".join(f"{k} {v:.1f}" for k, v in breakdown.items())
-                + f"; every cadence: {share:.3f}% of a core; {creport.line()}"
+                + f"; every cadence: {share:.3f}% of a core; {cost_line(creport)}"
             )
             result.add(
                 f"fast tick CPU per GPU, {label} (thread's clock)",
@@ -274,10 +275,10 @@ def main() -> None:
                 "steps_run_tick_cpu_us": wrapped_us,
                 "breakdown_calls": steps.spent if steps is not None else {},
                 "in_thread_fast_us": report.groups["fast"].cpu_per_tick * 1e6,
-                "in_thread_steps_line": sreport.line(),
+                "in_thread_steps_line": cost_line(sreport),
                 "share_percent": share,
                 "share_ticks": cticks,
-                "share_line": creport.line(),
+                "share_line": cost_line(creport),
             }
     finally:
         mon.close()

@@ -12,16 +12,17 @@ from __future__ import annotations
 
 import os
 import warnings
-from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from ._api import current as _current
 from ._api import exporter as _exporter
 from ._api.monitor import Monitor
 from ._foundation.errors import RecordingError, RecordingNotFound, UsageError
+from ._foundation.forwarding import forwards_to as _forwards_to
 from ._foundation.version import __version__
 from ._ipython.shell import current_shell as _current_shell
 from ._ledger.records import CellRecord, DeviceUsage
+from ._session.analysis.fit_arguments import FitArguments as _FitArguments
 from ._session.config import GPUMon
 from ._session.region import Region
 from ._sources import frameworks as _frameworks  # noqa: F401  (registers the built-in plug-ins first)
@@ -46,7 +47,7 @@ _LAZY = {
     "CellExplained": ("._forensics.explain", "CellExplained"),
     "MemoryExplained": ("._forensics.explain", "MemoryExplained"),
     "HolderScan": ("._forensics.holder_scan", "HolderScan"),
-    "FitResult": ("._views.fit_result", "FitResult"),
+    "FitResult": ("._views.reprs.fit_result", "FitResult"),
 }
 
 
@@ -143,14 +144,8 @@ def free() -> str:
     return monitor().free()
 
 
-def fit(
-    step: Callable[[int], Any],
-    sizes: Iterable[int],
-    limit: int | str | Mapping[str, int | str] | None = None,
-    margin: int | str | None = None,
-    label: str = "fit",
-    warmup: bool = True,
-) -> FitResult:
+@_forwards_to(_FitArguments)
+def fit(*args: Any, **kwargs: Any) -> FitResult:
     """Will it fit? Run ``step(size)`` for each of ``sizes`` (smallest first) as a tracked
     region, fit each kind of memory's peak growth (each framework's allocator per GPU, and
     host memory) as ``intercept + slope × size`` by least squares, and predict the largest
@@ -167,7 +162,7 @@ def fit(
     A prediction needs 3 sizes that ran, a good line (R² ≥ 0.98, no point more than 5% of the
     largest peak off it) and memory that grows with size; otherwise the result says why.
     Returns a :class:`FitResult`, whose repr is a short table (what the notebook shows)."""
-    return monitor().fit(step, sizes, limit, margin, label, warmup)
+    return monitor().fit(*args, **kwargs)
 
 
 def load(path: str, session: int | None = None) -> Recorded:

@@ -9,8 +9,8 @@ EXTRA = "extra = [n * n for n in range(1000)]"
 SAMPLED = (
     "import time, nbgpumon\n"
     "_mon, _until = nbgpumon.monitor(), time.monotonic() + 30\n"
-    "_enough = _mon.cursor + 3\n"
-    "while _mon.cursor < _enough and time.monotonic() < _until:\n"
+    "_enough = _mon.data.cursor + 3\n"
+    "while _mon.data.cursor < _enough and time.monotonic() < _until:\n"
     "    time.sleep(0.02)"
 )
 

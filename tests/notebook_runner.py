@@ -37,7 +37,7 @@ SHOW_WIDGET = (
 )
 RECORDS_CELL = (
     "import json as _json, nbgpumon as _nbg\n"
-    "from nbgpumon._views.frames import record_row as _row\n"
+    "from nbgpumon._views.frames import frame_row as _row\n"
     "print('RECORDS=' + _json.dumps([_row(r) for r in _nbg.cells()]))"
 )
 # Waits until the sampler has read the allocators a few times (a condition, not a sleep);
@@ -54,7 +54,7 @@ WAIT_FOR_ALLOCATOR_READS = (
 DEVICES_CELL = (
     "import json as _json, nbgpumon as _nbg\n"
     "print('DEVICES=' + _json.dumps("
-    "[[d.index, d.cuda_index, d.label] for d in _nbg.monitor().devices]))"
+    "[[d.index, d.cuda_index, d.label] for d in _nbg.monitor().data.devices]))"
 )
 
 

@@ -33,9 +33,9 @@ SCRAPE_SECONDS = 1
 WAIT_FOR_THREE_HOSTS = (
     "import time as _t, nbgpumon as _n\n"
     "_d = _t.monotonic() + 60\n"
-    "while len(_n.monitor().cluster.nodes()) < 3 and _t.monotonic() < _d:\n"
+    "while len(_n.monitor().data.cluster.nodes()) < 3 and _t.monotonic() < _d:\n"
     "    _t.sleep(0.1)\n"
-    "print('HOSTS', [n.host for n in _n.monitor().cluster.nodes()])"
+    "print('HOSTS', [n.host for n in _n.monitor().data.cluster.nodes()])"
 )
 
 

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from nbgpumon._foundation.units import format_bytes
+from nbgpumon._foundation.wording import format_bytes
 from nbgpumon._views.chart.axis import (
     HEADROOM,
     MAX_TIME_TICKS,

@@ -289,7 +289,7 @@ def test_an_optimizer_over_a_models_parameters_reads_their_addresses_once_per_wa
 
 def test_the_widgets_rows_carry_each_cells_peak_by_kind_and_refuse_a_malformed_one():
     from nbgpumon._views.widget.live_chart import cell_row
-    from nbgpumon._views.widget.live_chart.traits import CELL
+    from nbgpumon._views.widget.traits import CELL
 
     record = torch_record(0, 3 * MIB, 5 * MIB)
     device = dataclasses.replace(record.devices[0], kinds_after=(("parameters", 3 * MIB),))

@@ -11,13 +11,10 @@ from pathlib import Path
 
 import pytest
 
+from gpu_required import cuda_tests
 from notebook_runner import keep_gpu_cells, run_cells
 
-torch = pytest.importorskip("torch")
-pytestmark = [
-    pytest.mark.gpu,
-    pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU"),
-]
+torch, pytestmark = cuda_tests()
 GIB = 2**30
 HERE = Path(__file__).parent / "children"
 CHILDREN_OF = (

@@ -13,7 +13,7 @@ from nbgpumon._ledger.records import CellRecord, DeviceUsage
 from nbgpumon._sources.processes.children import ChildGpu, ChildUsage
 from nbgpumon._views.frames import cells_frame, frame_row
 from nbgpumon._views.widget.live_chart import cell_row
-from nbgpumon._views.widget.live_chart.traits import CELL
+from nbgpumon._views.widget.traits import CELL
 from nbgpumon._views.words.cell_summary import summary_line
 from nbgpumon._views.words.cells_table import cells_table
 from nbgpumon._views.words.children import children_count_and_peak, children_text, job_lines

@@ -10,14 +10,16 @@ from pathlib import Path
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from nbgpumon._api.monitor import Monitor
 from nbgpumon._foundation.errors import UsageError
 from nbgpumon._foundation.metrics import node_of
 from nbgpumon._session.config import GPUMon
 from nbgpumon._session.session import Session
+from nbgpumon._sources.base import RemotePhase
 from nbgpumon._sources.cluster_series import reading_from
 from nbgpumon._sources.prometheus import check_match, gpu_query
 from nbgpumon._sources.prometheus_http import PrometheusClient, Series, shown_url
-from nbgpumon._views.words.cluster import cluster_lines
+from nbgpumon._views.words.cluster import cluster_lines, cluster_read_line, cluster_status
 
 from prometheus_server import (
     WAIT_FOR_THREE_HOSTS,
@@ -183,12 +185,22 @@ def session(**settings) -> Session:
     return s
 
 
+def read(s: Session, *args, **kwargs) -> str:
+    """What ``%gpumon cluster`` says of reading (or stopping) the cluster."""
+    return cluster_read_line(s.cluster_control.read(*args, **kwargs))
+
+
+def status(s: Session) -> str:
+    """The cluster's status line, as ``%gpumon status`` says it."""
+    return cluster_status(s.data.cluster.state)
+
+
 def test_a_real_prometheus_server_s_nodes_arrive_with_their_numbers(prometheus):
     s = session()
     try:
-        line = s.read_cluster(prometheus.url)
+        line = read(s, prometheus.url)
         assert line == f"cluster: 2 nodes, 5 GPUs from {prometheus.url}, every 1 s"
-        cluster = s.cluster
+        cluster = s.data.cluster
         until(lambda: cluster.cursor > 0, "the first rows in the cluster timeline", 10)
         latest = cluster.latest()
         assert latest[column("node-a", "gpu0", "mem_used")] == 40960 * MIB
@@ -212,17 +224,19 @@ def test_a_real_prometheus_server_s_nodes_arrive_with_their_numbers(prometheus):
 def test_label_matchers_narrow_what_is_read(prometheus):
     s = session()
     try:
-        line = s.read_cluster(prometheus.url, 'Hostname="node-b"')
+        line = read(s, prometheus.url, 'Hostname="node-b"')
         assert line.startswith("cluster: 1 node, 3 GPUs")
         assert s.config.prometheus_match == 'Hostname="node-b"'
-        line = s.read_cluster(prometheus.url, 'Hostname="node-z"')
+        line = read(s, prometheus.url, 'Hostname="node-z"')
         assert "answers, but has no DCGM exporter or nbgpumon GPU series matching" in line
     finally:
         s.close()
 
 
 def test_the_setting_starts_and_stops_reading(prometheus, capsys):
-    s = session()
+    mon = Monitor(GPUMon(interval=0.05, cluster_timeout=1.0))  # (it says what a %config did)
+    mon.start()
+    s = mon._session
     try:
         s.config.prometheus_url = prometheus.url
         assert "cluster: 2 nodes" in capsys.readouterr().out
@@ -230,19 +244,19 @@ def test_the_setting_starts_and_stops_reading(prometheus, capsys):
         s.config.prometheus_url = ""
         assert capsys.readouterr().out == f"nbgpumon: stopped reading {prometheus.url}\n"
         assert s.sampler.remote is None
-        assert s.cluster.nodes()  # what was read stays readable
+        assert s.data.cluster.nodes()  # what was read stays readable
     finally:
-        s.close()
+        mon.close()
 
 
 def test_a_bad_url_or_matcher_is_one_line_and_reading_goes_on(prometheus):
     s = session()
     try:
-        s.read_cluster(prometheus.url)
+        read(s, prometheus.url)
         with pytest.raises(UsageError, match="is not a Prometheus server's address"):
-            s.read_cluster("prometheus:9090")
+            read(s, "prometheus:9090")
         with pytest.raises(UsageError, match="not a list of label matchers"):
-            s.read_cluster(prometheus.url, "node-1")
+            read(s, prometheus.url, "node-1")
         assert s.sampler.remote is not None and s.sampler.remote.url == prometheus.url
     finally:
         s.close()
@@ -266,17 +280,17 @@ def test_a_server_that_stops_mid_run_is_a_status_and_reading_resumes_when_it_is_
     server.wait_for_series("DCGM_FI_DEV_FB_USED", 5)
     s = session()
     try:
-        assert s.read_cluster(server.url).startswith("cluster: 2 nodes")
+        assert read(s, server.url).startswith("cluster: 2 nodes")
         server.stop()
-        until(lambda: "connection refused" in s.cluster.status, "the status to say so", 10)
-        assert s.cluster.status == (
+        until(lambda: "connection refused" in status(s), "the status to say so", 10)
+        assert status(s) == (
             f"Prometheus at {server.url}: connection refused (is the server running?); "
             "trying again every 1 s"
         )
         rows, gap = gaps_while(s, 2.0)
         assert rows >= 15 and gap < 1.0  # ticks every 0.05 s went on
         server.start()  # the same port, the same storage
-        until(lambda: s.cluster.status.startswith("2 nodes"), "reading to resume", 30)
+        until(lambda: status(s).startswith("2 nodes"), "reading to resume", 30)
     finally:
         s.close()
         server.stop()
@@ -288,16 +302,16 @@ def test_a_slow_server_never_stalls_a_tick():
     s = session(cluster_timeout=1.5)
     try:
         started = time.monotonic()
-        line = s.read_cluster(api.url)
+        line = read(s, api.url)
         assert time.monotonic() - started < 5  # it waited for the first answer, then said so
         assert line == f"cluster: reading {api.url}; no answer yet (%gpumon status says when)" or (
             "no answer within 1.5 s" in line
         )
-        until(lambda: "no answer within 1.5 s" in s.cluster.status, "the timeout status", 15)
+        until(lambda: "no answer within 1.5 s" in status(s), "the timeout status", 15)
         rows, gap = gaps_while(s, 2.0)  # while the worker waits on the server
         assert rows >= 15 and gap < 1.0
         api.mode = "good"
-        until(lambda: "answers, but has no" in s.cluster.status, "recovery", 15)
+        until(lambda: "answers, but has no" in status(s), "recovery", 15)
     finally:
         s.close()
         api.close()
@@ -315,14 +329,14 @@ def test_a_server_answering_errors_or_garbage_is_a_status_line(mode, says):
     api.mode = mode
     s = session(cluster_interval=1)  # it can't learn the scrape interval from this server
     try:
-        line = s.read_cluster(api.url)
+        line = read(s, api.url)
         assert says in line
-        assert s.cluster.status == f"Prometheus at {api.url}: {says}; trying again every 1 s"
+        assert status(s) == f"Prometheus at {api.url}: {says}; trying again every 1 s"
         rows, gap = gaps_while(s, 1.0)
         assert rows >= 8 and gap < 1.0
-        assert s.cluster.cursor == 0  # nothing made up
+        assert s.data.cluster.cursor == 0  # nothing made up
         api.mode = "good"
-        until(lambda: "answers, but has no" in s.cluster.status, "recovery", 15)
+        until(lambda: "answers, but has no" in status(s), "recovery", 15)
     finally:
         s.close()
         api.close()
@@ -333,13 +347,13 @@ def test_close_stops_the_worker_even_while_a_request_hangs():
     api.mode = "slow"
     s = session(cluster_timeout=10)
     try:
-        s.read_cluster(api.url, wait=0)
+        read(s, api.url, wait=0)
         until(lambda: api.requests >= 1, "the request to hang", 10)
         source = s.sampler.remote
         started = time.monotonic()
         s.close()
         assert time.monotonic() - started < 2.5
-        assert s.sampler.remote is None and source.status.startswith("stopped reading")
+        assert s.sampler.remote is None and source.state.phase == RemotePhase.STOPPED
     finally:
         api.close()
         until(lambda: not source.running, "the worker to end with its request", 15)
@@ -353,13 +367,13 @@ def test_a_recording_keeps_the_nodes_and_loads_them_back(prometheus, tmp_path):
     path = tmp_path / "run.sqlite"
     try:
         s.record(path)
-        s.read_cluster(prometheus.url)
+        read(s, prometheus.url)
         until(
             lambda: s.recording_control.writer.node_rows_written >= 10, "node rows in the file", 20
         )
     finally:
         s.close()
-    live = s.cluster
+    live = s.data.cluster
     recorded = load_recorded(path).cluster
     assert recorded.url == prometheus.url
     assert [n.host for n in recorded.nodes()] == ["node-a", "node-b"]
@@ -376,9 +390,9 @@ def test_the_report_draws_a_memory_and_a_utilization_line_per_node(prometheus):
 
     s = session()
     try:
-        s.read_cluster(prometheus.url)
-        until(lambda: s.cluster.cursor >= 2, "two answers", 10)
-        report = report_widget(s)
+        read(s, prometheus.url)
+        until(lambda: s.data.cluster.cursor >= 2, "two answers", 10)
+        report = report_widget(s.data)
     finally:
         s.close()
     assert report.node_memory_figure in report.children
@@ -505,9 +519,9 @@ def test_a_config_file_s_prometheus_url_starts_reading_at_load(prometheus, tmp_p
     )
     wait = (
         "import time, nbgpumon\n_d = time.monotonic() + 30\n"
-        "while not nbgpumon.monitor().cluster.nodes() and time.monotonic() < _d:\n"
+        "while not nbgpumon.monitor().data.cluster.nodes() and time.monotonic() < _d:\n"
         "    time.sleep(0.05)\n"
-        "print('NODES', [n.host for n in nbgpumon.monitor().cluster.nodes()])"
+        "print('NODES', [n.host for n in nbgpumon.monitor().data.cluster.nodes()])"
     )
     runs = run_cells(["%load_ext nbgpumon", wait], env={"IPYTHONDIR": str(ipython_dir)})
     assert f"nbgpumon: cluster: reading {prometheus.url}; no answer yet" in runs[0].text

@@ -3,17 +3,12 @@ times the CUDA memory; the comparison flags that cell by its GPU figures, per fr
 
 from __future__ import annotations
 
-import pytest
-
 import nbgpumon
 
+from gpu_required import cuda_tests
 from notebook_runner import run_cells
 
-torch = pytest.importorskip("torch")
-pytestmark = [
-    pytest.mark.gpu,
-    pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU"),
-]
+torch, pytestmark = cuda_tests()
 MIB = 2**20
 KEEP_A = "keep = torch.empty(256 * 2**20, dtype=torch.uint8, device='cuda')"
 KEEP_B = "keep = torch.empty(3 * 256 * 2**20, dtype=torch.uint8, device='cuda')"

@@ -17,12 +17,11 @@ WORD = "nvml"
 # What still names NVML outside its home, by (file under nbgpumon/, the name or string), each
 # with why; a name that is gone from its file fails the test too, so the list stays true.
 ALLOWED: dict[tuple[str, str], str] = {
-    # the one place that picks the default device source, and the fault tests' boundary
-    # (a fake NVML module: Session(nvml_module=...), Monitor(nvml_module=...))
-    ("_session/session.py", "_sources.devices.nvml"): "the default device source",
-    ("_session/session.py", "NvmlSource"): "the default device source",
+    # the devices registry, which imports the built-in plug-in for its registration, and the
+    # fault tests' boundary (a fake NVML module: Session(nvml_module=...))
+    ("_sources/devices/__init__.py", "nvml"): "the built-in plug-in, imported to register",
+    ("_sources/devices/__init__.py", "_nvml"): "the built-in plug-in, imported to register",
     ("_session/session.py", "nvml_module"): "the fault tests' fake library, passed to it",
-    ("_api/monitor.py", "nvml_module"): "the fault tests' fake library, passed on",
     # public names of nbgpumon 0.1 (docs/python-api.md): read-only aliases, and the old keys
     # of records in recordings made before the device-source protocol (they must load)
     ("_ledger/records.py", "nvml_index"): "alias of DeviceUsage.index; old recordings' key",
@@ -128,7 +127,7 @@ def test_the_scan_catches_a_module_that_reads_nvml_by_name(tmp_path):
     home = tmp_path / "nbgpumon" / "_sources" / "devices" / "nvml"
     home.mkdir(parents=True)
     (home / "source.py").write_text("name = 'nvml'\n")  # at home: allowed
-    assert scan(tmp_path / "nbgpumon") == {("_session/live_status.py", "nvml"): [2]}
+    assert scan(tmp_path / "nbgpumon") == {("_session/status.py", "nvml"): [2]}
 
 
 def js_naming(source: str) -> list[int]:

@@ -10,14 +10,11 @@ from __future__ import annotations
 
 import pytest
 
+from gpu_required import cuda_tests
 from notebook_runner import keep_gpu_cells, keep_gpu_file, run_cells
 from required import CUPY_JAX, import_or_skip
 
-torch = pytest.importorskip("torch")
-pytestmark = [
-    pytest.mark.gpu,
-    pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU"),
-]
+torch, pytestmark = cuda_tests()
 
 TRUTH = """\
 import os, pynvml

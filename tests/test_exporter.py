@@ -118,7 +118,7 @@ def _after_one_tick(nvml: object) -> str:
     try:
         mon.stop()
         mon._session.sampler.tick()
-        return SessionCollector(mon).text()
+        return SessionCollector(mon.data).text()
     finally:
         mon.close()
 
@@ -135,7 +135,7 @@ def _sampled(mon: Monitor) -> None:
 
 def test_each_gpu_s_figures_are_exported_in_base_units_with_dcgm_s_labels(monitor):
     _sampled(monitor)
-    text = SessionCollector(monitor).text()
+    text = SessionCollector(monitor.data).text()
     gpu0 = {"gpu": "0", "UUID": "GPU-aaaa", "modelName": "Fake H200", "Hostname": HOST}
     used = samples(text, "nbgpumon_gpu_memory_used_bytes")
     assert used == [
@@ -185,7 +185,7 @@ def test_an_allocator_s_gauges_carry_its_framework_and_the_process_rank(monkeypa
     gpu.use(2 * GIB)  # JAX's peak stays at 3 GiB
     _install(monkeypatch, fake_jax({"cuda": FakeJaxClient([gpu])}))
     monitor._session.sampler.tick()
-    text = SessionCollector(monitor, rank=process_rank()).text()
+    text = SessionCollector(monitor.data, rank=process_rank()).text()
     labels = {
         "gpu": "0", "UUID": "GPU-aaaa", "modelName": "Fake H200", "Hostname": HOST,
         "framework": "jax", "rank": "3",
@@ -216,7 +216,7 @@ def test_with_gpu0_hidden_the_allocator_s_cuda0_is_exported_as_physical_gpu1(mon
 def test_cells_are_counted_by_outcome_and_the_last_one_is_described(monkeypatch, monitor):
     gpu = FakeJaxDevice(0)
     _install(monkeypatch, fake_jax({"cuda": FakeJaxClient([gpu])}))
-    collector = SessionCollector(monitor)
+    collector = SessionCollector(monitor.data)
     text = collector.text()
     assert value(text, "nbgpumon_running_cell") == 0
     assert [v for _, v in samples(text, "nbgpumon_cells_total")] == [0, 0, 0, 0]
@@ -250,13 +250,13 @@ def test_the_cell_counter_keeps_counting_when_the_ledger_drops_its_oldest_record
     mon = Monitor(GPUMon(history=2), nvml_module=fake_pynvml(devices=[]))
     try:
         mon.stop()
-        collector = SessionCollector(mon)
+        collector = SessionCollector(mon.data)
         for count in range(1, 6):
             mon._session.ledger.add(
                 mon._session.ledger.end(mon._session.ledger.begin("cell", f"x = {count}", count))
             )
             collector.collect()  # a scrape after each cell
-        assert len(mon.records) == 2
+        assert len(mon.data.records) == 2
         text = collector.text()
     finally:
         mon.close()
@@ -265,12 +265,12 @@ def test_the_cell_counter_keeps_counting_when_the_ledger_drops_its_oldest_record
 
 
 def test_a_failing_read_is_the_collector_s_error_and_a_scrape_still_answers(monitor):
-    collector = SessionCollector(monitor)
+    collector = SessionCollector(monitor.data)
 
     def broken():
         raise RuntimeError("timeline gone")
 
-    monitor.latest = broken
+    monitor.data.latest = broken
     text = collector.text()
     assert collector.error == "RuntimeError: timeline gone"
     assert samples(text, "nbgpumon_build_info")  # the scrape is served, with what it can say

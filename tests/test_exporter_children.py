@@ -89,7 +89,7 @@ def test_a_cell_s_child_is_exported_with_its_peak_its_cell_and_whether_it_runs(m
     child = subprocess.Popen(holder(CHILD, 87, 120))
     try:
         until(
-            lambda: mon.latest() and mon.latest()["gpu0.procs.children_mem"] == CHILD,
+            lambda: mon.data.latest() and mon.data.latest()["gpu0.procs.children_mem"] == CHILD,
             "the child on the GPU",
         )
         pipeline.end(opened, "ok", "", 5, None)
@@ -121,7 +121,7 @@ def test_a_cell_s_child_is_exported_with_its_peak_its_cell_and_whether_it_runs(m
     text = scrape(port)
     assert only(text, "nbgpumon_child_running", pid=str(child.pid), cell="5")[1] == 0.0
     assert only(text, "nbgpumon_child_gpu_memory_peak_bytes", pid=str(child.pid))[1] == CHILD
-    until(lambda: mon.latest()["gpu0.procs.children_mem"] == 0, "the child gone from the GPU")
+    until(lambda: mon.data.latest()["gpu0.procs.children_mem"] == 0, "the child gone from the GPU")
     text = scrape(port)
     assert only(text, "nbgpumon_children_gpu_memory_bytes", gpu="0")[1] == 0
 

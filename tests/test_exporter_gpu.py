@@ -10,21 +10,20 @@ import pytest
 
 from nbgpumon import Monitor
 
+from gpu_required import needs_cuda
 from prometheus_server import free_port, samples
 
 pytestmark = [pytest.mark.gpu, pytest.mark.torch]
 
 
 def test_torch_s_allocated_bytes_are_scraped_exactly_as_torch_counts_them():
-    torch = pytest.importorskip("torch")
-    if not torch.cuda.is_available():
-        pytest.skip("needs a CUDA GPU")
+    torch = needs_cuda()
     mon = Monitor()
     mon.start()
     try:
         tensor = torch.empty(2**30, dtype=torch.uint8, device="cuda")  # CUDA is up: torch is read
         allocated = torch.cuda.memory_allocated(0)
-        (device,) = [d for d in mon.devices if d.cuda_index == 0]
+        (device,) = [d for d in mon.data.devices if d.cuda_index == 0]
         column = f"gpu{device.index}.torch.allocated"
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:  # the sampler reads the allocator every 0.5 s

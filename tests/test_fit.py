@@ -4,14 +4,17 @@ GPU faked at the library boundary (CuPy and NVML)."""
 
 from __future__ import annotations
 
+import inspect
 import math
 import os
+import pydoc
 import re
 import subprocess
 import sys
 
 import pytest
 
+import nbgpumon
 from nbgpumon import FitResult, Monitor, UsageError
 from nbgpumon._foundation.units import parse_bytes
 from nbgpumon._ledger.peak_fit import GPU_MARGIN_MIN, default_margin, fit_line, predict
@@ -253,6 +256,23 @@ def test_bad_arguments_are_one_line_usage_errors(cupy_gpu):
             mon.fit(lambda n: None, **kwargs)
     with pytest.raises(UsageError, match="a function of one size"):
         mon.fit("step", sizes=(8, 16, 24))
+
+
+def test_fit_shows_its_parameters_to_help_and_takes_them_by_position_or_name(cupy_gpu):
+    mon, _ = cupy_gpu
+    names = ["step", "sizes", "limit", "margin", "label", "warmup"]
+    for fit in (nbgpumon.fit, mon.fit, Monitor.fit):
+        shown = inspect.signature(fit).parameters
+        assert [n for n in shown if n != "self"] == names, fit
+        assert [shown[n].default for n in names[2:]] == [None, None, "fit", True]
+    assert "\nfit(step: " in pydoc.render_doc(nbgpumon.fit, renderer=pydoc.plaintext)
+    calls = []
+    result = mon.fit(calls.append, (8, 16, 24), "1 TiB", 0, "mine", False)
+    assert calls == [8, 16, 24]  # warmup False: no warm-up call
+    assert [r.label for r in mon.cells()] == [f"mine size={n}" for n in (8, 16, 24)]
+    assert result.prediction["host"].margin == 0
+    with pytest.raises(TypeError, match="'size'"):
+        mon.fit(calls.append, size=(8, 16, 24))
 
 
 # -- real host memory -----------------------------------------------------------------------

@@ -31,13 +31,10 @@ import sys
 
 import pytest
 
+from gpu_required import cuda_tests
 from required import CUPY_JAX, import_or_skip
 
-torch = pytest.importorskip("torch")
-pytestmark = [
-    pytest.mark.gpu,
-    pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU"),
-]
+torch, pytestmark = cuda_tests()
 GIB = 2**30
 
 SCRIPT = r"""

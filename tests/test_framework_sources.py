@@ -184,7 +184,7 @@ def test_by_default_a_cupy_peak_is_sampled_and_no_hook_slows_its_allocations(mon
     (usage,) = record.devices[0].frameworks
     assert usage.peak_exact is False and usage.retained == 0
     assert "peak ≥" in summary_line(record)
-    status = "\n".join(status_lines(monitor.status()))
+    status = "\n".join(status_lines(monitor.data.status()))
     assert "%config GPUMon.cupy_peak_hook = True makes them exact" in status
     monitor.config.cupy_peak_hook = True
     monitor._session.ledger.add(
@@ -213,7 +213,7 @@ def test_torch_jax_and_cupy_in_one_cell_each_get_their_own_figures(monkeypatch, 
     assert record.retained == 3 * GIB
     table = cells_table([record]).text
     assert "JAX 1.0 GiB · CuPy 2.0 GiB" in table
-    status = "\n".join(status_lines(monitor.status()))
+    status = "\n".join(status_lines(monitor.data.status()))
     assert "JAX: active: cuda:0 1.0 GiB in use" in status
     assert "CuPy: active: cuda:0 2.0 GiB in use, 2.0 GiB reserved" in status
     assert "torch: not imported" in status or "torch: CUDA not initialised" in status

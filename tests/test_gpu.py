@@ -7,15 +7,12 @@ import subprocess
 
 import pytest
 
-from nbgpumon._foundation.units import counted
+from nbgpumon._foundation.wording import counted
 
+from gpu_required import cuda_tests
 from notebook_runner import RECORDS_CELL, cells_by_label, run_cells
 
-torch = pytest.importorskip("torch")
-pytestmark = [
-    pytest.mark.gpu,
-    pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU"),
-]
+torch, pytestmark = cuda_tests()
 GIB = 2**30
 AFTER_BIGGER = "t = torch.empty(2**30, dtype=torch.uint8, device='cuda'); del t  # after big"
 

@@ -266,7 +266,7 @@ def test_the_cluster_view_reads_the_exporter_s_mig_device_back_as_dcgm_s(monkeyp
     mon = Monitor(nvml_module=fake_pynvml(**MACHINE))
     try:
         mon._session.sampler.tick()
-        text = SessionCollector(mon, hostname="node-a").text()
+        text = SessionCollector(mon.data, hostname="node-a").text()
     finally:
         mon.close()
     series = [

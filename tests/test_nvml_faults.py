@@ -115,7 +115,7 @@ def test_a_lost_gpu_mid_run_keeps_the_sampler_going_and_says_why():
         assert mon._session.sampler.error == ""
         assert math.isnan(mon.timeline.latest()["gpu0.nvml.mem_used"])
         assert mon._session.device_source.status.startswith("GPU lost: gpu0")
-        assert any("(LOST)" in line for line in status_lines(mon.status()))
+        assert any("(LOST)" in line for line in status_lines(mon.data.status()))
     finally:
         mon.close()
 

@@ -12,13 +12,10 @@ from pathlib import Path
 
 import pytest
 
+from gpu_required import cuda_tests
 from notebook_runner import run_cells
 
-torch = pytest.importorskip("torch")
-pytestmark = [
-    pytest.mark.gpu,
-    pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU"),
-]
+torch, pytestmark = cuda_tests()
 PROBE = Path(__file__).parent / "nvtx_probe" / "nvtx_probe.c"
 
 

@@ -13,6 +13,7 @@ import pytest
 from nbgpumon._api.monitor import Monitor
 from nbgpumon._session.controls.nvtx_ranges import NvtxRanges, range_name
 from nbgpumon._views.cell_end import cell_lines
+from nbgpumon._views.words.nvtx import nvtx_line
 
 from fake_shell import shell_with
 from notebook_runner import run_cells
@@ -197,9 +198,9 @@ def test_torch_without_nvtx_is_one_line_and_stays_off():
     if getattr(real._C, "_nvtx", None) is not None:
         pytest.skip("this torch has NVTX (a CUDA build)")
     ranges = NvtxRanges()
-    assert ranges.start() == f"NVTX ranges not possible: torch {real.__version__} has no NVTX " + (
-        "(a CPU build?)"
-    )
+    assert nvtx_line(
+        ranges.start()
+    ) == f"NVTX ranges not possible: torch {real.__version__} has no NVTX " + ("(a CPU build?)")
     assert not ranges.enabled
 
 

@@ -19,13 +19,15 @@ from test_tracing import KERNEL_FRAMES, FakeCuda, block, frame, snapshot
 
 from nbgpumon._api.monitor import Monitor
 from nbgpumon._forensics.oom_snapshot import (
-    NOT_TRACING,
-    TRACING_NOT_YET,
+    FAILED,
+    FlightRecord,
     SnapshotStore,
     candidate_names,
     flight_record,
 )
+from nbgpumon._ledger.traced import TracedAllocation
 from nbgpumon._views.cell_end import cell_lines
+from nbgpumon._views.memory.oom import snapshot_line
 
 from fake_shell import shell_with
 from unprivileged import as_a_user, read_only_folder
@@ -177,16 +179,17 @@ def test_a_read_only_folder_gives_one_line(tmp_path):
     with read_only_folder(tmp_path) as folder:
         found = as_a_user(save_there)
         assert list(folder.iterdir()) == []
-    assert found.line.startswith("memory snapshot not saved: PermissionError: ")
-    assert "\n" not in found.line and found.path is None
+    assert snapshot_line(found).startswith("memory snapshot not saved: PermissionError: ")
+    assert "\n" not in snapshot_line(found) and found.path is None
 
 
 def test_a_snapshot_that_cannot_be_pickled_leaves_no_partial_file(tmp_path):
     bad = snapshot(block(0x1000, MIB, []))
     bad["allocator_settings"] = {"hook": lambda: None}  # pickle refuses a lambda
     found = flight_record(lambda: bad, SnapshotStore(), {}, 3, str(tmp_path / "run.sqlite"))
-    assert re.match(r"memory snapshot not saved: (PicklingError|AttributeError): ", found.line)
-    assert "\n" not in found.line
+    line = snapshot_line(found)
+    assert re.match(r"memory snapshot not saved: (PicklingError|AttributeError): ", line)
+    assert "\n" not in line
     assert list(tmp_path.iterdir()) == []
 
 
@@ -195,14 +198,18 @@ def test_a_failing_snapshot_gives_one_line():
         raise RuntimeError("CUDA error: an illegal memory access\nmore")
 
     found = flight_record(fails, SnapshotStore(), {}, 3, None)
-    assert found == type(found)(
-        (), "memory snapshot not taken: RuntimeError: CUDA error: an illegal memory access"
+    assert found == FlightRecord(
+        FAILED,
+        problem="memory snapshot not taken: RuntimeError: CUDA error: an illegal memory access",
     )
 
 
 def test_without_tracing_the_post_mortem_says_what_trace_on_would_give(kernel, tmp_path):
     _, text = run_oom_cell(kernel)
-    assert f"  {NOT_TRACING}" in text.splitlines()
+    assert (
+        "  memory snapshot: none; %gpumon trace on saves one at the next out-of-memory error and "
+        "names the lines that allocated the live blocks"
+    ) in text.splitlines()
     assert "largest live blocks" not in text
     assert kernel.torch.full_snapshots == 0
 
@@ -215,7 +222,10 @@ def test_a_cell_that_initialised_cuda_gets_no_snapshot_yet(kernel):
     kernel.torch.cuda.initialised = True  # this cell brought CUDA up, then ran out
     kernel.torch.cuda.segments = snapshot(block(0x1000, GIB, [frame(filename, 2)]))["segments"]
     _, text = ended(kernel.session, opened, "OutOfMemoryError", 2, oom())
-    assert f"  {TRACING_NOT_YET}" in text.splitlines()
+    assert (
+        "  memory snapshot: none; allocation tracing was not recording yet during this cell (it "
+        "starts after the cell that initialises CUDA)"
+    ) in text.splitlines()
     assert kernel.torch.full_snapshots == 0
     _, text = run_oom_cell(kernel, count=3)  # the next one is recorded
     assert os.path.basename(snapshot_path(text)) == "oom-3.pickle"
@@ -249,7 +259,7 @@ def test_file_names_next_to_a_recording_and_in_a_folder():
     assert len(list(candidate_names("/d/r", 1))) == 100
 
 
-def test_a_cell_that_keeps_blocks_while_tracing_gets_its_lines_in_the_record(kernel):
+def test_a_cell_that_keeps_blocks_while_tracing_gets_its_allocations_in_the_record(kernel):
     assert kernel.session.trace(True).startswith("allocation tracing on")
     session, torch = kernel.session, kernel.torch
     filename = kernel.shell.compile.cache(CELL, 5)
@@ -259,7 +269,9 @@ def test_a_cell_that_keeps_blocks_while_tracing_gets_its_lines_in_the_record(ker
         block(0x10000000, GIB * 2, [frame(filename, 2), *KERNEL_FRAMES])
     )["segments"]
     outcome = session.cell_pipeline.end(opened, "ok", "", 5, None)
-    line = "[5] line 2: big = torch.empty(2**31, dtype=torch.uint8, device='cuda') — 2.0 GiB"
-    assert outcome.record.traced == (line,)
-    assert session.records[-1] is outcome.record  # stored once, its lines in it
+    source = "big = torch.empty(2**31, dtype=torch.uint8, device='cuda')"
+    # as data: the words come when shown
+    assert outcome.record.traced == (TracedAllocation(2 * GIB, 1, 0, 5, 2, source, None, None),)
+    assert session.data.records[-1] is outcome.record  # stored once, its allocations in it
+    line = f"[5] line 2: {source} — 2.0 GiB"
     assert cell_lines(outcome, summary=False) == [f"nbgpumon trace: {line}"]

@@ -10,15 +10,12 @@ import re
 
 import pytest
 
-from nbgpumon._foundation.units import format_bytes
+from nbgpumon._foundation.wording import format_bytes
 
+from gpu_required import cuda_tests
 from notebook_runner import run_cells
 
-torch = pytest.importorskip("torch")
-pytestmark = [
-    pytest.mark.gpu,
-    pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU"),
-]
+torch, pytestmark = cuda_tests()
 BIG = "big = torch.empty(2**31, dtype=torch.uint8, device='cuda')"
 HUGE = "huge = torch.empty(10**15, dtype=torch.uint8, device='cuda')"
 OOM_CELL = f"# a 2 GiB tensor, then one no GPU has\n{BIG}\n{HUGE}"

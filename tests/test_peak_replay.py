@@ -11,6 +11,8 @@ import pytest
 from IPython.core.compilerop import CachingCompiler
 
 from nbgpumon._forensics.peak_replay import BEFORE_HISTORY, replay_to_peak
+from nbgpumon._ledger.traced import ReplayCut
+from nbgpumon._views.words.traced import traced_line
 
 MIB = 2**20
 
@@ -60,7 +62,7 @@ def test_what_the_peak_held_and_the_cell_freed_is_named_by_its_line(cells):
         (3, 1, "h = w * 2", 8 * MIB),
         (3, 2, "y = h.relu()", 8 * MIB),
     ]
-    assert replay.note == "" and replay.bytes == 16 * MIB
+    assert replay.cut is None and replay.bytes == 16 * MIB
     # the split's figure (peak less the end) is 1 MiB less: z came after the peak
     assert peak - after == replay.bytes - MIB
 
@@ -80,10 +82,13 @@ def test_a_history_that_does_not_reach_back_says_so(cells):
     replay = replay_to_peak({"device_traces": [short]}, 0, 0, 8 * MIB, compiler._filename_map, 3)
     assert [(a.source, a.bytes) for a in replay.found] == [(BEFORE_HISTORY, 8 * MIB)]
     never = replay_to_peak({"device_traces": [short]}, 0, 0, 20 * MIB, compiler._filename_map, 3)
-    assert never.found == ()
-    assert never.note == "the recorder's history (2 events) does not reach back to the peak"
+    assert never.found == () and never.cut == ReplayCut(0, 2)
+    assert traced_line(never.cut) == (
+        "(the recorder's history (2 events) does not reach back to the peak)"
+    )
     empty = replay_to_peak({"device_traces": []}, 0, 0, MIB, compiler._filename_map, 3)
-    assert empty.note == "the recorder kept no history of allocations"
+    assert empty.cut == ReplayCut(0, 0)
+    assert traced_line(empty.cut) == "(the recorder kept no history of allocations)"
 
 
 def test_a_cell_that_ended_at_its_peak_freed_nothing_of_it(cells):
@@ -91,4 +96,4 @@ def test_a_cell_that_ended_at_its_peak_freed_nothing_of_it(cells):
     events = [alloc(0x9000, 8 * MIB, at(step, 1))]
     replay = replay_to_peak({"device_traces": [events]}, 0, 8 * MIB, 8 * MIB,
                             compiler._filename_map, 3)  # fmt: skip
-    assert replay.found == () and replay.note == ""
+    assert replay.found == () and replay.cut is None

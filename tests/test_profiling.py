@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from nbgpumon._views.report.bqplot_report.profile import ProfileResult
+from nbgpumon._views.report.profile import ProfileResult
 
 from notebook_runner import run_cells
 

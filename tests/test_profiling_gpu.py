@@ -4,13 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from gpu_required import cuda_tests
 from notebook_runner import run_cells
 
-torch = pytest.importorskip("torch")
-pytestmark = [
-    pytest.mark.gpu,
-    pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU"),
-]
+torch, pytestmark = cuda_tests()
 GIB = 2**30
 SETUP = "import json, torch\nfrom nbgpumon._session.controls.profile_run import profile_cell"
 REPORT = (

@@ -91,9 +91,9 @@ COMPARE = (
 # start (not a fixed sleep, which a loaded machine's slower sampler may not fill); "ROWS True".
 ROWS_RECORDED = (
     "import time as _t, nbgpumon as _n\n_m = _n.monitor()\n"
-    "_c, _d = _m.cursor + 10, _t.monotonic() + 30\n"
-    "while _m.cursor < _c and _t.monotonic() < _d:\n    _t.sleep(0.02)\n"
-    "print('ROWS', _m.cursor >= _c)"
+    "_c, _d = _m.data.cursor + 10, _t.monotonic() + 30\n"
+    "while _m.data.cursor < _c and _t.monotonic() < _d:\n    _t.sleep(0.02)\n"
+    "print('ROWS', _m.data.cursor >= _c)"
 )
 
 

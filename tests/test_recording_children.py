@@ -67,7 +67,7 @@ def recording_session(tmp_path: Path, name: str = "run.sqlite") -> Iterator[tupl
     path = tmp_path / name
     try:
         session.start()
-        assert "recording to" in session.record(path)
+        assert session.record(path).started
         yield session, used
     finally:
         session.close()

@@ -23,8 +23,10 @@ from pathlib import Path
 import pytest
 
 import nbgpumon
-from nbgpumon._recording.faults import FULL, IO_ERROR, PERMISSION, classify, stopped_line
+from nbgpumon._recording.faults import FULL, IO_ERROR, PERMISSION, classify
 from nbgpumon._recording.file_identity import SAME, FileIdentity
+from nbgpumon._recording.notices import Kept, Stopped
+from nbgpumon._views.words.recorder import notice_line
 
 from kernel_client import Kernel
 from required import MOUNTS, skip_unless_required
@@ -40,7 +42,6 @@ WAIT = (
     "print('WAITED', bool({cond}), _r.cells_written, _r.rows_written, _r.session_id)"
 )
 ALL_CELLS_WRITTEN = "_r.cells_written == len(_n.cells())"
-SAID_STOPPED = "_r.status.startswith('recording stopped')"
 # in a new file after the old one went: the cell that saw it go and those after it
 WRITTEN_AT_LEAST = "_r.cells_written >= {}"
 FAILED = "_r.failed"
@@ -218,7 +219,7 @@ def test_a_file_deleted_while_recording_is_said_and_recording_goes_on_in_a_new_f
     _recording(kernel, path)
     names = [path, Path(f"{path}-wal"), Path(f"{path}-shm")] if "too" in leaving else [path]
     remove = "".join(f"os.remove({str(p)!r})\n" for p in names if p.exists())
-    gone = "_r.status.startswith(f'{_r.path} was deleted')"
+    gone = "getattr(_r.state.last, 'what', '') == 'deleted'"  # (FileWent: its file went)
     out = _stdout(kernel, "import os\n" + remove + WAIT.format(cond=gone))
     _said_once_then_status(
         kernel,
@@ -247,7 +248,7 @@ def test_a_file_moved_away_keeps_its_rows_and_recording_goes_on_at_the_path(kern
     path, moved = tmp_path / "run.sqlite", tmp_path / "moved.sqlite"
     _recording(kernel, path)
     out = _stdout(kernel, f"import os\nos.rename({str(path)!r}, {str(moved)!r})\n"
-                  + WAIT.format(cond="_r.status.startswith(f'{_r.path} was moved')"))  # fmt: skip
+                  + WAIT.format(cond="getattr(_r.state.last, 'what', '') == 'moved'"))  # fmt: skip
     line = _said_once_then_status(
         kernel,
         out,
@@ -284,7 +285,7 @@ def test_a_file_replaced_by_a_foreign_file_between_cells_is_never_written(kernel
     assert not wal.exists()
     # the writer lets the old file go before it says why: wait for its words, outside any cell
     # (an execution not kept in history is no cell, so nothing is printed under it)
-    kernel.run(WAIT.format(cond=SAID_STOPPED), timeout=120, store_history=False)
+    kernel.run(WAIT.format(cond=FAILED), timeout=120, store_history=False)
     out = _stdout(kernel, "%gpumon record")  # the status asked at once: the line, once
     _said_once_then_status(
         kernel,
@@ -328,14 +329,15 @@ def test_an_io_error_and_a_permission_taken_away_are_named_as_such(tmp_path):
     io = sqlite3.OperationalError("disk I/O error")
     io.sqlite_errorcode = 778  # SQLITE_IOERR_WRITE: the folder is fine, so it stays an I/O error
     assert classify(io, path) == IO_ERROR
-    assert stopped_line(IO_ERROR, path, "nothing was in it yet", str(io)) == (
+    assert notice_line(Stopped(IO_ERROR, path, Kept(0, None), str(io))) == (
         f"recording stopped: an I/O error writing {path} (disk I/O error); nothing was in it "
         "yet (%gpumon record PATH starts a new one)"
     )
     assert classify(PermissionError(errno.EACCES, "Permission denied"), path) == PERMISSION
-    assert stopped_line(PERMISSION, path, "the 3 cells and 2.0 s of samples before it are in "
-                        "the file").startswith(f"recording stopped: permission to write {path} "
-                                               "was taken away; the 3 cells")  # fmt: skip
+    assert notice_line(Stopped(PERMISSION, path, Kept(3, 2.0))).startswith(
+        f"recording stopped: permission to write {path} was taken away; the 3 cells and 2.0 s "
+        "of samples before it are in the file"
+    )
     full = sqlite3.OperationalError("database or disk is full")
     full.sqlite_errorcode = 13
     assert classify(full, path) == FULL

@@ -33,6 +33,7 @@ from nbgpumon._recording.schema import APPLICATION_ID, SCHEMA_VERSION
 from nbgpumon._recording.writer import RecordingWriter, open_database
 from nbgpumon._sampling.timeline import Timeline
 from nbgpumon._session.config import GPUMon
+from nbgpumon._views.words.damage import damage_line
 from nbgpumon._views.words.status import status_line
 
 from notebook_runner import fake_pynvml, run_cells
@@ -307,7 +308,7 @@ def test_the_magics_and_the_cli_say_in_one_line_what_a_file_cut_short_lost(recor
     data = recording.read_bytes()
     path = tmp_path / "cut.sqlite"
     path.write_bytes(data[: len(data) // 2 // PAGE * PAGE])
-    damage = load(path).damage
+    damage = damage_line(load(path).lost)  # (what nbgpumon.load warns of)
     runs = run_cells(["%load_ext nbgpumon", f"%gpumon advise {path}", f"%gpumon report {path}"])
     for run in runs[1:]:
         assert run.stdout.splitlines()[0] == f"nbgpumon: {damage}", run.text

@@ -10,11 +10,14 @@ import sqlite3
 from traitlets.config import Config
 
 from nbgpumon._session.config import GPUMon
+from nbgpumon._session.facts.settings import SettingRefused
+from nbgpumon._views.words.settings import refused_line
 
 from notebook_runner import run_cells
 
 # one value each setting refuses: a wrong type, a value out of range, or one it cannot start
 BAD = {
+    "device_source": "nope",
     "interval": 0,
     "allocator_interval": 1e9,
     "detail_interval": -1,
@@ -158,12 +161,15 @@ def test_a_config_file_with_refused_values_loads_with_a_line_each(tmp_path):
 
 def test_update_config_applies_the_good_values_of_one_config_and_names_the_bad_one(capsys):
     config = GPUMon()
+    told: list[SettingRefused] = []
+    config.tell = told.append  # (the monitor prints it: the kernel tests below)
     given = Config({"GPUMon": {"interval": 0.5, "peak_mode": "x", "history": 20}})
     config.update_config(given)
     assert (config.interval, config.peak_mode, config.history) == (0.5, "reset", 20)
     assert "peak_mode" not in given["GPUMon"]  # so whoever merges it next never holds it
-    out = capsys.readouterr().out.splitlines()
-    assert len(out) == 1 and out[0].endswith("GPUMon.peak_mode stays 'reset'"), out
+    assert [(f.name, f.kept) for f in told] == [("peak_mode", "reset")]
+    assert refused_line(told[0]).endswith("GPUMon.peak_mode stays 'reset'")
+    assert capsys.readouterr().out == ""  # the settings themselves print nothing
 
 
 def test_unknown_names_get_one_line_each_and_never_reach_the_shell(tmp_path):

@@ -124,7 +124,7 @@ def test_a_recording_opens_in_the_live_chart():
 def test_the_snapshot_lists_every_metric_with_a_value_under_its_panel(monitor):
     monitor.stop()
     monitor._session.sampler.tick()
-    text = snapshot_view(monitor).text
+    text = snapshot_view(monitor.data).text
     assert "  memory: used (NVML) 3.0 GiB · " in text and "total 141 GiB" in text
     assert "  util: GPU 42% · memory " in text
     assert "  system: system used " in text  # a host metric, under the host's panels

@@ -299,7 +299,7 @@ def test_a_live_monitor_without_gpu_shows_host_memory_and_refreshes(host_only_mo
         with mon.track("epoch 1"):
             time.sleep(0.01)
         mon.mark("after the cells")
-        report = report_widget(mon)
+        report = report_widget(mon.data)
         assert report.refresh_button is not None
         (rss,) = report.memory_lines
         assert rss.labels == ["host RSS"]
@@ -340,7 +340,7 @@ def test_a_live_report_starts_at_the_first_sample_not_at_the_bucket_holding_it(h
     width = len(mon.timeline.columns)
     for k in range(70, 115):  # 7.0 s to 11.4 s past a 10 s boundary: buckets close
         mon.timeline.append(T0 + k / 10, [GiB + k * MiB] * width)
-    report = report_widget(mon)
+    report = report_widget(mon.data)
     (rss,) = report.memory_lines
     assert rss.x[0] == ms(T0 + 7.0) and len(rss.x) == 45
     assert rss.y[0] == pytest.approx((1024 + 70) / 1024)  # GiB, the first sample's
@@ -356,7 +356,7 @@ def test_a_live_monitor_with_a_gpu_draws_nvml_memory_and_utilization():
     try:
         for _ in range(4):
             mon._session.sampler.tick()
-        report = report_widget(mon)
+        report = report_widget(mon.data)
         assert report.memory_lines[0].labels == ["used (NVML)"]
         assert [line.labels for line in report.util_lines] == [["GPU util"], ["memory util"]]
         assert report.util_figure in report.children
@@ -380,7 +380,7 @@ def test_a_day_at_10_hz_draws_each_line_downsampled_and_the_newest_cells():
 
 
 def test_anything_else_is_refused_with_what_to_pass():
-    with pytest.raises(TypeError, match=r"nbgpumon.monitor\(\) or nbgpumon.load\(PATH\)"):
+    with pytest.raises(TypeError, match=r"nbgpumon.monitor\(\).data or nbgpumon.load\(PATH\)"):
         report_widget("run.sqlite")
 
 

@@ -89,7 +89,7 @@ def test_a_live_report_lists_a_cell_with_the_processes_it_started(monitor):
     child = run_child_cell(monitor, 4, 3 * GIB, 87)
     quiet = monitor._session.cells_pipeline
     quiet.end(quiet.begin(5, "x = 1"), "ok", "", 5, None)  # a cell that started none
-    report = report_widget(monitor)
+    report = report_widget(monitor.data)
     brush_all(report)
     row = row_of(report, 4)
     words = children_text((child,))

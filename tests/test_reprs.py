@@ -18,7 +18,7 @@ from nbgpumon._api.holders import HolderReport
 from nbgpumon._api.recorded import Recorded
 from nbgpumon._forensics.explain import MemoryExplained
 from nbgpumon._forensics.holder_scan import Holder, HolderScan
-from nbgpumon._foundation.units import format_seconds
+from nbgpumon._foundation.wording import format_seconds
 from nbgpumon._ledger.peak_fit import fit_line, predict
 from nbgpumon._ledger.records import CellRecord, DeviceUsage
 from nbgpumon._session.analysis.comparison import Thresholds

@@ -10,6 +10,7 @@ import time
 from nbgpumon._sampling.sampler import SOURCE_TIMING_EVERY, Sampler
 from nbgpumon._sampling.timeline import Timeline
 from nbgpumon._sources.base import DETAIL
+from nbgpumon._views.words.sampler_cost import cost_line
 
 from notebook_runner import fake_nvml_env, run_cells
 
@@ -82,7 +83,7 @@ def test_the_share_of_a_core_is_cpu_over_the_time_it_ticked():
     measured = (time.thread_time() - cpu0) / (time.perf_counter() - wall0)
     report = sampler.cost_report()
     assert measured * 0.8 <= report.core_share <= min(1.0, measured * 1.25), (report, measured)
-    line = report.line()
+    line = cost_line(report)
     assert report.seconds < 1.0  # 20 ticks of a few ms: too soon to say a share of a core
     assert line.startswith(f"sampler cost: 20 ticks in {report.seconds:.1f} s, too soon for a ")
     assert "CPU/tick ×20" in line and "fast" not in line  # only detail ticks ran
@@ -91,11 +92,13 @@ def test_the_share_of_a_core_is_cpu_over_the_time_it_ticked():
         report, seconds=0.05, device_calls=300, device_gil_kept_calls=100, device_label="NVML"
     )
     # too soon for a rate too: the calls are counted, not divided by a tick's length
-    assert early.line().endswith(", 300 NVML calls (100 keeping the GIL)"), early.line()
-    assert later.line().startswith(f"sampler cost: {later.core_share * 100:.3g}% of a core over ")
+    assert cost_line(early).endswith(", 300 NVML calls (100 keeping the GIL)"), cost_line(early)
+    assert cost_line(later).startswith(
+        f"sampler cost: {later.core_share * 100:.3g}% of a core over "
+    )
     sampler.cost.reset()
     assert sampler.cost_report().ticks == 0
-    assert sampler.cost_report().line() == "sampler cost: no tick yet"
+    assert cost_line(sampler.cost_report()) == "sampler cost: no tick yet"
 
 
 def test_status_says_what_the_sampler_costs_in_a_real_kernel():

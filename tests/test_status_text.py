@@ -3,7 +3,10 @@ alone, a recording's and a live session's the same way in every view."""
 
 from __future__ import annotations
 
+from nbgpumon._sampling.sampler_cost import CostReport
+from nbgpumon._session.device_open import LateStart
 from nbgpumon._session.facts.devices import Device
+from nbgpumon._session.facts.nvtx import NvtxState
 from nbgpumon._session.facts.status import (
     AllocatorOnDevice,
     DeviceSourceFacts,
@@ -15,14 +18,14 @@ from nbgpumon._session.facts.status import (
     SamplerFacts,
     Status,
 )
-from nbgpumon._views.words.status import process_lines, status_line, status_lines
+from nbgpumon._views.words.status import not_answering, process_lines, status_line, status_lines
 
 GIB = 2**30
 GPU = Device(0, "Toy GPU", 8 * GIB, 0, "GPU-toy")
 
 
 def _live(**devices) -> Status:
-    sampler = SamplerFacts(0.1, 0.5, 0.5, 1.0, 2.0, 7, 20e-6, "sampler cost: (its own)", "")
+    sampler = SamplerFacts(0.1, 0.5, 0.5, 1.0, 2.0, 7, 20e-6, CostReport(0.0, 0, 0.0), "")
     facts = {
         "label": "Toy",
         "status": "ok",
@@ -33,7 +36,7 @@ def _live(**devices) -> Status:
         "unavailable": ((0, "power", "not supported"),),
         "mapping_note": "",
         "notes": (),
-        "started_late": "",
+        "started_late": None,
         "silent_for": 0.0,
     } | devices
     live = LiveStatus(
@@ -46,13 +49,13 @@ def _live(**devices) -> Status:
         ),
         tracing="off",
         traced_by=(),
-        nvtx="off",
+        nvtx=NvtxState(on=False),
         host="ok",
         host_peak_exact=False,
         peak_mode="preserve",
         reset_means=(),
         preserve_means=(),
-        recording="",
+        recording=None,
         exporter="",
         summary=True,
         records=3,
@@ -68,7 +71,7 @@ def test_a_live_status_is_said_from_its_facts():
     )
     lines = status_lines(status)
     assert lines[0].startswith("sampler: running, memory every 0.1 s, utilization and RSS every")
-    assert lines[1] == "sampler cost: (its own)"
+    assert lines[1] == "sampler cost: no tick yet"  # (its own words: test_sampler_cost.py)
     assert "Toy: driver 1.0, binding ?, 1 GPU" in lines
     assert "    power: unavailable (not supported)" in lines
     assert "  Toy FW: active: cuda:0 1.0 GiB in use, 2.0 GiB reserved; peaks its own way" in lines
@@ -89,8 +92,21 @@ def test_a_device_source_that_is_silent_is_said_in_the_line_and_the_lines():
     assert said in status_lines(status)
 
 
+def test_a_device_source_that_started_late_is_said_as_it_went():
+    still = LateStart("Toy", answered=False, seconds=4.04, available=False, status="", gpus=0)
+    failed = LateStart("Toy", True, 6.0, available=False, status="Toy found no driver", gpus=0)
+    found = LateStart("Toy", True, 6.0, available=True, status="ok", gpus=2)
+    said = [not_answering(_live(started_late=s).live.devices) for s in (still, failed, found)]
+    assert said == [
+        "Toy has not answered for 4.0 s (still starting)",
+        "Toy answered after 6.0 s: Toy found no driver",
+        "Toy answered after 6.0 s, with 2 GPUs: %reload_ext nbgpumon watches them",
+    ]
+    assert said[0] in status_line(_live(started_late=still)).split(" · ")
+
+
 def test_a_recording_s_status_is_its_line_then_its_machine():
-    recorded = RecordedStatus("run.sqlite (session 1)", 1200, 3, "", "node-a", "", (GPU,))
+    recorded = RecordedStatus("run.sqlite (session 1)", 1200, 3, None, "node-a", "", (GPU,))
     status = Status("recorded", 0.1, recorded=recorded)
     line = "recorded: run.sqlite (session 1), 1,200 samples, and 3 buckets of the older ones"
     assert status_line(status) == line

@@ -1,4 +1,4 @@
-"""docs/architecture.md's "Add a framework" recipe is true: a toy plug-in in one file
+"""docs/recipes.md's "Add a framework" recipe is true: a toy plug-in in one file
 (tests/toy_framework.py), with no other change to nbgpumon, is in ``%gpumon status`` and the
 status line, in a cell's record with its own figures, in the chart's columns, in a recording
 written and loaded back, and in the exporter's families.
@@ -29,13 +29,13 @@ COLUMNS_CELL = (
     "import json, nbgpumon\n"
     "from nbgpumon._foundation.metrics import describe_columns\n"
     "m = nbgpumon.monitor()\n"
-    "print('COLUMNS=' + json.dumps(describe_columns(m.columns)))\n"
+    "print('COLUMNS=' + json.dumps(describe_columns(m.data.columns)))\n"
     "from nbgpumon._views.words.status import status_line\n"
-    "print('LINE=' + status_line(m.status()))"
+    "print('LINE=' + status_line(m.data.status()))"
 )
 EXPORT_CELL = (
     "from nbgpumon._api.exporter_families import SessionCollector\n"
-    "print(SessionCollector(nbgpumon.monitor(), hostname='node-1').text())"
+    "print(SessionCollector(nbgpumon.monitor().data, hostname='node-1').text())"
 )
 LOADED_CELL = (
     "s = nbgpumon.load(PATH)\n"

@@ -15,15 +15,11 @@ from IPython.core.compilerop import CachingCompiler
 from test_cell_kinds import torch_record
 
 from nbgpumon._forensics.peak_replay import replay_to_peak
-from nbgpumon._forensics.tracing import (
-    AllocationTracer,
-    TracedAllocation,
-    attribute_blocks,
-    live_block_keys,
-)
+from nbgpumon._forensics.tracing import AllocationTracer, attribute_blocks, live_block_keys
+from nbgpumon._ledger.traced import ReplayCut, TracedAllocation
 from nbgpumon._session.config import GPUMon
 from nbgpumon._session.controls.tracing import TracingControl
-from nbgpumon._views.words.traced import format_traced
+from nbgpumon._views.words.traced import format_traced, traced_line
 
 MIB = 2**20
 GIB = 2**30
@@ -190,6 +186,16 @@ def test_format_traced_matches_the_documented_lines():
     assert format_traced(called) == "[7] line 2 → [3] line 5: return torch.empty(n) — 1.0 GiB"
     several = TracedAllocation(3 * MIB, 3, 0, 2, 1, "", None, None)
     assert format_traced(several) == "[2] line 1 — 3.0 MiB in 3 blocks"
+
+
+def test_a_records_traced_items_are_worded_when_shown_and_an_old_line_as_it_is():
+    kept = TracedAllocation(GIB, 1, 0, 7, 3, "y = torch.empty(…)", None, None)
+    assert traced_line(kept) == format_traced(kept)
+    assert traced_line(ReplayCut(1, 1200)) == (
+        "(the recorder's history (1,200 events) does not reach back to the peak)"
+    )
+    old = "[7] line 3: y = torch.empty(…) — 1.0 GiB"  # a recording's line before schema 7
+    assert traced_line(old) is old
 
 
 # -- the tracer against a stand-in torch ---------------------------------------------------
@@ -421,7 +427,7 @@ def test_a_cells_peak_is_replayed_in_what_each_allocation_asked_for(fake_torch, 
     after, peak = 4 * MIB + 512, 7 * MIB + 1024  # the blocks' sizes, as memory_allocated()
 
     (replay,) = control.peak_replays(torch_record(after, after, peak, index=2))  # In[3]
-    assert replay.note == ""
+    assert replay.cut is None
     assert [format_traced(a) for a in replay.found] == ["[3] line 1: h = w.float() * 2 — 2.9 MiB"]
     assert replay.bytes == asked
 
@@ -429,7 +435,7 @@ def test_a_cells_peak_is_replayed_in_what_each_allocation_asked_for(fake_torch, 
     asked_for = replay_to_peak(history, 0, *fake_torch.cuda.requested, compiler._filename_map, 3)
     assert [a.bytes for a in asked_for.found] == [asked, 4]  # the 4 B line is left unshown
     by_blocks = replay_to_peak(history, 0, after, peak, compiler._filename_map, 3)
-    assert by_blocks.found == () and "does not reach back to the peak" in by_blocks.note
+    assert by_blocks.found == () and by_blocks.cut == ReplayCut(0, len(fake_torch.cuda.events))
 
 
 def test_trace_on_without_torch_neither_imports_torch_nor_raises():

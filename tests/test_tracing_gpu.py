@@ -5,13 +5,10 @@ from __future__ import annotations
 
 import pytest
 
+from gpu_required import cuda_tests
 from notebook_runner import RECORDS_CELL, keep_gpu_cells, run_cells
 
-torch = pytest.importorskip("torch")
-pytestmark = [
-    pytest.mark.gpu,
-    pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU"),
-]
+torch, pytestmark = cuda_tests()
 KEEP_1GIB = "import torch\ny = torch.empty(2**30, dtype=torch.uint8, device='cuda')"
 PREFIX = "nbgpumon trace: "
 PEAK = "nbgpumon trace, freed after its peak: "

@@ -273,7 +273,7 @@ BOTH_LISTED = (
     "while len(_seen()) < 2 and time.monotonic() < _d:\n"
     "    time.sleep(0.05)\n"
     "from nbgpumon._views.words.status import process_lines\n"
-    "print('\\n'.join(process_lines(_m.status())))"
+    "print('\\n'.join(process_lines(_m.data.status())))"
 )
 
 

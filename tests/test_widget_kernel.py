@@ -6,6 +6,7 @@ import time
 
 import pytest
 
+from gpu_required import needs_cuda
 from notebook_runner import SHOW_WIDGET
 
 XSS = "<img src=x onerror=alert(1)>"
@@ -196,9 +197,7 @@ def test_static_mode_updates_one_picture_in_place_at_most_once_a_second(kernel):
 def test_on_a_gpu_the_stream_carries_the_device_and_the_allocators_bytes(kernel):
     """On a real GPU: the widget's columns name the device, and the samples sent while a cell
     holds 1 GiB of torch memory carry it, in NVML's and the allocator's columns alike."""
-    torch = pytest.importorskip("torch")
-    if not torch.cuda.is_available():
-        pytest.skip("needs a CUDA GPU")
+    needs_cuda()
     import numpy as np
 
     kernel.run("%load_ext nbgpumon")

@@ -23,10 +23,10 @@ def sent_widget():
     try:
         mon.start()
         deadline = time.monotonic() + 30
-        while mon.cursor < 12 and time.monotonic() < deadline:
+        while mon.data.cursor < 12 and time.monotonic() < deadline:
             time.sleep(0.02)
         mon.stop()
-        assert mon.cursor >= 12
+        assert mon.data.cursor >= 12
         widget = mon.widget()
         publisher = mon._publisher
         publisher.send_new()
@@ -44,7 +44,7 @@ def test_a_resend_request_gets_the_rows_asked_for_as_one_fill_message(sent_widge
     assert header["type"] == "samples" and header["fill"] is True
     assert (header["start"], header["rows"], header["gap"]) == (3, 6, False)
     times = np.frombuffer(buffers[0], "<f8")
-    assert list(times) == list(mon.since(3, 6).times)
+    assert list(times) == list(mon.data.since(3, 6).times)
     assert mon._publisher.resent_rows == 6
 
 
@@ -59,7 +59,7 @@ def test_after_a_cell_the_main_thread_says_where_the_stream_is_even_with_no_new_
     samples = [(h, b) for h, b in sent if h.get("type") == "samples"]
     [(header, _buffers)] = samples
     assert header["after_cell"] is True
-    assert header["start"] + header["rows"] == mon.cursor and header["rows"] >= 1
+    assert header["start"] + header["rows"] == mon.data.cursor and header["rows"] >= 1
 
 
 @pytest.mark.parametrize(
@@ -89,9 +89,10 @@ def test_a_page_asking_for_the_whole_state_gets_the_history_packed_now(sent_widg
     mon, widget, _sent = sent_widget
     widget.history_cursor = 3  # as if packed long ago
     state = widget.get_state()
-    assert state["history_cursor"] == mon.cursor
+    assert state["history_cursor"] == mon.data.cursor
     rows, width = np.frombuffer(state["history"][:8], "<u4")
-    assert (rows, width) == (mon.cursor, len(mon.columns))  # every row so far, downsampled to none
+    data = mon.data  # every row so far, downsampled to none:
+    assert (rows, width) == (data.cursor, len(data.columns))
     assert_history_holds(state["history"], mon.timeline.window())  # the numbers too
     assert widget.get_state("history_cursor") == {"history_cursor": 3}  # a trait's own update
 
@@ -106,5 +107,5 @@ def test_after_a_cell_the_main_thread_sends_the_newest_row_even_if_the_sampler_j
     assert sent == []  # everything was sent already: the sampler's ticks send nothing
     mon._publisher.send_new(after_cell=True)
     [(header, buffers)] = sent
-    assert (header["start"], header["rows"], header["after_cell"]) == (mon.cursor - 1, 1, True)
-    assert list(np.frombuffer(buffers[0], "<f8")) == list(mon.since(mon.cursor - 1).times)
+    assert (header["start"], header["rows"], header["after_cell"]) == (mon.data.cursor - 1, 1, True)
+    assert list(np.frombuffer(buffers[0], "<f8")) == list(mon.data.since(mon.data.cursor - 1).times)

@@ -11,7 +11,7 @@ import numpy as np
 
 from nbgpumon._api.recorded import Recorded
 from nbgpumon._forensics.holder_scan import Holder, HolderScan
-from nbgpumon._foundation.units import MINUS, counted, format_bytes, format_percent
+from nbgpumon._foundation.wording import MINUS, counted, format_bytes, format_percent
 from nbgpumon._ledger.records import CellRecord
 from nbgpumon._session.facts.status import RecordedStatus, Status
 from nbgpumon._views.memory.holders import holders_text
@@ -32,7 +32,7 @@ def test_a_count_is_one_thing_or_many():
 
 
 def test_a_recording_of_one_sample_and_a_scan_of_one_holder_say_so():
-    recorded = RecordedStatus("run.sqlite (session 1)", 1, 1, "", "node-a", "", ())
+    recorded = RecordedStatus("run.sqlite (session 1)", 1, 1, None, "node-a", "", ())
     assert status_line(Status("recorded", 0.1, recorded=recorded)) == (
         "recorded: run.sqlite (session 1), 1 sample, and 1 bucket of the older ones"
     )

@@ -1,4 +1,4 @@
-"""A toy framework plug-in, whole in one file, as docs/architecture.md's "Add a framework"
+"""A toy framework plug-in, whole in one file, as docs/recipes.md's "Add a framework"
 recipe makes one: its metrics registered in the ``framework`` group, an allocator source that
 reads the fake framework ``toyfw`` (put in ``sys.modules`` here: nbgpumon never imports a
 framework, it finds one the user imported), and the plug-in registered. Importing this module

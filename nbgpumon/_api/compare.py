@@ -116,6 +116,8 @@ def _run(given: Any, name: str) -> SessionData:
         from .recorded import load_recorded  # numpy and SQLite: only for a recording
 
         return load_recorded(given)  # a RecordingError is one line already
+    if isinstance(given, Monitor):
+        return given.data
     if isinstance(given, SessionData):
         return given
     raise UsageError(

@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from .._foundation.errors import UsageError
-from .._foundation.units import counted
+from .._foundation.wording import counted
 
 DEFAULT_PORT = 9476
 DEFAULT_HOST = "127.0.0.1"

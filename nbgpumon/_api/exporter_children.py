@@ -18,8 +18,8 @@ from collections.abc import Callable, Sequence
 
 from prometheus_client.core import GaugeMetricFamily, Metric
 
+from .._foundation.clipping import clipped
 from .._foundation.metrics import EXPORT_PREFIX
-from .._foundation.units import clipped
 from .._ledger.records import CellRecord
 from .._sources.processes.children import ChildUsage
 

@@ -1,35 +1,34 @@
 """``Monitor``: this process's session with its views (the live chart, the static picture, the
 frames and the advice). What ``nbgpumon.monitor()`` returns: it holds the session privately
 and shows the public API only (docs/python-api.md), plus what the magics and ``_ipython`` use;
-views read it as a ``SessionData``."""
+views read the session's ``LiveData`` (``Monitor.data``), a ``SessionData``."""
 
 from __future__ import annotations
 
 import math
 import os
-from collections.abc import Callable, Iterable, Mapping
-from types import ModuleType
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from traitlets import TraitError
 
 from .._foundation.errors import UsageError
+from .._foundation.forwarding import forwards_to
 from .._ledger.records import CellRecord
 from .._sampling.timeline import Timeline
+from .._session.analysis.fit_arguments import FitArguments
 from .._session.cell_pipeline import CellPipeline
-from .._session.config import GPUMon
-from .._session.controls.cluster import CLUSTER_WAIT
+from .._session.controls.cluster import ClusterControl
 from .._session.live_data import LiveData
 from .._session.region import Region
-from .._session.session import FIRST_SAMPLE_WAIT, Session, no_shell
-from .._views.words.traced import format_traced
+from .._session.session import FIRST_SAMPLE_WAIT, Session
 from .exporter import Exporter, process_rank
 
 if TYPE_CHECKING:
     import pandas
 
     from .._forensics.holder_scan import HolderScan
-    from .._sources.devices.protocol import DeviceSource
+    from .._session.facts.settings import SettingOutcome, SettingRefused
     from .._views.reprs.fit_result import FitResult
     from .._views.widget.live_chart import GPUMonWidget, Publisher
     from .._views.widget.static_view import StaticView
@@ -40,36 +39,35 @@ if TYPE_CHECKING:
 # ``%load_ext``: together they cost more than the rest of loading (docs/benchmarks.md).
 
 
-class Monitor(LiveData):
+class Monitor:
     """Everything nbgpumon measures in this process, and the views of it. Usable without
     IPython. ``_session`` is the one door to the internals (tests)."""
 
-    def __init__(
-        self,
-        config: GPUMon | None = None,
-        nvml_module: ModuleType | None = None,
-        shell: Callable[[], Any] = no_shell,
-        new_device_source: Callable[[], DeviceSource] | None = None,
-    ) -> None:
-        self._session = session = Session(config, nvml_module, shell, new_device_source)
+    @forwards_to(Session)  # the session's options (config, shell, ...), declared there once
+    def __init__(self, *args: Any, **options: Any) -> None:
+        self._session = session = Session(*args, **options)
         self.config = session.config
-        self._shell = shell
-        self._read_as(session)  # the SessionData face: the session's own
         session.exporter_line_of = lambda: self.exporter_line
         session.cells_pipeline.on_changed = self._ledger_changed
         session.cells_pipeline.on_opened = self._cell_opened
-        session.cells_pipeline.traced_line = format_traced  # the record's trace lines
         self._publisher: Publisher | None = None
         self._static_views: list[StaticView] = []
         self._exporter: Exporter | None = None
         self._collector: Any = None  # the exporter's SessionCollector, kept across restarts
         self._syncing_export = False  # set while export() writes GPUMon.export_port/host
         self.config.observe(self._export_setting_changed, names=_EXPORT_SETTINGS)
+        self.config.tell = _say_setting  # what a %config did or refused, in the user's cell
 
     # -- the session's public face --------------------------------------------------------
     @property
     def closed(self) -> bool:
         return self._session.closed
+
+    @property
+    def data(self) -> LiveData:
+        """What every view reads of this session (a ``SessionData``, as ``nbgpumon.load``'s
+        recordings are): devices, samples, cells, marks, status."""
+        return self._session.data
 
     @property
     def timeline(self) -> Timeline:
@@ -116,12 +114,12 @@ class Monitor(LiveData):
     def __repr__(self) -> str:
         from .._views.reprs.monitor import monitor_text
 
-        return monitor_text(self.status(), self.cells())
+        return monitor_text(self.data.status(), self.cells())
 
     def _repr_html_(self) -> str:
         from .._views.reprs.monitor import monitor_html
 
-        return monitor_html(self.status(), self.cells())
+        return monitor_html(self.data.status(), self.cells())
 
     def holders(self, device: str | None = None, budget: float = 0.05) -> HolderScan:
         """What holds memory now, biggest first: variables, ``Out[N]``, ``_``, tracebacks.
@@ -167,17 +165,25 @@ class Monitor(LiveData):
         recording, which gets a new session. Anything else raises :class:`RecordingError`,
         and then the recording that was running goes on untouched.
         """
-        return self._session.record(path)
+        from .._views.words.recorder import recording_change_line
+
+        return recording_change_line(self._session.record(path))
 
     @property
     def recording(self) -> str:
         """What the recorder is doing, as one line ("" when there is none)."""
-        return self._session.recording
+        from .._views.words.recorder import recorder_line
+
+        state = self._session.recording
+        return recorder_line(state) if state is not None else ""
 
     def tell_recording(self) -> str:
         """:attr:`recording`, for a line printed now (main thread): a notice of the same
         words is then not said again at the cell's end."""
-        return self._session.recording_control.tell()
+        from .._views.words.recorder import recorder_line
+
+        state = self._session.recording_control.tell()
+        return recorder_line(state) if state is not None else ""
 
     def mark(self, label: str) -> None:
         """Put a labelled marker on the timeline at this instant."""
@@ -198,20 +204,19 @@ class Monitor(LiveData):
 
     def nvtx(self, on: bool | None) -> str:
         """Turn NVTX cell ranges on or off (None: say whether they are); one line back."""
-        return self._session.tracing_control.nvtx(on)
+        from .._views.words.nvtx import nvtx_line
 
-    def read_cluster(
-        self,
-        url: str | None,
-        match: str | None = None,
-        host_label: str | None = None,
-        wait: float = CLUSTER_WAIT,
-    ) -> str:
+        return nvtx_line(self._session.tracing_control.nvtx(on))
+
+    @forwards_to(ClusterControl.read)  # (url, match, host_label, wait), declared there once
+    def read_cluster(self, *args: Any, **kwargs: Any) -> str:
         """Read other nodes' GPUs from the Prometheus server at ``url`` from now on (None:
         stop); ``match``: label matchers that narrow it (None: GPUMon.prometheus_match);
         ``host_label``: the label naming a GPU's node (None: GPUMon.cluster_host_label).
         Waits up to ``wait`` seconds for the first answer; one line back."""
-        return self._session.read_cluster(url, match, host_label, wait)
+        from .._views.words.cluster import cluster_read_line
+
+        return cluster_read_line(self._session.cluster_control.read(*args, **kwargs))
 
     def close(self) -> None:
         """Stop sampling for good, stop the exporter, close the widget, release the devices."""
@@ -273,7 +278,7 @@ class Monitor(LiveData):
         if self._collector is None:
             from .exporter_families import SessionCollector  # prometheus_client: on use
 
-            self._collector = SessionCollector(self, rank=process_rank())
+            self._collector = SessionCollector(self.data, rank=process_rank())
         return self._collector
 
     def _export_setting_changed(self, change: dict) -> None:
@@ -315,7 +320,7 @@ class Monitor(LiveData):
         from .._views.widget.live_chart import GPUMonWidget, Publisher
 
         if self._publisher is None:
-            self._publisher = Publisher(self, GPUMonWidget(self))
+            self._publisher = Publisher(self.data, GPUMonWidget(self.data))
         else:
             self._publisher.refresh_history()  # a new view starts from a recent snapshot
         return self._publisher.widget
@@ -325,7 +330,7 @@ class Monitor(LiveData):
         a second (Colab)."""
         from .._views.widget.static_view import StaticView
 
-        view = StaticView(self, display)
+        view = StaticView(self.data, display)
         self._static_views.append(view)
         return view
 
@@ -370,34 +375,38 @@ class Monitor(LiveData):
         )
         return samples_frame(window.times, window.mean, list(self.timeline.columns))
 
-    def fit(
-        self,
-        step: Callable[[int], Any],
-        sizes: Iterable[int],
-        limit: int | str | Mapping[str, int | str] | None = None,
-        margin: int | str | None = None,
-        label: str = "fit",
-        warmup: bool = True,
-    ) -> FitResult:
+    @forwards_to(FitArguments)
+    def fit(self, *args: Any, **kwargs: Any) -> FitResult:
         """Run ``step(size)`` at each size as a tracked region, fit each kind of memory's
         peak growth against the size, and predict the largest size that fits (what
         :func:`nbgpumon.fit` does)."""
         from .._session.analysis.size_fit import run_fit
         from .._views.reprs.fit_result import FitResult
 
+        asked = FitArguments(*args, **kwargs)
         if self.closed:
             raise UsageError("this monitor is closed; nbgpumon.monitor() gives the current one")
-        return FitResult(run_fit(self._session, step, sizes, limit, margin, label, warmup))
+        return FitResult(run_fit(self._session, asked))
 
     def advise(self) -> str:
         """Hints from what this session measured, each with the numbers behind it."""
         from .._session.analysis.advice import live_evidence
         from .._views.words.advice import advise, hints_text
 
-        return hints_text(advise(live_evidence(self._session, self._shell())))
+        return hints_text(advise(live_evidence(self._session, self._session.shell())))
 
 
 _EXPORT_SETTINGS = ["export_port", "export_host"]
+
+
+def _say_setting(fact: SettingOutcome | SettingRefused) -> None:
+    """What a ``%config GPUMon.x = v`` did or refused, printed under the cell that ran it
+    (traitlets calls this on the main thread, inside ``%config``)."""
+    from .._views.words.settings import setting_line
+
+    print(f"nbgpumon: {setting_line(fact)}")
+
+
 _RETRY = "%gpumon export PORT picks another"
 
 

@@ -38,6 +38,14 @@ class Recorded(RecordedSession):
     def of(cls, data: RecordedSession) -> Recorded:
         return cls(**{f.name: getattr(data, f.name) for f in dataclasses.fields(data)})
 
+    @property
+    def damage(self) -> str:
+        """For a file cut short: how, and what could not be read, in one line ("" when the
+        file was whole)."""
+        from .._views.words.damage import damage_line
+
+        return damage_line(self.lost) if self.lost is not None else ""
+
     def samples_frame(self, ranges: bool = False) -> pandas.DataFrame:
         """One row per sample: ``time`` (UTC) and one column per timeline column. Samples
         older than the recording's raw window come as one row per 1 min bucket: its start and
@@ -153,7 +161,7 @@ class Recorded(RecordedSession):
             self.source,
             len(raw),
             self.buckets,
-            self.damage,
+            self.lost,
             self.host or "",
             self.driver or "",
             tuple(self.devices),

@@ -14,8 +14,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from .._foundation.units import format_bytes
+from .._foundation.wording import format_bytes
 from .._ledger.records import CellRecord
+from .._ledger.traced import TracedItem
 from .._sources.base import AllocatorStats
 from .._sources.frameworks.holder_walk import CATEGORIES
 from .._sources.frameworks.plugin import facts_of
@@ -133,7 +134,7 @@ class CellExplained:
     peak_categories: dict[str, int]  # what was there at its end, then the transient rest
     notes: tuple[str, ...] = ()
     # with tracing on: what the peak held and the cell freed, by cell line (the record's)
-    peak_traced: tuple[str, ...] = ()
+    peak_traced: tuple[TracedItem, ...] = ()
 
 
 def explain_cell(record: CellRecord) -> list[CellExplained]:

@@ -26,7 +26,8 @@ from collections.abc import Callable, Collection, Hashable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .._foundation.units import counted
+from .._foundation.instance_attrs import instance_dict
+from .._foundation.wording import counted
 from .._sources.frameworks import frameworks
 from .._sources.frameworks.holder_walk import (
     ARRAYS,
@@ -293,7 +294,7 @@ class _Walk:
             elif isinstance(obj, list | tuple | set | frozenset | deque):
                 self._push_items(stack, obj, depth)
             else:
-                attrs = _instance_dict(obj)
+                attrs = instance_dict(obj)
                 if attrs is not None:
                     self._push_items(stack, attrs.values(), depth)
 
@@ -384,14 +385,6 @@ def framework_kinds(device: str) -> list[tuple[str, HolderKinds]]:
         if kinds is not None:
             found.append((plugin.name, kinds))
     return found
-
-
-def _instance_dict(obj: Any) -> dict | None:
-    try:
-        attrs = object.__getattribute__(obj, "__dict__")
-    except Exception:
-        return None
-    return attrs if isinstance(attrs, dict) else None
 
 
 # -- roots --------------------------------------------------------------------------------

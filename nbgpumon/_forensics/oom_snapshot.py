@@ -24,7 +24,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from .._foundation.errors import failure_line
-from .._foundation.units import format_bytes
 from .tracing import TracedAllocation, attribute_blocks
 
 KEEP = 5  # snapshot files kept per kernel: an OOM loop must not fill the disk
@@ -32,13 +31,24 @@ LARGEST = 5  # groups of live blocks the post-mortem lists
 _NAMES_TRIED = 100  # oom-12.pickle, oom-12-2.pickle, ...: then give up with one line
 
 
+# What became of an out-of-memory cell's snapshot (FlightRecord.state)
+SAVED = "saved"
+NOT_TRACING = "not tracing"  # allocation tracing is off
+TRACING_NOT_YET = "not yet"  # tracing was not recording yet during the cell
+FAILED = "failed"  # taking or saving it failed (``problem`` says which, and why)
+
+
 @dataclass(frozen=True)
 class FlightRecord:
-    """What the post-mortem says about the memory snapshot of one out-of-memory cell."""
+    """The memory snapshot of one out-of-memory cell, as the post-mortem tells of it (its
+    words: ``_views/memory/oom.py``)."""
 
-    largest: tuple[TracedAllocation, ...]  # groups of live blocks, biggest first
-    line: str  # "memory snapshot: PATH (...)", or why there is none
+    state: str  # SAVED, NOT_TRACING, TRACING_NOT_YET or FAILED
+    largest: tuple[TracedAllocation, ...] = ()  # groups of live blocks, biggest first
     path: str | None = None  # the file written, if any
+    size: int = 0  # its bytes
+    viewer: str = ""  # where it can be opened (the plug-in's, e.g. torch's memory_viz)
+    problem: str = ""  # FAILED: what failed, as one line
 
 
 def candidate_names(base: str, execution_count: int | None) -> Iterator[str]:
@@ -136,7 +146,7 @@ def flight_record(
     try:
         snapshot = full_snapshot()
     except Exception as exc:
-        return FlightRecord((), failure_line("memory snapshot not taken", exc))
+        return FlightRecord(FAILED, problem=failure_line("memory snapshot not taken", exc))
     try:
         largest = largest_live(snapshot, filename_map, execution_count)
     except Exception:  # a snapshot in a layout this version does not know: still save it
@@ -145,16 +155,5 @@ def flight_record(
         path = store.save(snapshot, recording, execution_count)
         size = os.path.getsize(path)
     except Exception as exc:
-        return FlightRecord(largest, failure_line("memory snapshot not saved", exc))
-    open_at = f"; open it at {viewer}" if viewer else ""
-    return FlightRecord(largest, f"memory snapshot: {path} ({format_bytes(size)}{open_at})", path)
-
-
-NOT_TRACING = (
-    "memory snapshot: none; %gpumon trace on saves one at the next out-of-memory error and "
-    "names the lines that allocated the live blocks"
-)
-TRACING_NOT_YET = (
-    "memory snapshot: none; allocation tracing was not recording yet during this cell (it "
-    "starts after the cell that initialises CUDA)"
-)
+        return FlightRecord(FAILED, largest, problem=failure_line("memory snapshot not saved", exc))
+    return FlightRecord(SAVED, largest, path, size, viewer)

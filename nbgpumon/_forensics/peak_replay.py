@@ -24,8 +24,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .._foundation.units import counted
-from .tracing import TracedAllocation, group_by_line
+from .._ledger.traced import ReplayCut, TracedAllocation
+from .tracing import group_by_line
 
 BEFORE_HISTORY = "allocated before the recorder's kept history"
 
@@ -36,7 +36,7 @@ class PeakReplay:
 
     device: int  # CUDA device index
     found: tuple[TracedAllocation, ...]  # by cell line, biggest first
-    note: str = ""  # why there is less than the whole of it ("" when whole)
+    cut: ReplayCut | None = None  # why there is less than the whole of it (None when whole)
 
     @property
     def bytes(self) -> int:
@@ -59,7 +59,7 @@ def replay_to_peak(
     traces = snapshot.get("device_traces") or ()
     events: Sequence[Mapping[str, Any]] = traces[device] if device < len(traces) else ()
     if not events:
-        return PeakReplay(device, (), "the recorder kept no history of allocations")
+        return PeakReplay(device, (), ReplayCut(device, 0))  # (no history kept)
     frees = _free_actions(events)
     level = allocated_after
     pending: dict[int, int] = {}  # addr -> size: freed after the moment reached, alloc before
@@ -79,12 +79,7 @@ def replay_to_peak(
     else:
         moment = 0 if level == peak else None  # (at the history's first event)
     if moment is None:
-        return PeakReplay(
-            device,
-            (),
-            f"the recorder's history ({counted(len(events), 'event')}) does not reach back to "
-            "the peak",
-        )
+        return PeakReplay(device, (), ReplayCut(device, len(events)))
     blocks: list[tuple[int, int, Sequence[Mapping[str, Any]]]] = []
     for i in range(moment - 1, -1, -1):  # each pending block's alloc, for its stack
         if not pending:

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from .._sources.devices.protocol import GpuDevice
     from .._sources.processes.on_gpu import ProcessOnGpu
     from .holder_scan import HolderScan
+    from .oom_snapshot import FlightRecord
     from .tracing import TracedAllocation
 
 _UNIT = {"B": 1, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2**40}
@@ -51,7 +52,7 @@ class OomFacts:
     framework: str = ""  # the plug-in that ran out ("torch"); "": the first registered
     # the flight recorder (allocation tracing on): live blocks by cell line, biggest first
     largest: tuple[TracedAllocation, ...] = ()
-    snapshot_line: str = ""  # where torch's memory snapshot was saved, or why none was
+    snapshot: FlightRecord | None = None  # torch's memory snapshot, saved or why not
     device_label: str = ""  # the device source its figures come from, as users write it
     # the plug-ins' own words for the frameworks named here (filled in from the registry)
     words: PluginWords | None = None

@@ -21,30 +21,16 @@ import linecache
 import os
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
+from .._foundation.clipping import clipped
 from .._foundation.errors import failure_line
-from .._foundation.units import clipped
+from .._ledger.traced import TracedAllocation  # (a record keeps them: the ledger's class)
 from .._sources.frameworks import frameworks
 from .._sources.frameworks.memory_history import MemoryHistory
 
 SOURCE_CHARS = 80
 _ACTIVE = "active_allocated"
-
-
-@dataclass(frozen=True, slots=True)
-class TracedAllocation:
-    """Surviving blocks that one notebook line allocated during one cell."""
-
-    bytes: int  # total bytes of the surviving blocks in this group
-    blocks: int  # how many blocks
-    device: int  # CUDA device index
-    cell: int | None  # execution count N of In[N] of the innermost notebook-cell frame
-    line: int  # line number within that cell (0: no notebook-cell frame on the stack)
-    source: str  # that line's source text, stripped and cut to ~80 chars ("" if unknown)
-    caller_cell: int | None  # outermost notebook-cell frame's count when it differs from cell
-    caller_line: int | None
 
 
 # -- pure functions over a snapshot: testable without a GPU --------------------------------

@@ -3,8 +3,8 @@
 A metric's entry says which source reads it, its unit, whether it is a gauge or a counter,
 the chart panel it belongs to and its label. The timeline's columns, the recording's sample
 columns, the text views and the widget's ``columns`` (sent with this metadata, so the front end
-builds its panels from it) all come from here. Adding a metric is an entry here plus one read
-in its source (docs/architecture.md, "Add a metric").
+builds its panels from it) all come from here. A source declares its own metrics (NVML's: one
+row each, with its read; docs/recipes.md, "Add a metric").
 """
 
 from __future__ import annotations

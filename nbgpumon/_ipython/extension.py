@@ -10,11 +10,12 @@ from .._api import current
 from .._api.monitor import Monitor
 from .._foundation.errors import RecordingError, UsageError
 from .._foundation.gpu_names import gpu_key, hidden_gpus
-from .._foundation.units import counted
 from .._foundation.version import __version__
+from .._foundation.wording import counted
 from .._session.cell_pipeline import CellOutcome
 from .._session.config import GPUMon
 from .._views.cell_end import cell_lines
+from .._views.words.settings import refused_line
 from .cell_hooks import CellHooks
 from .magics import GPUMonMagics
 from .shell import current_shell
@@ -53,8 +54,8 @@ def load(ip: Any) -> None:
     _wiring.update(shell=ip, hooks=hooks, config=config, magics=magics, errors_shown=errors_shown)
     mon.start()
     print(_loaded_line(mon))
-    for line in refused:
-        print(line)
+    for fact in refused:
+        print(f"nbgpumon: {refused_line(fact)}")
     _start_configured(mon, config, starts)
 
 
@@ -140,7 +141,7 @@ def _leaving(shell: Any) -> bool:
 def _loaded_line(mon: Monitor) -> str:
     interval = f"every {mon.config.interval:g} s"
     if mon.has_gpu:
-        devices = mon.devices
+        devices = mon.data.devices
         names = sorted({d.name for d in devices})
         hidden = hidden_gpus(d.index for d in devices if d.cuda_index is None)
         note = f" ({hidden})" if hidden else ""

@@ -134,15 +134,15 @@ class GPUMonMagics(Magics):
         from .._views.widget.static_view import terminal_view
 
         mon.wait_for_samples()  # (run at once after %load_ext: the first is a moment away)
-        print(terminal_view(mon))
+        print(terminal_view(mon.data))
 
     def _snapshot(self, mon: Monitor, rest: list[str]) -> None:
         mon.wait_for_samples()  # (run at once after %load_ext: the first is a moment away)
-        display(snapshot_view(mon))
+        display(snapshot_view(mon.data))
 
     def _status(self, mon: Monitor, rest: list[str]) -> None:
         mon.wait_for_samples()
-        display(status_view(mon))
+        display(status_view(mon.data))
 
     def _summary(self, mon: Monitor, rest: list[str]) -> None:
         if rest:
@@ -188,7 +188,7 @@ class GPUMonMagics(Magics):
             return
         from .._views.report.bqplot_report import report_widget
 
-        display(report_widget(_load(self._path(rest)) if rest else mon))
+        display(report_widget(_load(self._path(rest)) if rest else mon.data))
 
     def _report_page(self, mon: Monitor, rest: list[str]) -> str:
         """The page ``python -m nbgpumon report`` writes, of the recording at PATH or of the
@@ -242,7 +242,7 @@ class GPUMonMagics(Magics):
     def _cluster(self, mon: Monitor, rest: str) -> None:
         words = _shell_words(self._expand(rest), "cluster", CLUSTER_USAGE)
         if not words:
-            display(cluster_view(mon))
+            display(cluster_view(mon.data))
             return
         if words == ["off"]:
             print(f"nbgpumon: {mon.read_cluster(None)}")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .._foundation.units import clipped
+from .._foundation.clipping import clipped
 from .._sources.frameworks import frameworks
 
 

@@ -20,7 +20,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .._foundation.units import format_bytes
+from .._foundation.wording import format_bytes
 
 MIN_SIZES = 3
 MIN_R2 = 0.98

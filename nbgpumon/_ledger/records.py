@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .._foundation.units import clipped
+from .._foundation.clipping import clipped
 from .._sources.frameworks import frameworks
 from .._sources.processes.children import ChildUsage, child_from_dict
+from .traced import TracedItem, traced_from_json
 
 # the part of a cell's peak that it freed before its end (DeviceUsage.peak_by_kind)
 TRANSIENT = "activations and temporaries"
@@ -154,7 +155,9 @@ class CellRecord:
     rss_peak: int | None
     rss_peak_exact: bool
     retention: Retention | None = None  # who holds what it kept, when it kept a lot
-    traced: tuple[str, ...] = ()  # with tracing on: what it left behind, by cell line
+    # with tracing on: what it left behind, by cell line (TracedAllocation; in a recording
+    # older than schema 7, its lines as text)
+    traced: tuple[TracedItem, ...] = ()
     # The cell's source, at most 64 KiB of UTF-8 (cell_source.py); a region has none of its
     # own: "" and no hash. ``source_cut``: ``source`` is not the whole of it, either the first
     # 64 KiB of a longer cell or, in a ledger past its memory budget, "" for an old record.
@@ -168,8 +171,8 @@ class CellRecord:
     # child that outlives its cell is brought up to date in the ledger while it runs
     children: tuple[ChildUsage, ...] = ()
     # with tracing on: what its peak held and it freed before its end (activations and
-    # temporaries), by cell line, then any note on the replay ("(…)")
-    traced_peak: tuple[str, ...] = ()
+    # temporaries), by cell line, each device's then its ReplayCut if the replay stopped short
+    traced_peak: tuple[TracedItem, ...] = ()
 
     def __repr__(self) -> str:
         # short, whatever the cell: its source (up to 64 KiB), per-GPU figures and traced lines
@@ -268,8 +271,8 @@ def record_from_dict(d: dict) -> CellRecord:
     if retention is not None:
         holders = tuple((str(name), int(size)) for name, size in retention.get("holders", ()))
         fields["retention"] = Retention(retention["device"], holders, retention.get("note", ""))
-    fields["traced"] = tuple(fields.get("traced", ()))
-    fields["traced_peak"] = tuple(fields.get("traced_peak", ()))
+    fields["traced"] = traced_from_json(fields.get("traced", ()))  # (lines before schema 7)
+    fields["traced_peak"] = traced_from_json(fields.get("traced_peak", ()))
     fields["children"] = tuple(child_from_dict(c) for c in fields.get("children", ()))
     for old, new in _OLD_RECORD_NAMES.items():
         if old in fields:

@@ -51,14 +51,17 @@ _FRAMEWORK_DERIVED = ("allocated_delta", "retained")
 
 def record_row(record: CellRecord) -> dict:
     """One flat dict per record: totals over GPUs, ``gpu<N>.<field>`` per device (summed over
-    its frameworks), ``gpu<N>.<framework>.<field>`` per framework on it, then the source."""
+    its frameworks), ``gpu<N>.<framework>.<field>`` per framework on it, then the source; but
+    ``traced`` and ``traced_peak``, the record's tuples, for the reader to write."""
     row: dict = {name: getattr(record, name) for name in RECORD_FIELDS}
     row["start"] = record.start
     row.update({name: getattr(record, name) for name in TOTALS})
     r = record.retention
     row["held_by"] = ", ".join(name for name, _ in r.holders) if r is not None else ""
-    row["traced"] = "\n".join(record.traced)  # with tracing on: one line per cell line
-    row["traced_peak"] = "\n".join(record.traced_peak)
+    # with tracing on, as the record holds them: each reader of the row writes them its way
+    # (cells_frame() as lines, the recording as JSON)
+    row["traced"] = record.traced
+    row["traced_peak"] = record.traced_peak
     for d in record.devices:
         prefix = f"gpu{d.index}."
         for name in _DEVICE_FIELDS + _DEVICE_DERIVED:

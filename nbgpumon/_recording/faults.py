@@ -1,4 +1,5 @@
-"""What went wrong when a recording's write failed, in words a user acts on.
+"""What went wrong when a recording's write failed, as a kind a user acts on (the words:
+``_views/words/recorder.py``).
 
 SQLite reports a full disk as SQLITE_FULL, but a file system that turned read-only or a
 permission taken away both come back as one I/O error code (the system's errno is not
@@ -61,20 +62,3 @@ def _look_into(path: Path) -> str:
     except OSError as exc:
         return _BY_ERRNO.get(exc.errno or 0, IO_ERROR)
     return IO_ERROR
-
-
-def stopped_line(kind: str, path: Path, kept: str, detail: str = "") -> str:
-    """The one line for a recording that stops: what happened, what the file keeps
-    (``kept``: "the 41 cells and 3 min of samples before it are in the file"), what to do."""
-    what = {
-        FULL: f"the disk holding {path} is full",
-        IO_ERROR: f"an I/O error writing {path}" + (f" ({detail})" if detail else ""),
-        READ_ONLY: f"the file system holding {path} became read-only",
-        PERMISSION: f"permission to write {path} was taken away",
-        MOVED: f"{path} is no longer there",
-    }[kind]
-    hint = {
-        FULL: "free some space, then %gpumon record PATH starts a new session",
-        READ_ONLY: "%gpumon record PATH on a writable disk starts a new one",
-    }.get(kind, "%gpumon record PATH starts a new one")
-    return f"recording stopped: {what}; {kept} ({hint})"

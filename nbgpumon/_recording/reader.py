@@ -20,7 +20,7 @@ from .._ledger.records import CellRecord, record_from_dict
 from .._sampling.node_timeline import NodeTimeline
 from .file_check import check_recording, connect_readonly, os_reason
 from .node_rows import read_nodes
-from .salvage import lost_parts, rows_until_damage, whole_pages
+from .salvage import Damage, Lost, rows_until_damage, whole_pages
 from .schema import BUCKETS_SINCE, CHILDREN_SINCE, bucket_columns, device_columns, today_column
 
 
@@ -40,7 +40,7 @@ class RecordedSession:
     values: np.ndarray  # float64 (samples, columns); NaN where missing
     records: list[CellRecord]  # the recording's cells and regions (``recorded_while``)
     marks: list[tuple[float, str]]  # the marks made while it recorded
-    damage: str = ""  # for a file cut short: what could not be read, one line ("" when whole)
+    lost: Damage | None = None  # for a file cut short: what could not be read (None: whole)
     nodes: NodeTimeline | None = None  # other nodes' samples, when the session read a cluster
     cluster_server: str = ""  # the Prometheus server they came from
     # Schema 3 folds samples older than the raw window into buckets: their rows come first in
@@ -96,7 +96,7 @@ def load(path: str | Path, session: int | None = None) -> RecordedSession:
 
     Raises :class:`RecordingError` (:class:`RecordingNotFound` when nothing is there) for a
     file that is not a readable recording. A file that is cut short loads as far as it goes;
-    ``damage`` then says what could not be read. Nothing is written to the file or beside it.
+    ``lost`` then says what could not be read. Nothing is written to the file or beside it.
     """
     path = Path(path).expanduser()
     with _reading(path) as (db, cut_short):
@@ -172,9 +172,9 @@ def _read_session(
         why = samples_error or cells_error or children_error or marks_error
         why = why or "a cell's record is unreadable"
         raise RecordingError(f"{path} is damaged ({why}); it can't be read")
-    damage = ""
+    damage = None
     if cut_short:
-        lost = lost_parts(
+        lost = Lost(
             last_sample=float(times[-1]) if len(times) else None,
             samples_cut=bool(samples_error),
             cells_read=len(records),
@@ -184,8 +184,7 @@ def _read_session(
             marks_read=len(marks),
             marks_cut=bool(marks_error),
         )
-        read = f"{lost} could not be read" if lost else f"session {sid} was read in full"
-        damage = f"{path}: {cut_short}; {read}"
+        damage = Damage(path, cut_short, int(sid), lost)
     own, own_marks, earlier, earlier_marks = recorded_while(records, marks, started)
     return RecordedSession(
         path=path,
@@ -200,7 +199,7 @@ def _read_session(
         values=samples.mean,
         records=own,
         marks=own_marks,
-        damage=damage,
+        lost=damage,
         nodes=nodes,
         cluster_server=server,
         low=samples.low,

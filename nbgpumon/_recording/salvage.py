@@ -1,5 +1,5 @@
-"""Reading a recording that is cut short: each table as far as the file goes, and one line
-saying what could not be read.
+"""Reading a recording that is cut short: each table as far as the file goes, and what could
+not be read (as facts: ``Damage``).
 
 SQLite hands out rows until a query reaches a page the file no longer has, then raises; the
 rows before that are intact, so they are kept. That holds for whole pages only: a page cut in
@@ -15,10 +15,10 @@ import shutil
 import sqlite3
 import tempfile
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .._foundation.units import format_utc
 from .file_check import page_size
 
 
@@ -54,31 +54,31 @@ def rows_until_damage(
     return rows, error
 
 
-def lost_parts(
-    last_sample: float | None = None,
-    samples_cut: bool = False,
-    cells_read: int = 0,
-    cells_cut: bool = False,
-    cells_unreadable: int = 0,
-    marks_read: int = 0,
-    marks_cut: bool = False,
-    children_cut: bool = False,
-) -> str:
-    """What a partial read lost, as a phrase ("" for nothing): "samples after 2026-12-01
-    12:03:05 UTC and the cells after the first 4"."""
-    parts = []
-    if samples_cut:
-        parts.append(
-            "all samples" if last_sample is None else f"samples after {format_utc(last_sample)}"
-        )
-    if cells_cut:
-        parts.append(f"the cells after the first {cells_read}" if cells_read else "all cells")
-    elif cells_unreadable:
-        parts.append(f"{cells_unreadable} cell{'s' if cells_unreadable > 1 else ''}")
-    if children_cut:
-        parts.append("some cells' children")
-    if marks_cut:
-        parts.append(f"the marks after the first {marks_read}" if marks_read else "all marks")
-    if len(parts) < 2:
-        return "".join(parts)
-    return f"{', '.join(parts[:-1])} and {parts[-1]}"
+@dataclass(frozen=True, slots=True)
+class Lost:
+    """What a partial read of a recording could not read (none of it: false)."""
+
+    last_sample: float | None = None  # the newest sample read (unix seconds)
+    samples_cut: bool = False
+    cells_read: int = 0
+    cells_cut: bool = False
+    cells_unreadable: int = 0
+    marks_read: int = 0
+    marks_cut: bool = False
+    children_cut: bool = False
+
+    def __bool__(self) -> bool:
+        return (
+            self.samples_cut or self.cells_cut or bool(self.cells_unreadable)
+            or self.children_cut or self.marks_cut
+        )  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class Damage:
+    """A recording cut short and read as far as it goes (the words: ``_views/words/damage.py``)."""
+
+    path: Path
+    cut_short: str  # how it is cut short, as the file check says it
+    session_id: int
+    lost: Lost

@@ -26,6 +26,13 @@ Schema 6 gives each device of a cell's JSON ``record`` its memory by kind at the
 and end (``kinds_before``, ``kinds_after``: lists of [kind, bytes]) and how they were read
 (``kinds_note``). No table changes; a reader older than 6 would fail on the new fields, which
 is why the version says so. Older sessions load with no kinds.
+
+Schema 7 keeps a cell's traced allocations as data: in its JSON ``record``, ``traced`` and
+``traced_peak`` are lists of objects (an allocation: ``bytes``, ``blocks``, ``device``,
+``cell``, ``line``, ``source``, ``caller_cell``, ``caller_line``; a replay of the peak that
+stopped short: ``device``, ``events``), and the flat ``traced`` column is the JSON list of the
+allocations ("" for none). Before, both were lines of text; older sessions load with those
+lines, shown as they are. A reader older than 7 would fail on the objects.
 """
 
 from __future__ import annotations
@@ -36,7 +43,7 @@ from collections.abc import Sequence
 from .._foundation.metrics import metric_of
 from .._ledger.records import unnamed_figures_owner
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 BUCKETS_SINCE = 3  # the first schema version whose sessions may have sample_buckets rows
 CHILDREN_SINCE = 5  # the first whose cells' children are in the children table
 # SQLite's header field for "which program's file is this" (PRAGMA application_id): "nbgm".

@@ -9,9 +9,9 @@ of the last interval and the file stays readable by any SQLite client. A write t
 full disk, an I/O error, a file system turned read-only) stops the recording; a file deleted,
 moved or replaced is noticed before the next batch and the recording goes on in a new file at
 the path (or stops, when what is there now is not its to write). Either way the thread never
-raises into the kernel and never prints: it keeps one line, :attr:`status`, and a notice the
-main thread takes once (:meth:`take_notice`) and prints at the end of the cell. Schema:
-docs/recording.md.
+raises into the kernel and never prints: it keeps what it met last (:attr:`state`) and the
+notices the main thread takes once (:meth:`take_notices`: facts of ``notices.py``) to be said
+at the end of the cell. Schema: docs/recording.md.
 """
 
 from __future__ import annotations
@@ -31,15 +31,16 @@ import numpy as np
 
 from .._foundation.clock import wall_clock
 from .._foundation.errors import RecordingError
-from .._foundation.units import counted, format_seconds
 from .._ledger.rows import record_row
+from .._ledger.traced import traced_as_json
 from .._sampling.node_timeline import NodeTimeline
 from .._sampling.timeline import Timeline
 from .compaction import RAW_SECONDS, Compactor
-from .faults import FULL, classify, stopped_line
+from .faults import FULL, classify
 from .file_check import WRITABLE_HINT, check_record_target, os_reason
-from .file_identity import DELETED, MOVED, SAME, FileIdentity
+from .file_identity import SAME, FileIdentity
 from .node_rows import create_node_tables, write_node_samples, write_nodes
+from .notices import FileWent, Kept, Notice, RecorderState, RecordingChange, Stopped
 from .schema import CELL_COLUMNS, CHILD_COLUMNS, SCHEMA_VERSION, create_schema, device_columns
 
 if TYPE_CHECKING:
@@ -92,7 +93,7 @@ class RecordingWriter:
                 "%gpumon record run.sqlite"
             )
         self.path = Path(path).expanduser()
-        self.status = ""
+        self.state = RecorderState(self.path)
         self._timeline, self._info = timeline, info
         self._columns = list(timeline.columns)
         self._by_device = device_columns(self._columns)  # the samples table's row layout
@@ -111,7 +112,7 @@ class RecordingWriter:
         self.created_folder: Path | None = None  # the file's folder, when this made it
         self._raw_seconds = raw_seconds
         self.failed = False  # set when a fault stopped the recording
-        self._notices: list[str] = []  # what the main thread prints once, at the cell's end
+        self._notices: list[Notice] = []  # what the main thread says once, at the cell's end
         self._notice_lock = threading.Lock()
         self.session_id = self._open()
         self.compactor = self._compactor()
@@ -192,7 +193,6 @@ class RecordingWriter:
             self.add_mark(t, label)
         self._thread = threading.Thread(target=self._run, name="nbgpumon-recorder", daemon=True)
         self._thread.start()
-        self.status = f"recording to {self.path}"
 
     def add_cell(self, record: CellRecord) -> None:
         """Write ``record`` (its row in ``cells``, and one in ``children`` per child)."""
@@ -217,37 +217,32 @@ class RecordingWriter:
     def running(self) -> bool:
         return self._thread is not None and self._thread.is_alive()
 
-    def take_notice(self) -> str:
-        """What happened to the recording since the last call, as lines to print once under
-        the cell ("" when nothing did). The main thread calls it at each cell's end."""
+    def take_notices(self) -> list[Notice]:
+        """What happened to the recording since the last call, to be said once under the
+        cell ([] when nothing did). The main thread calls it at each cell's end."""
         with self._notice_lock:
-            lines, self._notices = self._notices, []
-        return "\n".join(lines)
+            notices, self._notices = self._notices, []
+        return notices
 
-    def stopped_line(self) -> str:
-        """What ``%gpumon record off`` says of this recording, after :meth:`stop`."""
-        if self.failed:
-            return self.status  # the words said when it stopped
-        return f"recording stopped; {counted(self.rows_written, 'sample')} in {self.path}"
+    def stopped(self) -> RecordingChange:
+        """What ``%gpumon record off`` says of this recording, after :meth:`stop`: the samples
+        in the file, or the fault that had stopped it."""
+        fault = self.state.last if self.failed else None
+        return RecordingChange(False, self.path, samples=self.rows_written, fault=fault)
 
-    def _say(self, line: str, stops: bool) -> None:
-        # From the writer thread: the status at once, the notice when the cell ends.
-        self.status = line
+    def _say(self, notice: Notice, stops: bool) -> None:
+        # From the writer thread: the state at once, the notice when the cell ends.
+        self.state = RecorderState(self.path, notice)
         self.failed = self.failed or stops
         with self._notice_lock:
-            self._notices.append(line)
+            self._notices.append(notice)
 
-    def _kept(self) -> str:
-        """What the file at the path holds of this session: "the 41 cells and 3 min 5 s of
-        samples" ("" when nothing was written to it yet)."""
-        if not self.cells_written and self._sampled is None:
-            return ""
-        n = self.cells_written
-        parts = [counted(n, "cell")] if n else []
-        if self._sampled is not None:
-            first, last = self._sampled
-            parts.append(f"{format_seconds(max(last - first, 0.0))} of samples")
-        return "the " + " and ".join(parts)
+    def _kept(self) -> Kept:
+        """What the file at the path holds of this session: its cells, its samples' span."""
+        sampled = self._sampled
+        return Kept(
+            self.cells_written, None if sampled is None else max(sampled[1] - sampled[0], 0.0)
+        )
 
     # -- the writer thread ----------------------------------------------------------------
     def _run(self) -> None:
@@ -269,10 +264,7 @@ class RecordingWriter:
                     break
         except (OSError, sqlite3.Error) as exc:
             # Never raise or print here: the status and the notice say what happened.
-            kind = classify(exc, self.path)
-            kept = self._kept()
-            kept = f"{kept} before it are in the file" if kept else "nothing was in it yet"
-            self._say(stopped_line(kind, self.path, kept, str(exc)), stops=True)
+            self._say(Stopped(classify(exc, self.path), self.path, self._kept(), str(exc)), True)
         finally:
             if db is not None:
                 with contextlib.suppress(sqlite3.Error):
@@ -320,15 +312,6 @@ class RecordingWriter:
         REPLACED; ``named``: the old file still has a name somewhere); (None, None) when what
         is there now is not nbgpumon's to write."""
         kept = self._kept()
-        if not kept:
-            old = "nothing had been written to the old file"
-        elif named:
-            old = f"the old file, wherever it went, keeps {kept} before it"
-        else:
-            old = f"{kept} before it are lost with the old file"
-        happened = {DELETED: "was deleted", MOVED: "was moved away"}.get(
-            what, "was replaced by another file"
-        )
         try:
             self.session_id = self._open()  # checked first: a foreign file is never written
             self.rows_written = self.cells_written = 0
@@ -336,25 +319,10 @@ class RecordingWriter:
             self.compactor = self._compactor()
             db, identity = self._connect()
         except (RecordingError, OSError, sqlite3.Error) as exc:
-            reason = os_reason(exc)
-            reason = reason.removeprefix(f"cannot record to {self.path}: ")
-            there = (
-                "nbgpumon writes nothing into what is there now"
-                if what not in (DELETED, MOVED)
-                else "no new file can be made there"
-            )
-            self._say(
-                f"recording stopped: {self.path} {happened} while recording, and {there} "
-                f"({reason}); {old}",
-                stops=True,
-            )
+            reason = os_reason(exc).removeprefix(f"cannot record to {self.path}: ")
+            self._say(FileWent(what, self.path, kept, named, None, reason), stops=True)
             return None, None
-        where = "a new file at" if what in (DELETED, MOVED) else "the file now at"
-        self._say(
-            f"{self.path} {happened} while recording; recording goes on in {where} "
-            f"{self.path} (session {self.session_id}); {old}",
-            stops=False,
-        )
+        self._say(FileWent(what, self.path, kept, named, self.session_id), stops=False)
         return db, identity
 
     def write_pending(self, db: sqlite3.Connection) -> None:
@@ -434,6 +402,8 @@ class RecordingWriter:
         # and its children, which have their own rows (a child's update rewrites only those).
         row = record_row(record)
         row["idx"] = record.index  # "index" is a keyword in SQL
+        # (schema 7) what it left alive, as JSON: a dict per allocation; "" for none
+        row["traced"] = json.dumps(traced_as_json(record.traced)) if record.traced else ""
         values = [row.get(c) for c in CELL_COLUMNS]
         whole = dataclasses.asdict(record)
         del whole["source"], whole["children"]

@@ -8,7 +8,7 @@ import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from .._sources.devices.protocol import DeviceSource, GpuProcess
+from .._sources.devices.protocol import DeviceSource, GpuProcess, MigRole, ProcessRole, role
 from .bounded_call import NO_ANSWER, BoundedCall
 
 T = TypeVar("T")
@@ -24,6 +24,9 @@ class DeviceAsk:
     def __init__(self, devices: DeviceSource, wait: float = ASK_WAIT) -> None:
         self.device_source = devices
         self.wait = wait
+        # its optional roles, asked once: None where it has none
+        self.mig: MigRole | None = role(devices, MigRole)
+        self.lister: ProcessRole | None = role(devices, ProcessRole)
         self._call = BoundedCall(f"nbgpumon-{devices.name}-ask")
         # what a record and a view say of a figure it lacks: "NVML not answering"
         self.not_answering = f"{devices.label} not answering"
@@ -45,12 +48,15 @@ class DeviceAsk:
         return self._ask(self.device_source.read_free)
 
     def processes(self) -> list[GpuProcess] | None:
-        """The GPUs' processes now, as the driver lists them."""
-        return self._ask(self.device_source.read_processes)
+        """The GPUs' processes now, as the driver lists them ([] from a source that lists
+        none: ``lister`` is None)."""
+        lister = self.lister
+        return self._ask(lister.read_processes) if lister is not None else []
 
     def mig_used(self, migs: list[Any]) -> list[int | None] | None:
-        """Each of ``migs``' memory in use now, bytes."""
-        return self._ask(lambda: self.device_source.read_mig_used(migs))
+        """Each of ``migs``' memory in use now, bytes (None from a source without MIG)."""
+        mig = self.mig
+        return self._ask(lambda: mig.read_mig_used(migs)) if mig is not None else None
 
     def close(self) -> None:
         """The worker ends after the call it is in, if any; nothing is waited for."""

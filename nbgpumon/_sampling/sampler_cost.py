@@ -20,7 +20,6 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from .._foundation.units import counted
 from .._sources.base import ALLOCATOR, CADENCES, DETAIL, FAST, SLOW
 
 SUBSCRIBERS = "subscribers"
@@ -48,7 +47,7 @@ class GroupCost:
 
 @dataclass(frozen=True, slots=True)
 class CostReport:
-    """The sampler's cost since it (last) started."""
+    """The sampler's cost since it (last) started (in words: ``_views/words/sampler_cost.py``)."""
 
     seconds: float  # wall time from the first tick counted to the end of the latest
     ticks: int
@@ -70,38 +69,15 @@ class CostReport:
     def device_calls_per_second(self) -> float:
         return self.device_calls / self.seconds if self.seconds > 0 else 0.0
 
-    def line(self) -> str:
-        """``sampler: 0.03% of a core (fast ticks 14 µs CPU, detail 180 µs; …)``."""
-        if not self.ticks:
-            return "sampler cost: no tick yet"
-        parts = [
-            f"{name} {_us(g.cpu_per_tick)} CPU/tick ×{g.ticks}"
-            for name, g in self.groups.items()
-            if g.ticks and name != SUBSCRIBERS
-        ]
-        subs = self.groups.get(SUBSCRIBERS)
-        if subs is not None and subs.cpu_seconds:
-            parts.append(f"subscribers {_us(subs.cpu_seconds / self.ticks)}/tick")
-        calls = ""
-        n, label, kept = self.device_calls, self.device_label, self.device_gil_kept_calls
-        if n and self.seconds < SHARE_AFTER:  # (a rate over a tick says nothing)
-            calls = f", {counted(n, label + ' call')} ({kept} keeping the GIL)"
-        elif n:
-            rate, kept_rate = self.device_calls_per_second, kept / self.seconds
-            calls = f", {rate:.0f} {label} calls/s ({kept_rate:.0f} keeping the GIL)"
-        if self.seconds < SHARE_AFTER:  # (one tick: its own length, a share near 100%)
-            ticks = f"{self.ticks} tick{'s' if self.ticks != 1 else ''}"
-            head = f"sampler cost: {ticks} in {self.seconds:.1f} s, too soon for a share of a core"
-        else:
-            head = f"sampler cost: {self.core_share * 100:.3g}% of a core over {self.seconds:.0f} s"
-        return f"{head} ({'; '.join(parts)}){calls}"
+    @property
+    def tick_groups(self) -> dict[str, GroupCost]:
+        """The tick classes that ran (fast, allocator, …), the subscribers left out."""
+        return {name: g for name, g in self.groups.items() if g.ticks and name != SUBSCRIBERS}
 
-
-SHARE_AFTER = 1.0  # seconds of ticking before the share of a core is worth saying
-
-
-def _us(seconds: float) -> str:
-    return f"{seconds * 1e6:.0f} µs" if seconds >= 1e-5 else f"{seconds * 1e6:.1f} µs"
+    @property
+    def subscribers(self) -> GroupCost | None:
+        """What the subscribers (the widget's publisher, the static view) took after the reads."""
+        return self.groups.get(SUBSCRIBERS)
 
 
 class SamplerCost:

@@ -15,6 +15,7 @@ from .._foundation.errors import UsageError, failure_line
 from .._ledger.ledger import Ledger, Measurement
 from .._ledger.outcome import first_line, is_host_out_of_memory
 from .._ledger.records import CellRecord, Retention
+from .._ledger.traced import TracedItem
 from .._sampling.rings import warm_numpy_fold
 from .._sampling.sampler import PREPARE_WAIT, Sampler
 from .config import GPUMon
@@ -28,7 +29,7 @@ if TYPE_CHECKING:
     from .._forensics.cell_kinds import CellKinds
     from .._forensics.leaks import LeakWatch
     from .._forensics.postmortem import OomFacts
-    from .._forensics.tracing import TracedAllocation
+    from .._recording.notices import Notice
     from .controls.children import ChildrenControl
 
 
@@ -36,12 +37,11 @@ if TYPE_CHECKING:
 class CellOutcome:
     """What a cell's end found: its record as stored, and what to tell about it."""
 
-    record: CellRecord
-    traced: tuple[TracedAllocation, ...] = ()  # what it left alive, by line (tracing on)
+    record: CellRecord  # with what it left alive by line (tracing on): ``record.traced``
     oom: OomFacts | None = None  # the post-mortem's facts (a GPU out-of-memory error)
     reset_notice: str = ""  # a plug-in's words on the first reset of its peak counter
     range_error: str = ""  # the NVTX ranges' new problem
-    notices: tuple[str, ...] = ()  # the recorder's lines (invariant 14)
+    notices: tuple[Notice, ...] = ()  # what the recorder met (invariant 14)
 
 
 class CellPipeline:
@@ -57,16 +57,12 @@ class CellPipeline:
         memory: MemoryControl,
         recording: RecordingControl,
         children: ChildrenControl | None = None,
-        traced_line: Callable[[TracedAllocation], str] | None = None,
     ) -> None:
         self.config, self._shell, self._sampler, self.ledger = config, shell, sampler, ledger
         self.children = children
         self._tracing, self._memory, self._recording = tracing, memory, recording
         self._leak_watch: LeakWatch | None = None
         self._cell_kinds: CellKinds | None = None  # each cell's memory by kind
-        # how a record keeps its traced allocations, as lines (the views' words: the Monitor
-        # gives them; a bare session keeps none)
-        self.traced_line = traced_line
         # what views hear of: a record stored or a mark set; a cell's measurement begun
         self.on_changed: Callable[[], None] = _nothing
         self.on_opened: Callable[[], None] = _nothing
@@ -160,13 +156,12 @@ class CellPipeline:
         leaks = self._leaks(shell)
         retention: Retention | None = leaks.verdict(record, self.config.leak_threshold)
         record = self._read_kinds(shell, record, leaks)
+        # what it left alive and what its peak held, as data: the views word them when shown
         found = self._tracing.cell_finished(record.execution_count)
-        line = self.traced_line
-        lines = tuple(line(a) for a in found) if line is not None else ()
-        peak_lines = self._peak_lines(record)
-        if retention is not None or lines or peak_lines:  # (a copy only when there is news)
+        peak = self._peak_items(record)
+        if retention is not None or found or peak:  # (a copy only when there is news)
             record = dataclasses.replace(
-                record, retention=retention, traced=lines, traced_peak=peak_lines
+                record, retention=retention, traced=found, traced_peak=peak
             )
         oom = None
         # host MemoryError is "oom" in the ledger too, but this post-mortem is about the GPU
@@ -182,20 +177,17 @@ class CellPipeline:
             if _flight_records(oom.framework):
                 flight = self._tracing.oom_flight_record(shell, record, traced)
                 oom = dataclasses.replace(oom, **flight)
-        return CellOutcome(record, found, oom, range_error=range_error)
+        return CellOutcome(record, oom, range_error=range_error)
 
-    def _peak_lines(self, record: CellRecord) -> tuple[str, ...]:
+    def _peak_items(self, record: CellRecord) -> tuple[TracedItem, ...]:
         """What the cell's peak held and it freed, by line, as the record keeps it (tracing
-        on, a view's words for the lines): each device's lines, then its note."""
-        line = self.traced_line
-        if line is None:
-            return ()
-        lines: list[str] = []
+        on): each device's allocations, then its cut if the replay stopped short."""
+        items: list[TracedItem] = []
         for replay in self._tracing.peak_replays(record):
-            lines += [line(a) for a in replay.found]
-            if replay.note:
-                lines.append(f"({replay.note})")
-        return tuple(lines)
+            items += replay.found
+            if replay.cut is not None:
+                items.append(replay.cut)
+        return tuple(items)
 
     def _read_kinds(self, shell: Any, record: CellRecord, leaks: LeakWatch) -> CellRecord:
         """``record`` with its memory by kind; where that read fails, the reason in its

@@ -11,7 +11,9 @@ from traitlets.config import Config, Configurable
 
 from .._ledger.ledger import PEAK_MODES
 from .._sampling.sampler import MAX_INTERVAL, MIN_INTERVAL
+from .._sources.devices import device_sources
 from .._sources.frameworks import frameworks, plugin_settings
+from .facts.settings import SettingOutcome, SettingRefused
 
 _INTERVAL_SAYS = f"must be between {MIN_INTERVAL} and {MAX_INTERVAL:g} seconds"
 _INTERVAL_EXAMPLE = "; e.g. %config GPUMon.{name} = 0.25"
@@ -44,9 +46,20 @@ _RANGES: dict[str, tuple[Callable[[float], bool], str, str]] = {
 }
 
 
+def _nobody_listens(fact: SettingOutcome | SettingRefused) -> None:
+    """A session without views (``Session`` alone) says nothing of its settings."""
+
+
 class GPUMon(Configurable):
     """nbgpumon settings. Change them live with ``%config GPUMon.<name> = value``."""
 
+    device_source = Unicode(
+        device_sources()[0].name,  # the built-in: the first registered
+        help="The device source that reads the GPUs, by its registered name: "
+        + ", ".join(f"{p.name!r} ({p.label})" for p in device_sources())
+        + ", or a plug-in's, registered before %load_ext. Read when nbgpumon loads: set it "
+        "before %load_ext nbgpumon.",
+    ).tag(config=True)
     interval = Float(0.1, help="Seconds between samples of the fast metrics (0.01 to 60).").tag(
         config=True
     )
@@ -152,37 +165,43 @@ class GPUMon(Configurable):
         "network policy.",
     ).tag(config=True)
 
+    # Where a ``%config``'s facts go (SettingOutcome, SettingRefused): the layer above (the
+    # Monitor) words them and prints them in the user's cell; nothing listens by default.
+    tell: Callable[[SettingOutcome | SettingRefused], None] = staticmethod(_nobody_listens)
+
     @classmethod
-    def for_shell(cls, shell: Any, kept: dict[str, Any] | None = None) -> tuple[GPUMon, list[str]]:
+    def for_shell(
+        cls, shell: Any, kept: dict[str, Any] | None = None
+    ) -> tuple[GPUMon, list[SettingRefused]]:
         """The settings for ``shell`` as its configuration gives them (``ipython_config.py``,
         an earlier ``%config``), then ``kept`` (what an unloaded monitor was running with, from
-        ``live_settings``), and a line for each value refused or unknown: such a value is taken
-        out of the shell's configuration, and its setting keeps its default."""
+        ``live_settings``), and each value refused or unknown: such a value is taken out of the
+        shell's configuration, and its setting keeps its default."""
         section = _own_section(getattr(shell, "config", None))
-        lines: list[str] = []
+        refused: list[SettingRefused] = []
         if section:
             probe = cls()  # no parent: it holds only the defaults
             names = probe.trait_names(config=True)
             for name, value in list(section.items()):
                 if name not in names:
-                    line = f"{_unknown(name)}; it is ignored"
+                    fact = SettingRefused(name, True, _nearest(name), at_load=True)
                 else:
                     try:
                         setattr(probe, name, value)
                     except TraitError as exc:
                         default = cls.class_traits()[name].default()
-                        line = f"{_reason(exc)}; using the default, {default!r}"
+                        fact = SettingRefused(name, False, "", _reason(exc), default, True)
                     else:
                         continue
                 del section[name]  # (before traitlets warns of an unknown name itself)
-                lines.append(f"nbgpumon: {line}")
+                refused.append(fact)
         config = cls(parent=shell)
         names = config.trait_names(config=True)
         for name, value in (kept or {}).items():
             if name in names:
                 with contextlib.suppress(TraitError):  # (it held this value before)
                     setattr(config, name, value)
-        return config, lines
+        return config, refused
 
     def forget(self, name: str) -> None:
         """Take ``name`` out of the shell's configuration, where a refused value would make
@@ -206,7 +225,7 @@ class GPUMon(Configurable):
 
     def update_config(self, config: Any) -> None:
         """Apply ``%config GPUMon.x = v`` (or a config file), one value at a time: a refused
-        value is one printed line, its setting keeps its value, and it is taken out of
+        value is told (``tell``), its setting keeps its value, and it is taken out of
         ``config`` and the shell's configuration, so a later load does not meet it. (``%config``
         would log the error through the root logger, which terminal IPython shows as
         "ERROR:root:", and merge the refused value into the shell's configuration.)"""
@@ -220,7 +239,7 @@ class GPUMon(Configurable):
                 # traitlets would warn through its logger, and the shell would keep it
                 del section[name]
                 self.forget(name)
-                print(f"nbgpumon: {_unknown(name)}; nothing was changed")
+                self.tell(SettingRefused(name, True, _nearest(name)))
                 continue
             try:
                 super().update_config(Config({"GPUMon": {name: value}}))
@@ -229,7 +248,33 @@ class GPUMon(Configurable):
                 # GPUMon in %config's loop); should it have merged already, forget() takes it out
                 del section[name]
                 self.forget(name)
-                print(f"nbgpumon: {_reason(exc)}; GPUMon.{name} stays {getattr(self, name)!r}")
+                self.tell(SettingRefused(name, False, "", _reason(exc), getattr(self, name)))
+
+    _device_source_taken = ""  # the one a session read ("": none yet): another is refused
+
+    def take_device_source(self) -> str:
+        """The device source's name, for the session starting now, which reads it once: from
+        now on this configuration refuses another (it would not be used)."""
+        self._device_source_taken = self.device_source
+        return self.device_source
+
+    @validate("device_source")
+    def _check_device_source(self, proposal):
+        value = proposal["value"]
+        names = [p.name for p in device_sources()]
+        if value not in names:
+            raise TraitError(
+                f"GPUMon.device_source is one of the registered device sources "
+                f"({', '.join(map(repr, names))}), not {value!r}"
+            )
+        # (compared with the name taken: a config's values are checked once already set)
+        taken = self._device_source_taken
+        if taken and value != taken:
+            raise TraitError(
+                f"GPUMon.device_source is read when nbgpumon loads (to use {value!r}: "
+                f"%unload_ext nbgpumon, set it, then %load_ext nbgpumon)"
+            )
+        return value
 
     @validate(*_RANGES)
     def _check_range(self, proposal):
@@ -247,13 +292,13 @@ def _own_section(config: Any) -> Any:
     return config["GPUMon"]
 
 
-def _unknown(name: str) -> str:
+def _nearest(name: str) -> str:
+    """The setting a mistyped ``name`` may mean ("" for none close enough)."""
     import difflib  # on a mistyped name only: not on the load's path
 
     known = GPUMon.class_trait_names(config=True)
     close = difflib.get_close_matches(name, known, n=1)
-    hint = f" (did you mean GPUMon.{close[0]}?)" if close else " (%config GPUMon lists them)"
-    return f"GPUMon.{name} is not a setting{hint}"
+    return close[0] if close else ""
 
 
 def _reason(exc: TraitError) -> str:

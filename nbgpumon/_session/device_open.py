@@ -4,8 +4,8 @@ that does not answer leaves a session without GPUs rather than a kernel that han
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
-from .._foundation.units import counted
 from .._sampling.device_ask import DeviceAsk
 from .._sampling.sampler import Sampler
 from .._sources.devices.protocol import DeviceSource
@@ -34,19 +34,27 @@ def open_devices(
     return idle, DeviceAsk(idle), source
 
 
-def started_late(late: DeviceSource | None) -> str:
-    """For status, where the device source was still starting after OPEN_WAIT: how that went
-    ("" if it started in time)."""
+@dataclass(frozen=True, slots=True)
+class LateStart:
+    """A device source still starting after OPEN_WAIT at load, for status: how that went."""
+
+    label: str  # how users write the source ("NVML")
+    answered: bool  # False: still starting
+    seconds: float  # since its start waited (still starting), else how long the start took
+    available: bool  # it started and reads (else ``status`` says why not)
+    status: str  # its own status
+    gpus: int  # the devices it found, which only a new session watches
+
+
+def started_late(late: DeviceSource | None) -> LateStart | None:
+    """Where the device source was still starting after OPEN_WAIT: how that went (None if it
+    started in time)."""
     if late is None:
-        return ""
+        return None
     if late.reading_since:
-        waited = late.not_answering_for()
-        return f"{late.label} has not answered for {waited:.1f} s (still starting)"
-    if not late.available:
-        return f"{late.label} answered after {late.last_took:.1f} s: {late.status}"
-    return (
-        f"{late.label} answered after {late.last_took:.1f} s, with "
-        f"{counted(len(late.devices), 'GPU')}: %reload_ext nbgpumon watches them"
+        return LateStart(late.label, False, late.not_answering_for(), False, late.status, 0)
+    return LateStart(
+        late.label, True, late.last_took, late.available, late.status, len(late.devices)
     )
 
 

@@ -1,5 +1,6 @@
-"""``LiveData``: the live session as views read it (the ``SessionData`` protocol), over its
-timeline, ledger, device source, sampler and cluster. The session and the monitor are one."""
+"""``LiveData``: what views read of the live session (the ``SessionData`` protocol), over its
+timeline, ledger, device source, sampler and cluster. The session makes one (``session.data``)
+and the monitor shows it; views read it only when they draw, never on the sampler's tick."""
 
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ RSS = metric("host", "rss")
 
 
 class LiveData:
-    """What views read of a live session (``SessionData``)."""
+    """The live session as every view reads it (``SessionData``): one per session."""
 
     source = "live session"
 
@@ -37,20 +38,13 @@ class LiveData:
         cluster: ClusterControl,
         status: Callable[[], Status],
     ) -> None:
-        self._live_devices, self._live_timeline, self._live_ledger = devices, timeline, ledger
-        self._live_sampler, self._live_cluster, self._live_status = sampler, cluster, status
+        self._devices, self._timeline, self._ledger = devices, timeline, ledger
+        self._sampler, self._cluster, self._status = sampler, cluster, status
         self._mem_used = metric(devices.name, "mem_used")
-
-    def _read_as(self, other: LiveData) -> None:
-        """Read what ``other`` reads (the monitor shows its session's data)."""
-        self._live_devices, self._live_timeline = other._live_devices, other._live_timeline
-        self._live_ledger, self._live_sampler = other._live_ledger, other._live_sampler
-        self._live_cluster, self._live_status = other._live_cluster, other._live_status
-        self._mem_used = other._mem_used
 
     @property
     def devices(self) -> tuple[Device, ...]:
-        source = self._live_devices
+        source = self._devices
         return tuple(
             Device(
                 d.index,
@@ -66,43 +60,43 @@ class LiveData:
 
     @property
     def columns(self) -> tuple[str, ...]:
-        return self._live_timeline.columns
+        return self._timeline.columns
 
     @property
     def records(self) -> list[CellRecord]:
-        return self._live_ledger.records()
+        return self._ledger.records()
 
     def records_after(self, index: int) -> tuple[int, list[CellRecord]]:
-        return self._live_ledger.records_after(index)
+        return self._ledger.records_after(index)
 
     @property
     def marks(self) -> list[tuple[float, str]]:
-        return list(self._live_ledger.marks)
+        return list(self._ledger.marks)
 
     @property
     def cursor(self) -> int:
-        return self._live_timeline.cursor
+        return self._timeline.cursor
 
     def window(
         self, t0: float = -math.inf, t1: float = math.inf, columns: Sequence[str] | None = None
     ) -> Window:
-        return self._live_timeline.window(t0, t1, columns)
+        return self._timeline.window(t0, t1, columns)
 
     def since(self, cursor: int, limit: int | None = None) -> Chunk:
-        return self._live_timeline.since(cursor, limit)
+        return self._timeline.since(cursor, limit)
 
     def latest(self) -> dict[str, float] | None:
-        return self._live_timeline.latest()
+        return self._timeline.latest()
 
     def running(self) -> RunningCell | None:
         """The cell being measured now, with its start readings by timeline column: each
         allocator's allocated bytes (0 when it was not up yet), the device's used bytes, RSS."""
-        ledger = self._live_ledger
+        ledger = self._ledger
         opened = ledger.open_cell()
         if opened is None:
             return None
         baseline: dict[str, int] = {}
-        for d in self._live_devices.devices:
+        for d in self._devices.devices:
             at = d.index
             used = opened.device_used[at] if at < len(opened.device_used) else None
             if used is not None:
@@ -121,11 +115,11 @@ class LiveData:
         return RunningCell(name, count, opened.kind, opened.label, opened.start, baseline)
 
     def status(self) -> Status:
-        return self._live_status()
+        return self._status()
 
     @property
     def cluster(self) -> Cluster | None:
-        return self._live_cluster.cluster()
+        return self._cluster.cluster()
 
     def subscribe(self, callback: Callable[[int], None]) -> Callable[[], None]:
-        return self._live_sampler.subscribe(callback)
+        return self._sampler.subscribe(callback)

@@ -8,7 +8,9 @@ import threading
 from typing import Any
 
 from .._foundation.gpu_names import gpu_key
-from .._sources.base import STEADY_PERIOD, AllocatorSource, AllocatorStats
+from .._foundation.metrics import metrics_of
+from .._sources.base import DETAIL, SLOW, STEADY_PERIOD, AllocatorSource, AllocatorStats
+from .._sources.devices import device_source
 from .._sources.frameworks import facts_of, frameworks
 from .._sources.processes.on_gpu import ProcessOnGpu
 from .facts.devices import Device
@@ -32,7 +34,7 @@ def live_status(mon: Session) -> Status:
     """The status of ``mon`` now."""
     state = "sampling" if mon.sampler.running else ("closed" if mon.closed else "stopped")
     cfg = mon.config
-    devices: tuple[Device, ...] = mon.devices
+    devices: tuple[Device, ...] = mon.data.devices
     plugins = frameworks()
     live = LiveStatus(
         sampler=_sampler(mon),
@@ -46,7 +48,7 @@ def live_status(mon: Session) -> Status:
         peak_mode=cfg.peak_mode,
         reset_means=tuple(f.reset_means for f in plugins if f.reset_means),
         preserve_means=tuple(f.preserve_means for f in plugins if f.preserve_means),
-        recording=mon.recording or "",
+        recording=mon.recording,
         exporter=mon.exporter_line or "",
         summary=bool(cfg.summary),
         records=len(mon.ledger.records()),
@@ -65,7 +67,7 @@ def _sampler(mon: Session) -> SamplerFacts:
         process_interval=cfg.process_interval,
         ticks=s.ticks,
         last_tick_seconds=s.last_tick_seconds,
-        cost=s.cost_report().line(),
+        cost=s.cost_report(),
         error=s.error or "",
     )
 
@@ -88,12 +90,24 @@ def _device_source(mon: Session, devices: tuple[Device, ...]) -> DeviceSourceFac
         notes=tuple(source.notes()),
         started_late=mon.devices_started_late(),
         silent_for=mon.device_ask.silent_for() or 0.0,
+        source=source.name,
+        detail=_read_at(source.name, DETAIL),
+        slow=_read_at(source.name, SLOW),
+        lists_processes=mon.device_ask.lister is not None,
     )
+
+
+def _read_at(source: str, cadence: str) -> tuple[str, ...]:
+    """The metrics of the device source ``source`` its plug-in reads at ``cadence``."""
+    plugin = device_source(source)
+    cadences = plugin.cadences if plugin is not None else {}
+    return tuple(m.name for m in metrics_of(source) if cadences.get(m.name) == cadence)
 
 
 def _gpu(mon: Session, d: Device, lost: bool) -> GpuFacts:
     """A device, with its GPU's other MIG devices when the GPU is in MIG mode."""
-    all_migs = mon.device_source.mig_devices
+    mig = mon.device_ask.mig  # (None: a source that knows no MIG)
+    all_migs = mig.mig_devices if mig is not None else []
     migs = all_migs[d.index] if d.index < len(all_migs) else None
     if migs is None:
         return GpuFacts(d, lost, mig_mode=False)

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from types import TracebackType
 
+from .._foundation.clipping import clipped
 from .._foundation.errors import UsageError
-from .._foundation.units import clipped
 from .._ledger.ledger import Ledger, Measurement
 from .._ledger.outcome import classify_exception
 from .._ledger.records import CellRecord

@@ -19,26 +19,28 @@ from traitlets import TraitError
 from .._foundation.errors import RecordingError, UsageError
 from .._ledger.ledger import Ledger
 from .._ledger.records import CellRecord
+from .._recording.notices import RecorderState, RecordingChange
 from .._sampling.node_timeline import NodeTimeline
 from .._sampling.sampler import Sampler, timeline_columns
 from .._sampling.timeline import Timeline
 from .._sources.allocator_columns import AllocatorColumns
 from .._sources.base import ALLOCATOR, DETAIL, SLOW, AllocatorSource
-from .._sources.devices.nvml import NvmlSource  # the default device source
-from .._sources.devices.protocol import DeviceSource
+from .._sources.devices import source_maker
+from .._sources.devices.protocol import CallCountRole, DeviceSource, role
 from .._sources.frameworks import frameworks, plugin_settings
 from .._sources.host import HostSource
 from .._sources.processes.source import ProcessSource
 from .cell_pipeline import CellPipeline
 from .config import GPUMon
 from .controls.children import ChildrenControl
-from .controls.cluster import CLUSTER_WAIT, ClusterControl
 from .controls.cluster import SETTINGS as CLUSTER_SETTINGS
+from .controls.cluster import ClusterControl
 from .controls.memory import MemoryControl
 from .controls.nvtx_ranges import NvtxRanges
 from .controls.recording import RecordingControl
 from .controls.tracing import TracingControl
-from .device_open import close_devices, open_devices, started_late
+from .device_open import LateStart, close_devices, open_devices, started_late
+from .facts.settings import SettingOutcome
 from .info import session_info
 from .live_data import LiveData
 from .live_status import live_status
@@ -64,7 +66,7 @@ def no_shell() -> Any:
     return None
 
 
-class Session(LiveData):
+class Session:
     """Everything nbgpumon measures in this process. Usable without IPython."""
 
     def __init__(
@@ -76,10 +78,10 @@ class Session(LiveData):
     ) -> None:
         self.config = cfg = config if config is not None else GPUMon()
         # ``shell``: the running shell (namespace, Out, tracebacks), or None.
-        # ``new_device_source`` makes the device source; ``nvml_module`` (the fault tests' fake
-        # library) goes to the default one. The main thread asks it with a deadline;
-        # _late_source: one still starting.
-        new_source = new_device_source or (lambda: NvmlSource(nvml_module))
+        # The device source: the plug-in GPUMon.device_source names, given ``nvml_module``
+        # (the fault tests' fake library), or what ``new_device_source`` makes. The main thread
+        # asks it with a deadline; _late_source: one still starting.
+        new_source = new_device_source or source_maker(cfg.take_device_source(), nvml_module)
         self.device_source, self.device_ask, self._late_source = open_devices(new_source)
         # each framework's own view, one allocator source per registered plug-in
         self.allocators = tuple(
@@ -104,7 +106,8 @@ class Session(LiveData):
         }  # fmt: skip
         self.sampler = Sampler(sources, self.timeline, interval=cfg.interval, intervals=intervals)
         # (the source, not self: the sampler must not keep the session alive)
-        self.sampler.cost.device_counter = self.device_source.call_counts
+        counts = role(self.device_source, CallCountRole)  # (None: the cost counts no calls)
+        self.sampler.cost.device_counter = counts.call_counts if counts is not None else None
         self.sampler.cost.device_label = self.device_source.label
         self.ledger = Ledger(
             self.device_source, self.allocators, self.host, self.timeline,
@@ -127,8 +130,11 @@ class Session(LiveData):
         self.cells_pipeline = CellPipeline(
             cfg, shell, self.sampler, self.ledger, tracing, self.memory, recording, self.children
         )
-        LiveData.__init__(
-            self, self.device_source, self.timeline, self.ledger, self.sampler, cluster,
+        self.shell = shell  # (the monitor's advice asks the shell too)
+        # what every view reads, the one LiveData (the monitor shows it); read by views only,
+        # never on the sampler's tick or a cell's path
+        self.data = LiveData(
+            self.device_source, self.timeline, self.ledger, self.sampler, cluster,
             lambda: live_status(self),
         )  # fmt: skip
         # where the Monitor one layer up serves the exporter, for status: never a socket here
@@ -152,20 +158,20 @@ class Session(LiveData):
             setting.apply(self.allocator(plugin), value)  # type: ignore[arg-type]
         elif name in CLUSTER_SETTINGS:
             try:
-                line = self.cluster_control.setting_changed(name, change["old"])
+                did = self.cluster_control.setting_changed(name, change["old"])
             except UsageError as exc:
                 raise TraitError(str(exc)) from None
-            if line:
-                print(f"nbgpumon: {line}")
-        elif name == "nvtx" and (line := self.tracing_control.nvtx_setting_changed(value)):
-            print(f"nbgpumon: {line}")
+            if did is not None:
+                self.config.tell(SettingOutcome(name, did))
+        elif name == "nvtx" and (did := self.tracing_control.nvtx_setting_changed(value)):
+            self.config.tell(SettingOutcome(name, did))
         elif name == "record_path" and not self.recording_control.syncing:
             try:
-                line = self.record(value or None)
+                did = self.record(value or None)
             except RecordingError as exc:  # the setting keeps saying what is recorded
                 self.recording_control.sync_path(change["old"])
                 raise TraitError(str(exc)) from None
-            print(f"nbgpumon: {line}")
+            self.config.tell(SettingOutcome(name, did))
 
     def start(self) -> None:
         """Start sampling (no-op when running)."""
@@ -207,7 +213,7 @@ class Session(LiveData):
     def exporter_line(self) -> str:
         return self.exporter_line_of()
 
-    def devices_started_late(self) -> str:
+    def devices_started_late(self) -> LateStart | None:
         return started_late(self._late_source)
 
     @property
@@ -223,8 +229,8 @@ class Session(LiveData):
         return self.tracing_control.nvtx_ranges
 
     @property
-    def recording(self) -> str:  # what the recorder is doing ("" when there is none)
-        return self.recording_control.status
+    def recording(self) -> RecorderState | None:  # what the recorder is doing (None: none)
+        return self.recording_control.state
 
     def gpu_framework_active(self) -> bool:
         return self.memory.gpu_framework_active()
@@ -237,18 +243,11 @@ class Session(LiveData):
         self.children.settle()  # (a child's newest figures in its cell's record)
         return self.ledger.records()
 
-    def read_cluster(
-        self, url: str | None, match: str | None = None, host_label: str | None = None,
-        wait: float = CLUSTER_WAIT,
-    ) -> str:  # fmt: skip
-        """Read other nodes' GPUs from the Prometheus server at ``url`` (ClusterControl.read)."""
-        return self.cluster_control.read(url, match, host_label, wait)
-
     def node_timeline(self) -> NodeTimeline:  # other nodes' samples (made on first use)
         return self.cluster_control.node_timeline()
 
-    def record(self, path: str | os.PathLike[str] | None) -> str:
-        """Record to the SQLite file ``path`` from now on (None: stop); one line back."""
+    def record(self, path: str | os.PathLike[str] | None) -> RecordingChange:
+        """Record to the SQLite file ``path`` from now on (None: stop); what that did."""
         return self.recording_control.record(path, self.cells(), self.ledger.marks)
 
 

@@ -13,6 +13,7 @@ CUDA device, and only once the user's code has initialised that framework on tha
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Protocol
@@ -66,6 +67,30 @@ class NodeReading:
     gpus: Mapping[tuple[str, str], Mapping[str, str]]  # (host, gpu) -> model, uuid, pod, ...
 
 
+class RemotePhase(enum.Enum):
+    """What a network source is doing (RemoteState.phase)."""
+
+    CONNECTING = "connecting"  # started; no attempt has ended yet
+    ANSWERED = "answered"  # its latest answer had GPU series
+    NO_SERIES = "no series"  # it answers, with no GPU series (matching the matchers)
+    FAILED = "failed"  # its latest request failed (``error``: the client's reason); tried again
+    BROKE = "broke"  # its latest answer broke the worker's handling (``error``: the exception)
+    STOPPED = "stopped"
+
+
+@dataclass(frozen=True, slots=True)
+class RemoteState:
+    """What a network source is doing, as of its latest attempt (the views word it)."""
+
+    phase: RemotePhase
+    url: str  # the server, credentials left out
+    match: str = ""  # the label matchers that narrow what is read
+    nodes: int = 0  # in the latest answer
+    gpus: int = 0
+    interval: float = 0.0  # seconds between its requests then
+    error: str = ""  # FAILED, BROKE: what went wrong
+
+
 class RemoteSource(Protocol):
     """A network source (Prometheus): it fetches in its own worker, with timeouts, and the
     sampler takes what it has fetched since the last tick, never waiting for it."""
@@ -73,7 +98,7 @@ class RemoteSource(Protocol):
     name: str
 
     @property
-    def status(self) -> str: ...
+    def state(self) -> RemoteState: ...
 
     def take(self) -> list[NodeReading]:
         """The answers fetched since the last call, oldest first; [] when none. Never blocks

@@ -17,8 +17,7 @@ import threading
 import time
 from collections import deque
 
-from .._foundation.units import counted
-from .base import NodeReading
+from .base import NodeReading, RemotePhase, RemoteState
 from .cluster_series import SERIES_NAMES, reading_from, readings_over_time
 from .prometheus_http import PrometheusClient, PrometheusError, shown_url
 
@@ -94,7 +93,7 @@ class PrometheusSource:
         self.failures = 0
         self.last_answer = 0.0  # unix seconds
         self.nodes = self.gpus = 0  # in the latest answer
-        self._status = f"connecting to {self.url}"
+        self._state = self._now(RemotePhase.CONNECTING)
         self._pending: deque[NodeReading] = deque(maxlen=PENDING)
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -103,8 +102,9 @@ class PrometheusSource:
 
     # -- what the sampler and views see ---------------------------------------------------
     @property
-    def status(self) -> str:
-        return self._status
+    def state(self) -> RemoteState:
+        """What it is doing, as of its latest attempt (replaced whole: read from any thread)."""
+        return self._state
 
     def take(self) -> list[NodeReading]:
         if not self._pending:  # most ticks: nothing new
@@ -135,7 +135,7 @@ class PrometheusSource:
         if thread is not None and thread is not threading.current_thread():
             thread.join(timeout)
         self._thread = None
-        self._status = f"stopped reading {self.url}"
+        self._state = self._now(RemotePhase.STOPPED)
 
     @property
     def running(self) -> bool:
@@ -169,12 +169,10 @@ class PrometheusSource:
                 if stop.is_set():
                     return
                 self.failures += 1
-                self._status = (
-                    f"Prometheus at {self.url}: {exc}; trying again every {self.interval:g} s"
-                )
+                self._state = self._now(RemotePhase.FAILED, error=str(exc))
             except Exception as exc:  # contained: the worker must outlive any one answer
                 self.failures += 1
-                self._status = f"Prometheus at {self.url}: {type(exc).__name__}: {exc}"
+                self._state = self._now(RemotePhase.BROKE, error=f"{type(exc).__name__}: {exc}")
             self._first.set()
             # not told the scrape interval yet: ask again soon (a few times) rather than
             # waiting out the 15 s guess
@@ -208,14 +206,7 @@ class PrometheusSource:
         self.last_answer = reading.time
         hosts = {host for host, _ in reading.gpus}
         self.nodes, self.gpus = len(hosts), len(reading.gpus)
-        if not reading.gpus:
-            narrowed = f" matching {self.match}" if self.match else ""
-            self._status = (
-                f"Prometheus at {self.url} answers, but has no DCGM exporter or nbgpumon GPU "
-                f"series{narrowed}"
-            )
-            return
-        self._status = (
-            f"{counted(self.nodes, 'node')}, {counted(self.gpus, 'GPU')} from {self.url}, "
-            f"every {self.interval:g} s"
-        )
+        self._state = self._now(RemotePhase.ANSWERED if reading.gpus else RemotePhase.NO_SERIES)
+
+    def _now(self, phase: RemotePhase, error: str = "") -> RemoteState:
+        return RemoteState(phase, self.url, self.match, self.nodes, self.gpus, self.interval, error)

@@ -17,7 +17,7 @@ import urllib.request
 from dataclasses import dataclass
 from typing import Any
 
-from .._foundation.units import clipped
+from .._foundation.clipping import clipped
 
 MAX_ANSWER = 32 * 2**20  # bytes read from one answer at most: a huge one is refused, not parsed
 

@@ -3,9 +3,11 @@ notice, the summary line, the NVTX problem, the traced lines, the post-mortem, t
 
 from __future__ import annotations
 
-from .._foundation.units import counted
+from .._foundation.wording import counted
 from .._session.cell_pipeline import CellOutcome
 from .words.cell_summary import summary_line
+from .words.recorder import notice_line
+from .words.traced import traced_line
 
 TRACE_LINES = 5  # traced lines printed under a cell (the record keeps them all)
 PEAK_LINES = 3  # and of what its peak held and it freed
@@ -25,21 +27,21 @@ def cell_lines(outcome: CellOutcome, summary: bool) -> list[str]:
         from .memory.oom import report  # (the holder walk's types: only after an OOM)
 
         lines.append(report(outcome.oom))
-    return lines + list(outcome.notices)
+    return lines + [f"nbgpumon: {notice_line(n)}" for n in outcome.notices]
 
 
 def trace_lines(outcome: CellOutcome) -> list[str]:
     """The first TRACE_LINES of what the cell left alive, by line, and how many more."""
-    traced = outcome.record.traced  # (the record keeps them as the recording stores them)
-    lines = [f"nbgpumon trace: {line}" for line in traced[:TRACE_LINES]]
+    traced = outcome.record.traced  # (the record keeps the allocations: worded here)
+    lines = [f"nbgpumon trace: {traced_line(item)}" for item in traced[:TRACE_LINES]]
     if len(traced) > TRACE_LINES:
         lines.append(f"nbgpumon trace: … {counted(len(traced) - TRACE_LINES, 'more line')}")
     peak = outcome.record.traced_peak
-    lines += [f"nbgpumon trace, freed after its peak: {line}" for line in peak[:PEAK_LINES]]
+    said = "nbgpumon trace, freed after its peak: "
+    lines += [said + traced_line(item) for item in peak[:PEAK_LINES]]
     if len(peak) > PEAK_LINES:
         more = counted(len(peak) - PEAK_LINES, "more line")
         lines.append(
-            f"nbgpumon trace, freed after its peak: … {more} "
-            f"(%gpumon explain {outcome.record.execution_count} lists them)"
+            f"{said}… {more} (%gpumon explain {outcome.record.execution_count} lists them)"
         )
     return lines

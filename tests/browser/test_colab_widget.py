@@ -31,8 +31,8 @@ KERNEL = "python3-colab-emulated"
 CELLS = [
     "%load_ext nbgpumon\nimport nbgpumon\nnbgpumon.monitor().widget()",
     # the sampler's 30 rows (waited for, with a deadline): every message it sends is dropped
-    "import time\n_m, _d = nbgpumon.monitor(), time.monotonic() + 60\n_c = _m.cursor + 30\n"
-    "while (_m.cursor < _c or not get_ipython().kernel.dropped_by_front_end['comm_msg'])"
+    "import time\n_m, _d = nbgpumon.monitor(), time.monotonic() + 60\n_c = _m.data.cursor + 30\n"
+    "while (_m.data.cursor < _c or not get_ipython().kernel.dropped_by_front_end['comm_msg'])"
     " and time.monotonic() < _d:\n    time.sleep(0.05)",
     "_d = get_ipython().kernel.dropped_by_front_end\n_p = nbgpumon.monitor()._publisher\n"
     "print('SHELL', type(get_ipython()).__module__)\n"

@@ -58,8 +58,8 @@ WAIT_FOR_SAMPLES = (
     "import time, nbgpumon\n"
     "def samples(n):\n"
     "    mon, until = nbgpumon.monitor(), time.monotonic() + 30\n"
-    "    enough = mon.cursor + n\n"
-    "    while mon.cursor < enough and time.monotonic() < until:\n"
+    "    enough = mon.data.cursor + n\n"
+    "    while mon.data.cursor < enough and time.monotonic() < until:\n"
     "        time.sleep(0.02)"
 )
 

@@ -50,7 +50,7 @@ def test_the_report_draws_the_session_and_brushing_lists_its_cells(page, open_no
             f"import nbgpumon\nnbgpumon.mark({XSS!r})\ntime.sleep(0.5)",
             "from nbgpumon._views.report.bqplot_report import report_widget\n"
             "import nbgpumon\n"
-            "report_widget(nbgpumon.monitor())",
+            "report_widget(nbgpumon.monitor().data)",
         ]
     )
     counts = [nb.run_cell(i) for i in range(5)]

@@ -49,7 +49,7 @@ def test_status_text_wraps_between_words_in_a_narrow_notebook(page, open_noteboo
             # the same words in a bare <pre>, as the front end styles it: the control
             "from IPython.display import HTML\nimport html, nbgpumon\n"
             "from nbgpumon._views.words.status import status_line\n"
-            "HTML(f'<pre>{html.escape(status_line(nbgpumon.monitor().status()))}</pre>')",
+            "HTML(f'<pre>{html.escape(status_line(nbgpumon.monitor().data.status()))}</pre>')",
         ]
     )
     for i in range(4):

@@ -413,7 +413,7 @@ def live_evidence(session: Any, shell: Any) -> Evidence:
             if f.precision_advice is not None
             for name in f.precision_advice.full_precision_models(shell)
         ]
-    return evidence(session, retries, models, kinds)
+    return evidence(session.data, retries, models, kinds)
 
 
 def _newest_kinds(ev: Evidence, index: int) -> dict[str, int]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ..._foundation.units import format_bytes
+from ..._foundation.wording import format_bytes
 from ..._sources.frameworks import facts_of
 
 if TYPE_CHECKING:

@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..._foundation.errors import UsageError
-from ..._foundation.units import format_bytes, parse_bytes
+from ..._foundation.units import parse_bytes
+from ..._foundation.wording import format_bytes
 from ..._ledger.outcome import is_out_of_memory
 from ..._ledger.peak_fit import (
     MIN_SIZES,
@@ -28,6 +29,7 @@ from ..._ledger.peak_fit import (
     predict,
 )
 from .exact_peaks import exact_peaks, why_sampled
+from .fit_arguments import FitArguments
 from .headroom import Headroom, headroom
 
 if TYPE_CHECKING:
@@ -94,21 +96,14 @@ def _growth(fit: LineFit) -> float:
     return max(peaks) - min(peaks) if peaks else 0.0
 
 
-def run_fit(
-    session: Session,
-    step: Callable[[int], Any],
-    sizes: Iterable[int],
-    limit: int | str | Mapping[str, int | str] | None = None,
-    margin: int | str | None = None,
-    label: str = "fit",
-    warmup: bool = True,
-) -> FitRun:
-    """Run ``step`` at each of ``sizes`` (smallest first) and fit; see ``nbgpumon.fit``."""
+def run_fit(session: Session, asked: FitArguments) -> FitRun:
+    """Run ``asked.step`` at each of its sizes (smallest first) and fit; see ``nbgpumon.fit``."""
+    step, label, warmup = asked.step, asked.label, asked.warmup
     if not callable(step):
         raise UsageError("fit(step, sizes=...) takes a function of one size: step(size)")
-    order = _sizes(sizes)
-    limits = _limits(limit)
-    margin_bytes = None if margin is None else _bytes("margin", margin)
+    order = _sizes(asked.sizes)
+    limits = _limits(asked.limit)
+    margin_bytes = None if asked.margin is None else _bytes("margin", asked.margin)
     warmed = None
     rows: list[tuple[int, CellRecord]] = []
     ran_out: tuple[int, str] | None = None

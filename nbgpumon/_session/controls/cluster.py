@@ -6,12 +6,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..._foundation.errors import UsageError
-from ..._foundation.units import counted
 from ..._sampling.node_timeline import NodeTimeline
-from ..facts.session_data import Cluster
+from ..facts.session_data import Cluster, ClusterState
 
 if TYPE_CHECKING:
     from ..._sampling.sampler import Sampler
+    from ..._sources.base import RemoteState
     from ..._sources.prometheus import PrometheusSource
     from ..config import GPUMon
 
@@ -30,13 +30,13 @@ class ClusterControl:
         self.nodes: NodeTimeline | None = None  # other nodes' GPUs, once a cluster is read
         self.url = ""
         self._syncing = False  # set while read() writes the GPUMon settings
-        self._last_status = ""  # what the source said when it was stopped
+        self._last_state: RemoteState | None = None  # the source's when it was stopped
 
     def cluster(self) -> Cluster | None:
         """What views read of it; None before a cluster was ever read."""
         if self.nodes is None:
             return None
-        return Cluster(self.nodes, self.url, status=self._status, interval=self._every)
+        return Cluster(self.nodes, self.url, state=self.state, interval=self._every)
 
     def read(
         self,
@@ -44,18 +44,17 @@ class ClusterControl:
         match: str | None = None,
         host_label: str | None = None,
         wait: float = CLUSTER_WAIT,
-    ) -> str:
+    ) -> ClusterState:
         """Read the Prometheus server at ``url`` from now on (None: stop); see
-        ``Session.read_cluster``. One line back."""
+        ``Monitor.read_cluster``, which shows these parameters. What it did back: the source
+        started (its first answer, or none yet) or stopped (None: there was none)."""
         from ..._sources.prometheus import PrometheusSource
 
         if url is None:
             had = self.sampler.remote
             self.stop()
             self._sync_settings("", self.config.prometheus_match, self.config.cluster_host_label)
-            if isinstance(had, PrometheusSource):
-                return f"stopped reading {had.url}"
-            return "not reading a cluster"
+            return ClusterState(had.state if isinstance(had, PrometheusSource) else None)
         match = self.config.prometheus_match if match is None else match
         host_label = self.config.cluster_host_label if host_label is None else host_label
         try:
@@ -76,15 +75,14 @@ class ClusterControl:
         self._sync_settings(url, source.match, source.host_label)
         if wait > 0 and source.wait_first(wait):
             self._take_now(source)  # so that what is shown next has the first answer
-            return f"cluster: {source.status}"
-        return f"cluster: reading {source.url}; no answer yet (%gpumon status says when)"
+        return ClusterState(source.state)  # (still CONNECTING: no answer yet)
 
-    def setting_changed(self, name: str, old: object) -> str:
+    def setting_changed(self, name: str, old: object) -> ClusterState | None:
         """``%config GPUMon.prometheus_url = URL`` (or its match or interval while one is
-        read): the line to print, "" for none; a bad value puts the setting back and raises
-        UsageError."""
+        read): what reading did, None for nothing; a bad value puts the setting back and
+        raises UsageError."""
         if self._syncing or (name != "prometheus_url" and not self.config.prometheus_url):
-            return ""
+            return None
         try:
             return self.read(self.config.prometheus_url or None)
         except UsageError:
@@ -116,19 +114,18 @@ class ClusterControl:
 
         if isinstance(remote, PrometheusSource):
             remote.stop()
-            self._last_status = remote.status
+            self._last_state = remote.state
             self._take_now(remote)  # what it fetched and no tick took yet
 
-    def _status(self) -> str:
+    def state(self) -> ClusterState:
+        """What the source is doing now (or said when it stopped), and the GPUs not kept."""
         remote = self.sampler.remote
-        line = remote.status if remote is not None else self._last_status
-        refused = self.nodes.refused_gpus if self.nodes is not None else 0
-        if refused and self.nodes is not None:
-            line += (
-                f" · {counted(refused, 'more GPU')} not kept (nbgpumon keeps "
-                f"{self.nodes.max_gpus}; narrow with --match)"
-            )
-        return line or "not reading a cluster"
+        nodes = self.nodes
+        return ClusterState(
+            remote.state if remote is not None else self._last_state,
+            nodes.refused_gpus if nodes is not None else 0,
+            nodes.max_gpus if nodes is not None else 0,
+        )
 
     def _every(self) -> float:
         return float(getattr(self.sampler.remote, "interval", 0.0))

@@ -20,12 +20,9 @@ from ..._foundation.errors import failure_line
 from ..._ledger.outcome import first_line
 from ..._sources.frameworks import frameworks
 from ..._sources.frameworks.nvtx_marks import NvtxMarks
+from ..facts.nvtx import ASKED_OFF, ASKED_ON, NvtxAnswer, NvtxState
 
 NAME_CHARS = 60  # a range's name: "[N] " and the cell's first line cut to this
-ON = (
-    "NVTX ranges on: each cell is a range named [N] first line, each track() region "
-    "[N] label, in an Nsight Systems capture (nsys profile -t cuda,nvtx jupyter lab)"
-)
 
 
 def range_name(execution_count: int | None, text: str) -> str:
@@ -55,38 +52,33 @@ class NvtxRanges:
         self.refused = ""
         self._depth = threading.local()  # ranges nbgpumon has open on each thread
 
-    def start(self) -> str:
-        """Turn ranges on; one line for the user."""
+    def start(self) -> NvtxAnswer:
+        """Turn ranges on (where a plug-in can mark them); what that did."""
         marks = nvtx_marks()
         if marks is None or marks.unsupported():
             self.enabled = False
             self.refused = (
                 marks.unsupported() if marks else "no framework plug-in marks NVTX ranges"
             )
-            return f"NVTX ranges not possible: {self.refused}"
-        self.enabled, self.error, self.refused = True, "", ""
-        if not marks.ready():
-            return f"{ON}; they begin at the first cell after {marks.label} initialises CUDA"
-        return ON
+        else:
+            self.enabled, self.error, self.refused = True, "", ""
+        return NvtxAnswer(ASKED_ON, self.state, refused=self.refused)
 
-    def stop(self) -> str:
+    def stop(self) -> NvtxAnswer:
         """Turn ranges off; a range open now still ends with its cell or region."""
         was, self.enabled = self.enabled, False
-        return "NVTX ranges off" if was else "NVTX ranges were not on"
+        return NvtxAnswer(ASKED_OFF, self.state, was_on=was)
 
     @property
-    def state(self) -> str:
-        """ "on", "on (waiting for torch to initialise CUDA)" or "off", and the last problem."""
-        marks = nvtx_marks()
-        if not self.enabled:
-            state = "off"
-        elif marks is None or not marks.ready():
-            label = marks.label if marks is not None else "a framework"
-            state = f"on (waiting for {label} to initialise CUDA)"
-        else:
-            state = "on"
-        problem = self.error or self.refused
-        return f"{state} ({problem})" if problem else state
+    def state(self) -> NvtxState:
+        """On (and the framework it waits for, until that one has CUDA up) or off, and the
+        last problem."""
+        waiting = ""
+        if self.enabled:
+            marks = nvtx_marks()
+            if marks is None or not marks.ready():
+                waiting = marks.label if marks is not None else "a framework"
+        return NvtxState(self.enabled, waiting, self.error or self.refused)
 
     def push(self, name: str) -> int | None:
         """Open a range named ``name`` on this thread when on and CUDA is up; the token that

@@ -1,11 +1,14 @@
-"""A session's recording: the writer started, replaced and stopped, what it met said once at
-a cell's end, and GPUMon.record_path kept saying where it records."""
+"""A session's recording: the writer started, replaced and stopped, what it met told once at
+a cell's end (as facts: ``_recording/notices.py``), and GPUMon.record_path kept saying where it
+records."""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
+
+from ..._recording.notices import Notice, RecorderState, RecordingChange
 
 if TYPE_CHECKING:
     from ..._ledger.records import CellRecord
@@ -28,7 +31,7 @@ class RecordingControl:
         self.config, self.timeline = config, timeline
         self._info, self._nodes = info, nodes  # the session's facts; other nodes' samples
         self.writer: RecordingWriter | None = None
-        self._untold: list[str] = []  # a replaced recorder's notices, not yet printed
+        self._untold: list[Notice] = []  # a replaced recorder's notices, not yet told
         self.syncing = False  # set while this writes GPUMon.record_path
 
     def record(
@@ -36,18 +39,18 @@ class RecordingControl:
         path: str | os.PathLike[str] | None,
         cells: Sequence[CellRecord],
         marks: Sequence[tuple[float, str]],
-    ) -> str:
+    ) -> RecordingChange:
         """Record to ``path`` from now on, ``cells`` and ``marks`` first (None: stop); see
-        ``Session.record``. One line back; a RecordingError leaves what ran untouched."""
+        ``Session.record``. What it did back; a RecordingError leaves what ran untouched."""
         if path is None:
             if self.writer is None:
-                return "not recording"
+                return RecordingChange(False, None)
             old, self.writer = self.writer, None
             old.stop()
-            line = old.stopped_line()
-            self._untold += [n for n in old.take_notice().splitlines() if n != line]
+            stopped = old.stopped()
+            self._untold += [n for n in old.take_notices() if n != stopped.fault]
             self.sync_path("")
-            return line
+            return stopped
         from ..._recording.writer import RecordingWriter
 
         # checks and opens the new file before the old one stops
@@ -60,33 +63,32 @@ class RecordingControl:
         )
         if self.writer is not None:
             self.writer.stop()
-            self._untold += self.writer.take_notice().splitlines()
+            self._untold += self.writer.take_notices()
         self.writer = new
         new.start(list(cells), list(marks))
         self.sync_path(str(new.path))
-        line = f"recording to {new.path} (session {new.session_id})"
-        return line + (f"; created the folder {new.created_folder}" if new.created_folder else "")
+        return RecordingChange(True, new.path, new.session_id, new.created_folder)
 
     @property
-    def status(self) -> str:
-        """What the recorder is doing, as one line ("" when there is none)."""
-        return self.writer.status if self.writer is not None else ""
+    def state(self) -> RecorderState | None:
+        """What the recorder is doing (None when there is none)."""
+        return self.writer.state if self.writer is not None else None
 
-    def tell(self) -> str:
-        """:attr:`status`, for a line printed now (main thread): a notice of the same words
-        is then not said again at the cell's end."""
-        line = self.status
-        if self.writer is not None:
-            self._untold += [n for n in self.writer.take_notice().splitlines() if n != line]
-        return line
+    def tell(self) -> RecorderState | None:
+        """:attr:`state`, for a line printed now (main thread): the notice it says is then
+        not said again at the cell's end."""
+        state = self.state
+        if self.writer is not None and state is not None:
+            self._untold += [n for n in self.writer.take_notices() if n != state.last]
+        return state
 
-    def notices(self) -> list[str]:
-        """What the writer's thread met since the last call, as lines to print (invariant 14:
-        said once, at the end of the cell during which it happened, or of the next one)."""
+    def notices(self) -> list[Notice]:
+        """What the writer's thread met since the last call (invariant 14: said once, at the
+        end of the cell during which it happened, or of the next one)."""
         told, self._untold = self._untold, []
-        if self.writer is not None and (notice := self.writer.take_notice()):
-            told += notice.splitlines()
-        return [f"nbgpumon: {line}" for line in told]
+        if self.writer is not None:
+            told += self.writer.take_notices()
+        return told
 
     def add_cell(self, record: CellRecord) -> None:
         if self.writer is not None:

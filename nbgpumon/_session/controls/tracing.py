@@ -12,12 +12,14 @@ from ..._foundation.errors import failure_line
 from ..._ledger.records import CellRecord
 from ..._sources.frameworks import frameworks
 from ..config import GPUMon
+from ..facts.nvtx import ASKED_STATE, NvtxAnswer
 from .nvtx_ranges import NvtxRanges, range_name
 
 if TYPE_CHECKING:
     from ..._forensics.oom_snapshot import SnapshotStore
     from ..._forensics.peak_replay import PeakReplay
-    from ..._forensics.tracing import AllocationTracer, TracedAllocation
+    from ..._forensics.tracing import AllocationTracer
+    from ..._ledger.traced import TracedAllocation
     from .recording import RecordingControl
 
 TRACE_MIN_BYTES = 2**20  # traced allocations smaller than this are not shown
@@ -118,15 +120,15 @@ class TracingControl:
         return [dataclasses.replace(r, found=_shown(r.found)) for r in replays]
 
     def oom_flight_record(self, shell: Any, record: CellRecord, traced: bool) -> dict[str, Any]:
-        """The post-mortem's live blocks by line and saved snapshot (OomFacts fields);
-        ``traced``: whether the recorder was on while the cell ran."""
+        """The post-mortem's live blocks by line and its snapshot, saved or why not (OomFacts
+        fields); ``traced``: whether the recorder was on while the cell ran."""
         from ..._forensics import oom_snapshot
 
         tracer = self.tracer
         if tracer is None or not tracer.armed:
-            return {"snapshot_line": oom_snapshot.NOT_TRACING}
+            return {"snapshot": oom_snapshot.FlightRecord(oom_snapshot.NOT_TRACING)}
         if not traced or not tracer.active:
-            return {"snapshot_line": oom_snapshot.TRACING_NOT_YET}
+            return {"snapshot": oom_snapshot.FlightRecord(oom_snapshot.TRACING_NOT_YET)}
         if self._snapshots is None:
             self._snapshots = oom_snapshot.SnapshotStore()
         filename_map = getattr(getattr(shell, "compile", None), "_filename_map", None) or {}
@@ -139,27 +141,27 @@ class TracingControl:
             str(recorder.path) if recorder is not None else None,
             tracer.viewer,
         )
-        return {"largest": found.largest, "snapshot_line": found.line}
+        return {"largest": found.largest, "snapshot": found}
 
     # -- NVTX ranges ----------------------------------------------------------------------
-    def nvtx(self, on: bool | None) -> str:
-        """Turn NVTX cell ranges on or off (None: say whether they are); one line back."""
+    def nvtx(self, on: bool | None) -> NvtxAnswer:
+        """Turn NVTX cell ranges on or off (None: only look); what that did."""
         ranges = self.nvtx_ranges
         if on is None:
-            return f"NVTX ranges are {ranges.state}"
-        line = ranges.start() if on else ranges.stop()
+            return NvtxAnswer(ASKED_STATE, ranges.state)
+        answer = ranges.start() if on else ranges.stop()
         self._sync_nvtx(ranges.enabled)
-        return line
+        return answer
 
-    def nvtx_setting_changed(self, value: bool) -> str:
-        """``GPUMon.nvtx`` set to ``value``: the line to print ("" for nbgpumon's own write)."""
+    def nvtx_setting_changed(self, value: bool) -> NvtxAnswer | None:
+        """``GPUMon.nvtx`` set to ``value``: what that did (None for nbgpumon's own write)."""
         if self._syncing_nvtx:
-            return ""
+            return None
         ranges = self.nvtx_ranges
-        line = ranges.start() if value else ranges.stop()
+        answer = ranges.start() if value else ranges.stop()
         if value and not ranges.enabled:
             self._sync_nvtx(False)  # the setting keeps saying what is done
-        return line
+        return answer
 
     def _sync_nvtx(self, on: bool) -> None:
         self._syncing_nvtx = True
@@ -192,5 +194,6 @@ class TracingControl:
 
 
 def _shown(found: Sequence[TracedAllocation]) -> tuple[TracedAllocation, ...]:
-    """The traced lines shown: TRACE_MIN_BYTES or more (what a cell kept, what its peak held)."""
+    """The traced allocations kept and shown: TRACE_MIN_BYTES or more (what a cell kept, what
+    its peak held)."""
     return tuple(a for a in found if a.bytes >= TRACE_MIN_BYTES)

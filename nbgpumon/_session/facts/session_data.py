@@ -17,6 +17,8 @@ from typing import Protocol, runtime_checkable
 from ..._foundation.windows import Chunk, Window
 from ..._ledger.records import CellRecord
 from ..._sampling.node_timeline import NodeTimeline
+from ..._sources.base import RemotePhase as RemotePhase  # (re-exported: where views find it)
+from ..._sources.base import RemoteState as RemoteState
 from .devices import Device
 from .devices import MigInstance as MigInstance  # (re-exported: where views find it)
 from .status import Status
@@ -57,6 +59,19 @@ class Node:
     last_seen: float  # unix seconds of the latest answer that had it
 
 
+@dataclass(frozen=True, slots=True)
+class ClusterState:
+    """What the reading of other nodes is doing (the views word it: ``words/cluster.py``)."""
+
+    remote: RemoteState | None  # the server's source now (or when it stopped); None: none read
+    refused_gpus: int = 0  # GPUs the server listed beyond what nbgpumon keeps
+    max_gpus: int = 0  # what it keeps
+    recorded: bool = False  # a recording's: nothing is read now
+
+
+RECORDED = ClusterState(None, recorded=True)
+
+
 class Cluster:
     """Other nodes' GPUs as views read them: live, from the session's Prometheus source, or
     as a recording kept them. Samples are rows of the cluster timeline, columns
@@ -66,17 +81,17 @@ class Cluster:
         self,
         timeline: NodeTimeline,
         url: str,
-        status: Callable[[], str] = lambda: "recorded",
+        state: Callable[[], ClusterState] = lambda: RECORDED,
         interval: Callable[[], float] = lambda: 0.0,
     ) -> None:
         self.timeline = timeline
         self.url = url  # the server, credentials left out
-        self._status, self._interval = status, interval
+        self._state, self._interval = state, interval
 
     @property
-    def status(self) -> str:
-        """One line: what the source is doing, or why it has nothing."""
-        return self._status()
+    def state(self) -> ClusterState:
+        """What the source is doing, or why it has nothing."""
+        return self._state()
 
     @property
     def interval(self) -> float:

@@ -1,15 +1,20 @@
 """What a view says about a session's machinery, as facts read at one instant: the sampler and
 its cadences, the devices and what is unavailable and why, each framework, the recording, the
 exporter, tracing and NVTX, the processes on the GPUs. The words are the views'
-(``_views/status_text.py``); strings here are the sources' own (a source's status, the
-recorder's line), never sentences made for a view."""
+(``_views/words/status.py``); strings here are the sources' own (a source's status, a
+failure's message), never sentences made for a view."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
 
+from ..._recording.notices import RecorderState
+from ..._recording.salvage import Damage
+from ..._sampling.sampler_cost import CostReport
+from ..device_open import LateStart
 from .devices import Device
+from .nvtx import NvtxState
 
 
 @dataclass(frozen=True, slots=True)
@@ -19,11 +24,11 @@ class SamplerFacts:
     interval: float  # memory (the fast tick)
     steady_period: float  # utilization and RSS: every tick, or this often when ticks are faster
     allocator_interval: float
-    detail_interval: float  # power, temperature, clock, PCIe
-    slow_interval: float  # processes
+    detail_interval: float  # the device source's detail metrics (power, temperature, ...)
+    slow_interval: float  # its slow ones, and the process lists
     ticks: int
     last_tick_seconds: float
-    cost: str  # the sampler's own account of what it took (``CostReport.line``)
+    cost: CostReport  # what the sampler thread took
     error: str  # "" when none
     process_interval: float = 0.2  # this kernel's children (and, while it has any, processes)
 
@@ -63,8 +68,13 @@ class DeviceSourceFacts:
     unavailable: tuple[tuple[int, str, str], ...]  # (device index, metric, why), sorted
     mapping_note: str  # how its numbering maps onto CUDA's, where that needs saying
     notes: tuple[str, ...]  # its own notes
-    started_late: str  # the session's account of a device source still starting, else ""
+    started_late: LateStart | None  # a device source still starting at load, and how it went
     silent_for: float  # seconds a read has been waiting on the driver; 0.0 when none
+    source: str = ""  # its registry name: its metrics are the registry's DEVICE group's
+    # its metrics read at the detail and at the slow cadence (names, in registry order)
+    detail: tuple[str, ...] = ()
+    slow: tuple[str, ...] = ()
+    lists_processes: bool = True  # it has the process role (lists read at the slow cadence)
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,13 +125,13 @@ class LiveStatus:
     frameworks: tuple[FrameworkFacts, ...]  # in registration order
     tracing: str  # "on", "armed" or "off", with the last problem if any
     traced_by: tuple[str, ...]  # what each plug-in that records memory history calls it
-    nvtx: str  # the NVTX cell ranges' state
+    nvtx: NvtxState  # the NVTX cell ranges' state
     host: str  # the host source's status
     host_peak_exact: bool  # the per-cell host peak is VmHWM's (else sampled)
     peak_mode: str  # "reset" or "preserve"
     reset_means: tuple[str, ...]  # each plug-in's words on what resetting does to its users
     preserve_means: tuple[str, ...]  # ... and on what preserving means
-    recording: str  # the recorder's status, "" when not recording
+    recording: RecorderState | None  # what the recorder is doing, None when not recording
     exporter: str  # the exporter's line, "" when off
     summary: bool  # a summary line after each cell
     records: int  # in the ledger
@@ -134,7 +144,7 @@ class RecordedStatus:
     source: str  # "run.sqlite (session 2)"
     samples: int  # raw samples
     buckets: int  # buckets of the older ones
-    damage: str  # what could not be read, "" for a whole file
+    damage: Damage | None  # what could not be read, None for a whole file
     host: str
     driver: str
     devices: tuple[Device, ...]

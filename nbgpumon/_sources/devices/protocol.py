@@ -1,8 +1,11 @@
-"""What a device source offers, by role: the devices and their identity, memory, utilization,
-processes, what it cannot give and why, the CUDA index, and the facts status shows.
+"""What a device source offers: a small core every source has (its devices and their
+identity, a reading, status, what it cannot give and why, the CUDA numbering) and optional
+roles a source may leave out (MIG devices, the processes on a device, library call counts).
 
 NVML's source (``devices/nvml/``) is one implementation; the session, the ledger, status,
-headroom and the post-mortem ask a :class:`DeviceSource`, never NVML by name. A device
+headroom and the post-mortem ask a :class:`DeviceSource`, never NVML by name, and ask for a
+role with :func:`role` once, when the session starts: where a source has none, nothing of that
+role is shown (no process list, no MIG lines, no call counts in the sampler's cost). A device
 source's per-GPU metrics are registered in the registry's DEVICE group under its ``name``.
 """
 
@@ -10,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,18 +62,16 @@ class ProcessUtil:
 
 @runtime_checkable
 class DeviceSource(Protocol):
-    """A source of per-GPU figures: a timeline source (``name``, ``metrics``, ``columns()``,
-    ``read(due)``: see ``_sources.base``) that also answers by role. It never raises: what it
-    cannot read is None, and ``status``/``unavailable`` say why."""
+    """A source of per-GPU figures, the core every device source has: a timeline source
+    (``name``, ``metrics``, ``columns()``, ``read(due)``: see ``_sources.base``) that also says
+    what it is and what it can't read. It never raises: what it cannot read is None, and
+    ``status``/``unavailable`` say why. The roles below are optional."""
 
     name: str  # the registry's source name: its columns' middle part (``gpu0.<name>.mem_used``)
     label: str  # how users write it, in the words views show ("NVML")
     metrics: tuple[Any, ...]
     devices: list[GpuDevice]  # dense by ``index``; empty: no GPU (``status`` says why)
-    # per device index, its MIG devices (each with ``name``, ``uuid``, ``profile``,
-    # ``gpu_instance``, ``compute_instance``); None where MIG mode is off
-    mig_devices: list[list[Any] | None]
-    mapping_note: str  # how the CUDA numbering was worked out, where that needs saying
+    mapping_note: str  # how the CUDA numbering was worked out, where that needs saying ("")
     # monotonic seconds since a read (the sampler's) or an ask (another thread's) started, 0.0
     # when none waits; and how long the last one to return took
     reading_since: float
@@ -94,7 +95,8 @@ class DeviceSource(Protocol):
 
     @property
     def binding_version(self) -> str | None:
-        """Its library binding's version (asked by ``%gpumon status``: may cost ms)."""
+        """Its library binding's version, None where it has none (asked by ``%gpumon
+        status``: may cost ms)."""
         ...
 
     def disabled_reads(self) -> dict[tuple[int, str], str]:
@@ -111,10 +113,6 @@ class DeviceSource(Protocol):
 
     def not_answering_for(self, now: float | None = None) -> float:
         """Seconds it has kept a caller waiting once that is too long; 0.0 while it answers."""
-        ...
-
-    def call_counts(self) -> tuple[int, int]:
-        """Library calls made so far by any thread, and how many of them kept the GIL."""
         ...
 
     # -- lifecycle ------------------------------------------------------------------------
@@ -145,11 +143,26 @@ class DeviceSource(Protocol):
         """Device memory free per device now, bytes (what another allocation could get)."""
         ...
 
+
+# -- optional roles: a source has one when it has its members ------------------------------
+@runtime_checkable
+class MigRole(Protocol):
+    """A source that knows GPUs split into MIG devices (status lists a GPU's others)."""
+
+    # per device index, its MIG devices (each with ``name``, ``uuid``, ``profile``,
+    # ``gpu_instance``, ``compute_instance``, ``memory_total``); None where MIG mode is off
+    mig_devices: list[list[Any] | None]
+
     def read_mig_used(self, migs: Sequence[Any]) -> list[int | None]:
         """Memory in use on each of ``migs`` (entries of ``mig_devices``), bytes."""
         ...
 
-    # -- processes (the sampler's thread, at the process cadence) -------------------------
+
+@runtime_checkable
+class ProcessRole(Protocol):
+    """A source that lists the processes on its devices (the sampler's thread, at the
+    process cadence): who holds memory, this kernel's children's figures."""
+
     def read_processes(self) -> list[GpuProcess]:
         """The compute processes on every device now, this kernel's marked."""
         ...
@@ -162,6 +175,24 @@ class DeviceSource(Protocol):
         """The driver's exact peak memory of ``pid`` on device ``index``, bytes, where its
         accounting is on (it keeps exited processes' too); else None."""
         ...
+
+
+@runtime_checkable
+class CallCountRole(Protocol):
+    """A source that counts its library calls (the sampler's cost says how many)."""
+
+    def call_counts(self) -> tuple[int, int]:
+        """Library calls made so far by any thread, and how many of them kept the GIL."""
+        ...
+
+
+R = TypeVar("R")
+
+
+def role(source: object, kind: type[R]) -> R | None:
+    """``source`` as a ``kind`` (one of the roles above) where it has that role's members,
+    else None. An isinstance check of a protocol (µs): ask once, when a session starts."""
+    return source if isinstance(source, kind) else None  # type: ignore[return-value]
 
 
 @dataclass(frozen=True, slots=True)

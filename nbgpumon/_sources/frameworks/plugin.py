@@ -15,6 +15,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 
 from ..base import AllocatorSource, AllocatorStats
+from ..plugin_list import PluginList
 from .advice import PoolAdvice, PrecisionAdvice
 from .cell_profiler import CellProfiler
 from .holder_walk import HolderKinds
@@ -100,22 +101,18 @@ class Framework:
     precision_advice: PrecisionAdvice | None = None  # and about models in full precision
 
 
-_plugins: dict[str, Framework] = {}
+_plugins: PluginList[Framework] = PluginList("a framework plug-in")
 
 
 def register_framework(plugin: Framework) -> Framework:
     """Add ``plugin`` to the frameworks every new session reads; registering the same one again
     (a reload) is a no-op, another under a taken name a ValueError."""
-    known = _plugins.get(plugin.name)
-    if known is not None and known != plugin:
-        raise ValueError(f"a framework plug-in named {plugin.name!r} is registered already")
-    _plugins[plugin.name] = plugin
-    return plugin
+    return _plugins.register(plugin)
 
 
 def frameworks() -> tuple[Framework, ...]:
     """The registered plug-ins, in registration order (the built-ins first)."""
-    return tuple(_plugins.values())
+    return _plugins.all()
 
 
 def framework(name: str) -> Framework | None:
@@ -136,4 +133,4 @@ def _no_allocator(devices: int) -> AllocatorSource:
 
 def plugin_settings() -> tuple[tuple[Framework, Setting], ...]:
     """Every registered plug-in's own settings, with their plug-in."""
-    return tuple((f, s) for f in _plugins.values() for s in f.settings)
+    return tuple((f, s) for f in _plugins.all() for s in f.settings)

@@ -10,7 +10,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ..._foundation.units import clipped
+from ..._foundation.clipping import clipped
 from ..proc_file import read_proc
 
 try:

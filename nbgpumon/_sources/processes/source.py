@@ -22,6 +22,7 @@ import time
 from typing import TYPE_CHECKING
 
 from ..base import SLOW
+from ..devices.protocol import GpuProcess, ProcessRole, ProcessUtil, role
 from .children import ChildRun, ChildUsage
 from .jupyter_kernels import JupyterKernels, KernelIdentity
 from .metrics import LABEL, METRICS, SOURCE
@@ -42,7 +43,7 @@ from .proc_reads import (
 from .tree import DESCENDANTS_EVERY, ProcessTree, Seen
 
 if TYPE_CHECKING:
-    from ..devices.protocol import DeviceSource, GpuProcess
+    from ..devices.protocol import DeviceSource
 
 ENDED_KEPT = 256  # ended children kept for the cells that started them (bounded)
 # Seconds between two reads of the per-process utilization (the driver's sample of each
@@ -82,6 +83,11 @@ class ProcessSource:
         kernels: JupyterKernels | None = None,
     ) -> None:
         self.devices = devices
+        found = role(devices, ProcessRole)  # asked once: the list's reads go to it
+        self.lists_processes = found is not None
+        self._lister: ProcessRole = found if found is not None else _NoProcessList()
+        if found is None:
+            self.metrics = ()  # no list to split each GPU's memory by: no columns, no scans
         self.interval = interval  # the process cadence's (Session keeps it in step)
         self.tree = ProcessTree(root)
         self.root = self.tree.root
@@ -152,6 +158,8 @@ class ProcessSource:
 
     # -- the sampler's thread -------------------------------------------------------------
     def _read(self, slow: bool) -> None:
+        if not self.lists_processes:
+            return  # (no child is ever seen on a GPU: nothing to follow)
         now = time.time()
         had_children = bool(self.runs)
         settled = bool(self.runs) and now - self._youngest >= NEW_CHILD
@@ -167,14 +175,14 @@ class ProcessSource:
         if settled and not (came or self._skipped >= LIST_EVERY):
             return
         self._skipped = 0
-        listed = self.devices.read_processes() if self.devices.available else []
+        listed = self._lister.read_processes() if self.devices.available else []
         mono = time.monotonic()
         gap, self._listed_at = mono - self._listed_at, mono
         self._lists += 1
         self._account(listed, gap)
         if self.runs and mono - self._util_at >= (UTIL_SETTLED_EVERY if settled else UTIL_EVERY):
             self._util_at = mono
-            for sample in self.devices.read_process_utilization():
+            for sample in self._lister.read_process_utilization():
                 run = self.runs.get(sample.pid)
                 if run is not None:
                     total, n = run.util.get(sample.index, (0.0, 0))
@@ -209,7 +217,7 @@ class ProcessSource:
             if used > run.peaks.get(p.index, -1):
                 run.peaks[p.index] = used
                 self.changes += 1
-            exact = self.devices.accounted_peak(p.index, p.pid)  # type: ignore[arg-type]
+            exact = self._lister.accounted_peak(p.index, p.pid)  # type: ignore[arg-type]
             if exact is not None:
                 run.exact[p.index] = exact
         self._values = [float(v) for d in self.devices.devices for v in split[d.index]]
@@ -267,7 +275,7 @@ class ProcessSource:
         run.ended = run.last_seen or time.time()
         if run.on_gpu:
             for index in list(run.peaks):
-                exact = self.devices.accounted_peak(index, run.pid)
+                exact = self._lister.accounted_peak(index, run.pid)
                 if exact is not None:  # the driver keeps an exited process's accounting
                     run.exact[index] = exact
             self.ended.append(run)
@@ -312,6 +320,19 @@ class ProcessSource:
         closing)."""
         self.kernels.close()
         self.tree.files.close()
+
+
+class _NoProcessList:
+    """The process role of a device source that has none: nothing listed."""
+
+    def read_processes(self) -> list[GpuProcess]:
+        return []
+
+    def read_process_utilization(self) -> list[ProcessUtil]:
+        return []
+
+    def accounted_peak(self, index: int, pid: int) -> int | None:
+        return None
 
 
 def _read_rank(run: ChildRun, pid: int) -> None:

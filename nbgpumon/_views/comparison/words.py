@@ -8,7 +8,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ..._foundation.units import clipped, format_bytes, format_percent, format_seconds, sign_of
+from ..._foundation.clipping import clipped
+from ..._foundation.wording import format_bytes, format_percent, format_seconds, sign_of
 from ..._session.analysis.comparison import (
     CHILD_GONE,
     CHILD_NEW,

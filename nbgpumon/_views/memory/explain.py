@@ -7,28 +7,17 @@ import html
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from ..._foundation.units import format_bytes
+from ..._foundation.wording import format_bytes
 from ..._ledger.records import TRANSIENT
+from ..palette import CATEGORY_COLORS, RESERVE_GREYS
 from ..words.text_view import pre_html
+from ..words.traced import traced_line
 
 if TYPE_CHECKING:
     from ..._forensics.explain import CellExplained, MemoryExplained
     from ..._ledger.records import CellRecord
 
 BAR_WIDTH = 30  # characters for the whole of a GPU's figure
-# one colour per category, the same on every GPU; a framework's reserve in greys (others cycle)
-COLOURS = {
-    "parameters": "#2563eb",
-    "gradients": "#60a5fa",
-    "optimizer state": "#f59e0b",
-    "buffers": "#a855f7",
-    "arrays held by variables": "#10b981",
-    "outputs and tracebacks": "#ec4899",
-    "unexplained": "#ef4444",
-    "CUDA context and libraries": "#334155",
-    "activations and temporaries": "#f97316",
-}
-RESERVE_COLOURS = ("#94a3b8", "#cbd5e1", "#64748b")
 
 
 def explain_lines(entries: Sequence[MemoryExplained]) -> list[str]:
@@ -86,7 +75,7 @@ def cell_explain_lines(entries: Sequence[CellExplained]) -> list[str]:
         lines += _category_lines(e.peak_categories, e.peak)
         if e.peak_traced:
             lines.append("  what the peak held and the cell freed, by the line that allocated it:")
-            lines += [f"    {line}" for line in e.peak_traced]
+            lines += [f"    {traced_line(item)}" for item in e.peak_traced]
         elif e.peak_categories.get(TRANSIENT):
             lines.append(
                 "  (%gpumon trace on names the lines of the activations and temporaries, "
@@ -150,8 +139,8 @@ def _bar(head: str, categories: dict[str, int], scale: int) -> str:
 
 def _colours(names: list[str]) -> dict[str, str]:
     """Each category's colour: its own, else a reserve's grey in turn."""
-    others = iter(RESERVE_COLOURS * (len(names) // len(RESERVE_COLOURS) + 1))
-    return {name: COLOURS.get(name) or next(others) for name in names}
+    others = iter(RESERVE_GREYS * (len(names) // len(RESERVE_GREYS) + 1))
+    return {name: CATEGORY_COLORS.get(name) or next(others) for name in names}
 
 
 def kinds_words(record: CellRecord) -> str:

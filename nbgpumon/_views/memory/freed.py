@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..._forensics.release import Freed
-from ..._foundation.units import format_bytes
+from ..._foundation.wording import format_bytes
 
 
 def freed_line(freed: Freed) -> str:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..._foundation.units import counted, format_bytes
+from ..._foundation.wording import counted, format_bytes
 from ..words.processes import process_who
 from ..words.text_view import TextView, pre_html
 

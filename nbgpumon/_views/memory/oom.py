@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..._forensics.oom_snapshot import NOT_TRACING, SAVED, TRACING_NOT_YET, FlightRecord
 from ..._forensics.postmortem import FRAGMENTED, OomFacts, PluginWords
-from ..._foundation.units import format_bytes
+from ..._foundation.wording import format_bytes
 from ..words.processes import process_who
 from ..words.traced import format_live
 
@@ -46,11 +47,29 @@ def report(facts: OomFacts) -> str:
     if facts.largest:
         lines.append("  largest live blocks by the cell and line that allocated them:")
         lines += [f"    {format_live(a)}" for a in facts.largest]
-    if facts.snapshot_line:
-        lines.append(f"  {facts.snapshot_line}")
+    if facts.snapshot is not None:
+        lines.append(f"  {snapshot_line(facts.snapshot)}")
     lines.append("  what to try, most memory back first:")
     lines += [f"    {n}. {text}" for n, text in enumerate(fixes(facts), 1)]
     return "\n".join(lines)
+
+
+def snapshot_line(snapshot: FlightRecord) -> str:
+    """Where the memory snapshot was saved (and where to open it), or why there is none."""
+    if snapshot.state == SAVED:
+        open_at = f"; open it at {snapshot.viewer}" if snapshot.viewer else ""
+        return f"memory snapshot: {snapshot.path} ({format_bytes(snapshot.size)}{open_at})"
+    if snapshot.state == NOT_TRACING:
+        return (
+            "memory snapshot: none; %gpumon trace on saves one at the next out-of-memory error "
+            "and names the lines that allocated the live blocks"
+        )
+    if snapshot.state == TRACING_NOT_YET:
+        return (
+            "memory snapshot: none; allocation tracing was not recording yet during this cell "
+            "(it starts after the cell that initialises CUDA)"
+        )
+    return snapshot.problem
 
 
 def _by_kind(facts: OomFacts) -> str:

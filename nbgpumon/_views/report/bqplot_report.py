@@ -1,6 +1,6 @@
 """The interactive report of a session, live or recorded: bqplot figures and a cell listing.
 
-One adapter (``_session_data``) turns a live ``Monitor`` or a ``Recorded`` session into
+One adapter (``_session_data``) turns the live ``Monitor.data`` or a ``Recorded`` session into
 ``_ReportData``; everything below it reads only that. The report shows
 
 * a memory timeline and a utilization timeline on one shared time axis, with each executed
@@ -29,13 +29,26 @@ import numpy as np
 from bqplot.interacts import BrushIntervalSelector, PanZoom
 
 from ..._foundation.metrics import DEVICE, PROCESS, device_of
-from ..._foundation.units import byte_unit, counted, format_bytes, format_local, format_seconds
+from ..._foundation.units import byte_unit
+from ..._foundation.wording import counted, format_bytes, format_local, format_seconds
 from ..._ledger.records import CellRecord
 from ..._session.facts.session_data import SessionData
 from ..._session.live_data import LiveData
 from ..chart.axis import bytes_axis, percent_axis, time_ticks, value_ticks
-from ..chart.panels import PALETTE, Series, chart_panels
+from ..chart.panels import Series, chart_panels
 from ..memory.explain import kinds_words
+from ..palette import (
+    BAND_LABEL,
+    BRUSH,
+    DURATION_BAR,
+    KEPT_BAR,
+    LINE_CYCLE,
+    MARK,
+    PEAK_BAR,
+    QUIET_TEXT,
+    REPORT_BANDS,
+    TABLE_RULE,
+)
 from ..reprs.short import cut_middle
 from ..words.children import children_text
 from ..words.recording_cells import cells_words, earlier_cells
@@ -48,9 +61,6 @@ MAX_BAND_LABELS = 40  # [N] labels drawn on the timeline at once
 
 _PANELS = ("memory", "util", "rss")  # what the report draws
 _LINE_STYLES = ("solid", "dashed", "dotted", "dash_dotted")  # one per GPU
-_BAND_COLORS = ("#c6dbef", "#dadaeb")  # alternate, so back-to-back cells stay distinct
-_MARK_COLOR = "#b279a2"
-_PEAK_COLOR, _KEPT_COLOR, _DURATION_COLOR = "#4c78a8", "#f58518", "#9d755d"
 _MARGIN = {"top": 36, "bottom": 36, "left": 70, "right": 24}  # equal, so time axes line up
 
 
@@ -106,11 +116,11 @@ def band_paths(
 
 
 def _session_data(source: Any, max_points: int = MAX_POINTS) -> _ReportData:
-    """``source`` (any SessionData: a live ``Monitor`` or a ``Recorded``) as ``_ReportData``,
+    """``source`` (any SessionData: ``Monitor.data`` or a ``Recorded``) as ``_ReportData``,
     with at most ``max_points`` rows per line."""
     if not isinstance(source, SessionData):
         raise TypeError(
-            "report_widget takes nbgpumon.monitor() or nbgpumon.load(PATH), "
+            "report_widget takes nbgpumon.monitor().data or nbgpumon.load(PATH), "
             f"not {type(source).__name__}"
         )
     all_columns = list(source.columns)
@@ -165,8 +175,8 @@ def _legend(series: Series) -> str:
 
 # -- the widget -------------------------------------------------------------------------------
 def report_widget(source: Any) -> widgets.Widget:
-    """The interactive report of `source`: the live `Monitor` or a recorded
-    session, `Recorded` (from `nbgpumon.load(PATH)`).
+    """The interactive report of `source`: the live session's data (`Monitor.data`) or a
+    recorded session, `Recorded` (from `nbgpumon.load(PATH)`).
 
     Returns a :class:`Report` (an ``ipywidgets.VBox``); a live one has a refresh button.
     """
@@ -214,7 +224,7 @@ class Report(widgets.VBox):
             _percent_axis(self.util_scale),
         )
         self.brushes = [
-            BrushIntervalSelector(scale=self.time_scale, color="#888888")
+            BrushIntervalSelector(scale=self.time_scale, color=BRUSH)
             for _ in (self.memory_figure, self.util_figure)
         ]
         for brush in self.brushes:
@@ -235,7 +245,7 @@ class Report(widgets.VBox):
         self.cell_bars = bq.Bars(
             scales={"x": self.cell_scale, "y": self.bytes_scale},
             type="grouped",
-            colors=[_PEAK_COLOR, _KEPT_COLOR],
+            colors=[PEAK_BAR, KEPT_BAR],
             labels=["peak", "kept"],
             display_legend=True,
             padding=0.2,
@@ -244,7 +254,7 @@ class Report(widgets.VBox):
         )
         self.duration_bars = bq.Bars(
             scales={"x": self.cell_scale, "y": self.seconds_scale},
-            colors=[_DURATION_COLOR],
+            colors=[DURATION_BAR],
             padding=0.2,
             unselected_style={"opacity": "0.3"},
             tooltip=bq.Tooltip(fields=["x", "y"], labels=["cell", "seconds"], formats=["", ".2f"]),
@@ -438,8 +448,8 @@ class Report(widgets.VBox):
         self.node_memory_axis.label = axis.unit
         memory, util = [], []
         for k, n in enumerate(shown):
-            color = PALETTE[k % len(PALETTE)]  # a colour per node, not per metric
-            style = _LINE_STYLES[(k // len(PALETTE)) % len(_LINE_STYLES)]
+            color = LINE_CYCLE[k % len(LINE_CYCLE)]  # a colour per node, not per metric
+            style = _LINE_STYLES[(k // len(LINE_CYCLE)) % len(_LINE_STYLES)]
             name = f"{n.host} ({n.gpus} GPU{'' if n.gpus == 1 else 's'})"
             x = _dates(n.times)
             used = n.used / axis.size
@@ -477,14 +487,14 @@ class Report(widgets.VBox):
         """Cells as filled spans: one path per colour, ``[start, end]`` at the top of the band
         scale, filled down to the bottom; a NaN after each span breaks the path."""
         spans = [(r.start, r.start + r.duration, i % 2) for i, r in enumerate(self.cells)]
-        x, y = band_paths(spans, len(_BAND_COLORS))
+        x, y = band_paths(spans, len(REPORT_BANDS))
         bands = bq.Lines(
             x=_dates(x),
             y=y,
             scales={"x": self.time_scale, "y": self._band_scale},
             fill="bottom",
-            colors=list(_BAND_COLORS),
-            fill_colors=list(_BAND_COLORS),
+            colors=list(REPORT_BANDS),
+            fill_colors=list(REPORT_BANDS),
             opacities=[0.0, 0.0],  # the fill only; no outline
             fill_opacities=[0.6, 0.6],
             stroke_width=0.0,
@@ -494,7 +504,7 @@ class Report(widgets.VBox):
             y=np.empty(0),
             text=np.empty(0, dtype=str),
             scales={"x": self.time_scale, "y": self._band_scale},
-            colors=["#555555"],
+            colors=[BAND_LABEL],
             default_size=11,
             align="start",
             x_offset=3,
@@ -513,7 +523,7 @@ class Report(widgets.VBox):
                 x=_dates(t),
                 y=y,
                 scales={"x": self.time_scale, "y": self._band_scale},
-                colors=[_MARK_COLOR],
+                colors=[MARK],
                 line_style="dashed",
                 stroke_width=1.5,
             ),
@@ -522,7 +532,7 @@ class Report(widgets.VBox):
                 y=np.full(len(marks), 0.0),
                 text=np.array([m[1] for m in marks], dtype=str),
                 scales={"x": self.time_scale, "y": self._band_scale},
-                colors=[_MARK_COLOR],
+                colors=[MARK],
                 default_size=11,
                 align="start",
                 x_offset=3,
@@ -653,8 +663,8 @@ class Report(widgets.VBox):
         picked = self.selection() if selected is not None else None
         if picked is None:
             self.listing.value = (
-                "<p class='nbgpumon-hint' style='color:#666;margin:4px 0'>Drag across a timeline "
-                "(mode <i>select cells</i>) to list the cells that ran in that range.</p>"
+                f"<p class='nbgpumon-hint' style='color:{QUIET_TEXT};margin:4px 0'>Drag across a "
+                "timeline (mode <i>select cells</i>) to list the cells that ran in that range.</p>"
             )
             self.cell_bars.selected = None
             self.duration_bars.selected = None
@@ -757,9 +767,9 @@ def _legend_html(
         return f"<b>{title}</b> " + " &nbsp; ".join(items) if items else ""
 
     parts = [group("memory", memory), group("utilization", util), group("other nodes", list(nodes))]
-    parts.append(swatch(f"width:14px;height:10px;background:{_BAND_COLORS[0]}") + "cell [N]")
+    parts.append(swatch(f"width:14px;height:10px;background:{REPORT_BANDS[0]}") + "cell [N]")
     if marks:
-        parts.append(swatch(f"width:0;height:12px;border-left:2px dashed {_MARK_COLOR}") + "mark")
+        parts.append(swatch(f"width:0;height:12px;border-left:2px dashed {MARK}") + "mark")
     return (
         "<div class='nbgpumon-report-legend' style='font-size:12px;margin:2px 0 0 70px'>"
         + " &nbsp;·&nbsp; ".join(p for p in parts if p)
@@ -849,6 +859,6 @@ def _listing_html(
     )
     style = (
         "<style>.nbgpumon-report-cells td,.nbgpumon-report-cells th{padding:1px 8px;"
-        "text-align:left;border-bottom:1px solid #ddd;white-space:pre}</style>"
+        f"text-align:left;border-bottom:1px solid {TABLE_RULE};white-space:pre}}</style>"
     )
     return style + head + table + marks_html

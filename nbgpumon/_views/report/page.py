@@ -10,11 +10,12 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..._foundation.units import counted, format_bytes, format_utc
+from ..._foundation.wording import counted, format_bytes, format_utc
 from ..._ledger.records import CellRecord
 from ..._session.facts.session_data import Cluster, Device
 from ..chart.svg import timeline_svg
 from ..memory.explain import kinds_words
+from ..palette import PAGE_TEXT, QUIET_TEXT, TABLE_RULE
 from ..words.cells_table import cells_table
 from ..words.children import children_text
 from ..words.recording_cells import cells_words, earlier_cells
@@ -23,11 +24,11 @@ from .nodes import node_series
 if TYPE_CHECKING:
     from ..._recording.reader import RecordedSession as Recorded
 
-STYLE = """
-body{font:14px system-ui,sans-serif;margin:24px;color:#222}
-h1{font-size:20px} table{border-collapse:collapse;font-size:12px}
-th,td{padding:2px 8px;border-bottom:1px solid #ddd}
-dl{display:grid;grid-template-columns:max-content auto;gap:2px 12px} dt{color:#666}
+STYLE = f"""
+body{{font:14px system-ui,sans-serif;margin:24px;color:{PAGE_TEXT}}}
+h1{{font-size:20px}} table{{border-collapse:collapse;font-size:12px}}
+th,td{{padding:2px 8px;border-bottom:1px solid {TABLE_RULE}}}
+dl{{display:grid;grid-template-columns:max-content auto;gap:2px 12px}} dt{{color:{QUIET_TEXT}}}
 """
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import html
 from dataclasses import dataclass
 
-from ..._foundation.units import counted, format_bytes
+from ..._foundation.wording import counted, format_bytes
 from ..._session.controls.profile_run import ProfiledCell
 
 _COLUMNS = (

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..._foundation.units import counted, format_bytes, format_seconds
+from ..._foundation.wording import counted, format_bytes, format_seconds
 from ..._ledger.peak_fit import LineFit, Prediction
 from ..._session.analysis.size_fit import HOST_CHURN, FitRun, SizeRow
 from ..words.text_view import pre_html

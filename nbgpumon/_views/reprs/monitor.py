@@ -7,6 +7,7 @@ from collections.abc import Sequence
 
 from ..._ledger.records import CellRecord
 from ..._session.facts.status import Status
+from ..words.recorder import recorder_line
 from ..words.recording_cells import cells_words
 from ..words.status import status_line
 from ..words.text_view import pre_html
@@ -19,8 +20,8 @@ def monitor_lines(status: Status, cells: Sequence[CellRecord]) -> list[str]:
     """The status line, the cells in the ledger, the recording and the exporter (when on)."""
     lines = [f"nbgpumon monitor: {status_line(status)}", f"  {cells_words(cells)} in the ledger"]
     live = status.live
-    if live is not None and live.recording:
-        lines.append(f"  recording: {live.recording}")
+    if live is not None and live.recording is not None:
+        lines.append(f"  recording: {recorder_line(live.recording)}")
     if live is not None and live.exporter:
         lines.append(f"  exporter: {live.exporter}")
     return [*lines, f"  {_NEXT}"]

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..._foundation.units import counted, format_bytes, format_seconds, format_utc
+from ..._foundation.wording import counted, format_bytes, format_seconds, format_utc
 from ..._ledger.records import CellRecord
 from ..._recording.reader import RecordedSession
+from ..words.damage import damage_line
 from ..words.recording_cells import cells_words, earlier_cells
 from ..words.text_view import pre_html
 from .short import cut, cut_middle, short_text
@@ -44,8 +45,8 @@ def recorded_lines(
     )
     marks = f", {counted(len(session.marks), 'mark')}" if session.marks else ""
     lines.append(f"  {cells_words(cells, earlier_cells(session))}{marks}")
-    if session.damage:
-        lines.append(f"  damaged: {session.damage}")
+    if session.lost is not None:
+        lines.append(f"  damaged: {damage_line(session.lost)}")
     lines.append(f"  {_METHODS}")
     return [cut(line) for line in lines]
 

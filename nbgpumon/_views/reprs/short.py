@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..._foundation.units import clipped, counted
+from ..._foundation.clipping import clipped
+from ..._foundation.wording import counted
 
 REPR_LIMIT = 2000  # characters of a repr
 LINE_LIMIT = 200  # characters of one line of it (a long path, a cell's long first line)

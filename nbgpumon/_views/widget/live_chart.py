@@ -22,8 +22,8 @@ import anywidget
 from traitlets import Bytes, Float, Int, Unicode
 
 from ..._foundation.metrics import describe_columns, device_of, device_role
-from ..._foundation.units import format_bytes
 from ..._foundation.windows import Chunk, Window
+from ..._foundation.wording import format_bytes
 from ..._ledger.records import CellRecord
 from ..chart.svg import timeline_svg
 from ..memory.explain import kinds_words
@@ -34,6 +34,7 @@ from ..words.cell_summary import (
     summary_line,
 )
 from ..words.children import children_text
+from ..words.cluster import cluster_status
 from ..words.status import status_line
 from .traits import CELL, COLUMN, DEVICE, MARK, NODE, RUNNING, Row, Rows
 
@@ -244,7 +245,7 @@ class Publisher:
                     self.widget.node_columns = describe_columns(columns)
                     self.widget.nodes = node_rows(cluster)
                     self.widget.node_history = packed
-                    self.widget.cluster_status = cluster.status
+                    self.widget.cluster_status = cluster_status(cluster.state)
                 self._node_version, self._node_width = version, len(columns)
                 if first:
                     self._node_cursor = cursor
@@ -254,7 +255,7 @@ class Publisher:
                 if details:
                     with self.widget.hold_sync():
                         self.widget.nodes = node_rows(cluster)
-                        self.widget.cluster_status = cluster.status
+                        self.widget.cluster_status = cluster_status(cluster.state)
             self._send_node_rows(cluster)
 
     def _send_node_rows(self, cluster: Cluster) -> None:

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..._foundation.metrics import device_label
-from ..._foundation.units import format_bytes, format_percent, format_seconds
+from ..._foundation.wording import format_bytes, format_percent, format_seconds
 from ..._session.analysis.advice import (
     ActivationsFinding,
     Evidence,

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from ..._foundation.gpu_names import gpu_short_label
 from ..._foundation.metrics import metric, source_label
-from ..._foundation.units import format_bytes, format_percent, format_seconds
+from ..._foundation.wording import format_bytes, format_percent, format_seconds
 from ..._ledger.records import AllocatorUsage, CellRecord, DeviceUsage, Retention
 from .children import children_text
 

@@ -7,7 +7,7 @@ import html
 from collections.abc import Sequence
 
 from ..._foundation.metrics import device_label, metric
-from ..._foundation.units import format_bytes, format_percent, format_seconds
+from ..._foundation.wording import format_bytes, format_percent, format_seconds
 from ..._ledger.records import CellRecord
 from .cell_summary import (
     device_name,

@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..._foundation.units import format_bytes
+from ..._foundation.wording import format_bytes
 
 SHOWN = 3  # children (or jobs) named in one line; the rest are counted
 

@@ -7,8 +7,15 @@ import time
 from dataclasses import dataclass
 
 from ..._foundation.metrics import metric
-from ..._foundation.units import counted, format_bytes
-from ..._session.facts.session_data import Cluster, Node, RemoteGpu
+from ..._foundation.wording import counted, format_bytes
+from ..._session.facts.session_data import (
+    Cluster,
+    ClusterState,
+    Node,
+    RemoteGpu,
+    RemotePhase,
+    RemoteState,
+)
 
 SHORT_LIST = 16  # nodes the snapshot and status name one line each; the rest are counted
 
@@ -113,7 +120,7 @@ def cluster_lines(
     ``per_gpu``); at most ``limit`` nodes are named (None: all)."""
     if cluster is None:
         return []
-    lines = [f"cluster: {cluster.status}"]
+    lines = [f"cluster: {cluster_status(cluster.state)}"]
     now = time.time()
     nodes = nodes_now(cluster)
     shown = nodes if limit is None else nodes[:limit]
@@ -125,6 +132,55 @@ def cluster_lines(
         more = counted(len(nodes) - len(shown), "more node")
         lines.append(f"  … {more} (%gpumon cluster lists them all)")
     return lines
+
+
+def cluster_status(state: ClusterState) -> str:
+    """One line: what the server's source is doing, or why there is nothing, and the GPUs
+    not kept (``2 nodes, 5 GPUs from http://prometheus:9090, every 15 s``)."""
+    if state.recorded:
+        return "recorded"
+    if state.remote is None:
+        return "not reading a cluster"
+    line = remote_status(state.remote)
+    if state.refused_gpus:
+        line += (
+            f" · {counted(state.refused_gpus, 'more GPU')} not kept (nbgpumon keeps "
+            f"{state.max_gpus}; narrow with --match)"
+        )
+    return line
+
+
+def cluster_read_line(state: ClusterState) -> str:
+    """What starting or stopping to read a cluster did (``%gpumon cluster URL|off``)."""
+    remote = state.remote
+    if remote is None:
+        return "not reading a cluster"
+    if remote.phase == RemotePhase.CONNECTING:
+        return f"cluster: reading {remote.url}; no answer yet (%gpumon status says when)"
+    line = remote_status(remote)
+    return line if remote.phase == RemotePhase.STOPPED else f"cluster: {line}"
+
+
+def remote_status(r: RemoteState) -> str:
+    """The Prometheus source's own line: its latest answer, or what went wrong."""
+    if r.phase == RemotePhase.ANSWERED:
+        return (
+            f"{counted(r.nodes, 'node')}, {counted(r.gpus, 'GPU')} from {r.url}, "
+            f"every {r.interval:g} s"
+        )
+    if r.phase == RemotePhase.NO_SERIES:
+        narrowed = f" matching {r.match}" if r.match else ""
+        return (
+            f"Prometheus at {r.url} answers, but has no DCGM exporter or nbgpumon GPU "
+            f"series{narrowed}"
+        )
+    if r.phase == RemotePhase.FAILED:
+        return f"Prometheus at {r.url}: {r.error}; trying again every {r.interval:g} s"
+    if r.phase == RemotePhase.BROKE:
+        return f"Prometheus at {r.url}: {r.error}"
+    if r.phase == RemotePhase.STOPPED:
+        return f"stopped reading {r.url}"
+    return f"connecting to {r.url}"
 
 
 def _age(seconds: float) -> str:

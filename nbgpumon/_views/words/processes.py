@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..._foundation.units import format_seconds
+from ..._foundation.wording import format_seconds
 
 
 def process_who(p: Any) -> str:

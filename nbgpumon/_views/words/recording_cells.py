@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..._foundation.units import counted
+from ..._foundation.wording import counted
 from ..._ledger.records import CellRecord
 from ..._session.facts.session_data import SessionData
 

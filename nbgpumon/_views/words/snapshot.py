@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from ..._foundation.metrics import device_of, metric, metric_of
-from ..._foundation.units import format_bytes, format_value
+from ..._foundation.wording import format_bytes, format_value
 from .cells_table import cells_table
 from .cluster import cluster_lines
 from .status import process_lines, status_line, status_lines

@@ -8,16 +8,23 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..._foundation.gpu_names import cuda_label, hidden_gpus
-from ..._foundation.units import counted, format_bytes
+from ..._foundation.metrics import metric
+from ..._foundation.wording import counted, format_bytes
+from .damage import damage_line
+from .nvtx import nvtx_state_words
 from .processes import process_who
+from .recorder import recorder_line
+from .sampler_cost import cost_line
 
 if TYPE_CHECKING:
+    from ..._session.device_open import LateStart
     from ..._session.facts.status import (
         DeviceSourceFacts,
         FrameworkFacts,
         GpuFacts,
         LiveStatus,
         RecordedStatus,
+        SamplerFacts,
         Status,
     )
 
@@ -87,13 +94,26 @@ def process_lines(status: Status) -> list[str]:
 
 def not_answering(devices: DeviceSourceFacts) -> str:
     """ "NVML has not answered for 3.2 s" while the driver keeps a read waiting, else ""."""
-    if devices.started_late:
-        return devices.started_late
+    if devices.started_late is not None:
+        return started_late_line(devices.started_late)
     silent = devices.silent_for
     return (
         f"{devices.label} has not answered for {silent:.1f} s (figures unavailable)"
         if silent
         else ""
+    )
+
+
+def started_late_line(late: LateStart) -> str:
+    """How a device source still starting after the load's wait went: still starting, or
+    answered (with the GPUs a new session would watch)."""
+    if not late.answered:
+        return f"{late.label} has not answered for {late.seconds:.1f} s (still starting)"
+    if not late.available:
+        return f"{late.label} answered after {late.seconds:.1f} s: {late.status}"
+    return (
+        f"{late.label} answered after {late.seconds:.1f} s, with "
+        f"{counted(late.gpus, 'GPU')}: %reload_ext nbgpumon watches them"
     )
 
 
@@ -106,12 +126,9 @@ def _live_lines(state: str, live: LiveStatus) -> list[str]:
         else f"memory every {s.interval:g} s, utilization and RSS every {s.steady_period:g} s"
     )
     lines = [
-        f"sampler: {running}, {fast} (allocator "
-        f"every {s.allocator_interval:g} s, power/temperature/clock/PCIe every "
-        f"{s.detail_interval:g} s, processes every {s.slow_interval:g} s, this kernel's "
-        f"children every {s.process_interval:g} s), "
+        f"sampler: {running}, {fast} ({', '.join(_cadences(s, devices))}), "
         f"{counted(s.ticks, 'tick')}, last tick {s.last_tick_seconds * 1e6:.0f} µs",
-        s.cost,
+        cost_line(s.cost),
     ]
     if s.error:
         lines.append(f"sampler error: {s.error}")
@@ -132,7 +149,7 @@ def _live_lines(state: str, live: LiveStatus) -> list[str]:
             f"  {d.key}: {d.name}, {d.uuid}, {cuda_label(d.cuda_index)}, "
             f"{format_bytes(d.memory_total)}{lost}"
         )
-        lines += _mig_lines(g)
+        lines += _mig_lines(g, _figures(devices, devices.detail))
         lines += [
             f"    {name}: unavailable ({why})"
             for dev, name, why in devices.unavailable
@@ -145,7 +162,7 @@ def _live_lines(state: str, live: LiveStatus) -> list[str]:
     lines += [f"  {f.label}: {_framework_state(f, detail=True)}" for f in live.frameworks]
     traced = f" ({', '.join(live.traced_by)})" if live.traced_by else ""
     lines.append(f"allocation tracing {live.tracing}{traced}")
-    lines.append(f"NVTX cell ranges {live.nvtx}")
+    lines.append(f"NVTX cell ranges {nvtx_state_words(live.nvtx)}")
     lines.append(
         f"host: {live.host}; per-cell host peak "
         f"{'exact (VmHWM)' if live.host_peak_exact else 'sampled'}"
@@ -161,7 +178,8 @@ def _live_lines(state: str, live: LiveStatus) -> list[str]:
         lines.append(
             f"peaks: preserve ({means}a cell's peak is exact only when it sets a new high)"
         )
-    lines.append(f"recording: {live.recording or 'off (%gpumon record PATH starts one)'}")
+    recording = recorder_line(live.recording) if live.recording is not None else ""
+    lines.append(f"recording: {recording or 'off (%gpumon record PATH starts one)'}")
     if live.exporter:
         lines.append(f"exporter: {live.exporter}")
     lines.append(
@@ -171,7 +189,28 @@ def _live_lines(state: str, live: LiveStatus) -> list[str]:
     return lines
 
 
-def _mig_lines(g: GpuFacts) -> list[str]:
+def _cadences(s: SamplerFacts, devices: DeviceSourceFacts) -> list[str]:
+    """What is read how often beside the fast figures: the device source's own metrics by
+    their registry labels ("power/temperature every 1 s"), and its process lists if any."""
+    said = [f"allocator every {s.allocator_interval:g} s"]
+    if devices.detail:
+        said.append(f"{_figures(devices, devices.detail)} every {s.detail_interval:g} s")
+    slow = [_figures(devices, devices.slow)] if devices.slow else []
+    if devices.lists_processes:
+        slow.append("processes")
+    if slow:
+        said.append(f"{'/'.join(slow)} every {s.slow_interval:g} s")
+    if devices.lists_processes:  # (a child's figures come from the lists)
+        said.append(f"this kernel's children every {s.process_interval:g} s")
+    return said
+
+
+def _figures(devices: DeviceSourceFacts, names: tuple[str, ...]) -> str:
+    """The device source's metrics ``names`` as their legends say them: "power/temperature"."""
+    return "/".join(metric(devices.source, name).label for name in names)
+
+
+def _mig_lines(g: GpuFacts, whole_gpu: str) -> list[str]:
     """Under a GPU in MIG mode: where the kernel's MIG device is, and the GPU's others (the
     GPU's name is in the MIG device's, once: not said again)."""
     if not g.mig_mode:
@@ -182,8 +221,8 @@ def _mig_lines(g: GpuFacts) -> list[str]:
         lines.append(
             f"    MIG device: GPU instance {m.gpu_instance}, compute instance "
             f"{m.compute_instance}, profile {m.profile or 'unknown'}, on gpu{d.index} "
-            f"({m.gpu_uuid}); its memory is the instance's, power, temperature, clock and "
-            "PCIe the whole GPU's"
+            f"({m.gpu_uuid}); its memory is the instance's"
+            + (f", {whole_gpu} the whole GPU's" if whole_gpu else "")
         )
     others = [  # as nvitop lists a GPU's MIG devices: each with its memory in use now
         f"{o.key} {o.name} ({o.uuid}, "
@@ -225,8 +264,8 @@ def _recorded_line(r: RecordedStatus) -> str:
     line = f"recorded: {r.source}, {counted(r.samples, 'sample')}"
     if r.buckets:
         line += f", and {counted(r.buckets, 'bucket')} of the older ones"
-    if r.damage:
-        line += f" · {r.damage}"
+    if r.damage is not None:
+        line += f" · {damage_line(r.damage)}"
     return line
 
 

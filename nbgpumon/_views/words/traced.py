@@ -1,14 +1,30 @@
 """Allocations as lines: what a cell left alive, by the cell and line that allocated it (the
-trace lines under a cell, kept in its record), and the post-mortem's largest live blocks."""
+trace lines under a cell; its record keeps the allocations), what its peak held and it freed,
+and the post-mortem's largest live blocks."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from ..._foundation.wording import counted, format_bytes
+from ..._ledger.traced import ReplayCut, TracedAllocation, TracedItem
 
-from ..._foundation.units import format_bytes
 
-if TYPE_CHECKING:
-    from ..._forensics.tracing import TracedAllocation
+def traced_line(item: TracedItem) -> str:
+    """One item of a record's ``traced`` or ``traced_peak`` as its line: an allocation as
+    :func:`format_traced` writes it, a replay that stopped short in parentheses, and a line of a
+    recording older than schema 7 (text then) as it is."""
+    if isinstance(item, TracedAllocation):
+        return format_traced(item)
+    if isinstance(item, ReplayCut):
+        return f"({replay_cut(item)})"
+    return item
+
+
+def replay_cut(cut: ReplayCut) -> str:
+    """Why the replay of a cell's peak named less than all it held."""
+    if not cut.events:
+        return "the recorder kept no history of allocations"
+    kept = counted(cut.events, "event")
+    return f"the recorder's history ({kept}) does not reach back to the peak"
 
 
 def format_traced(a: TracedAllocation) -> str:

@@ -10,6 +10,7 @@ from collections.abc import Callable, Hashable
 from operator import attrgetter, is_, methodcaller
 from typing import Any
 
+from ...._foundation.instance_attrs import instance_dict
 from ..holder_walk import (
     BUFFERS,
     GRADIENTS,
@@ -115,7 +116,7 @@ def _open_module(
                 continue
             entered.add(id(sub))
             walk.enter(sub)
-            attrs = _instance_dict(sub) or {}
+            attrs = instance_dict(sub) or {}
             own = attrs.get("_parameters")
             if own:
                 params += [t for t in own.values() if t is not None]
@@ -208,11 +209,3 @@ def _credit_own(
 
     walk.credit_own(holder, category, owner, fingerprint, read)
     return fingerprint
-
-
-def _instance_dict(obj: Any) -> dict | None:
-    try:
-        attrs = object.__getattribute__(obj, "__dict__")
-    except Exception:
-        return None
-    return attrs if isinstance(attrs, dict) else None
