@@ -25,7 +25,7 @@ import result_file
 
 import nbgpumon
 from nbgpumon._sources.processes.source import NEW_CHILD
-from nbgpumon._views.words.sampler_cost import cost_line
+from nbgpumon._views.status.sampler_cost import cost_line
 
 TARGET = 0.5  # % of a core at the defaults, 8 children alive (issue 30)
 ON_GPU = (

@@ -30,7 +30,7 @@ import nbgpumon
 from nbgpumon._session.config import GPUMon
 from nbgpumon._sources.cluster_series import reading_from
 from nbgpumon._sources.prometheus_http import PrometheusClient
-from nbgpumon._views.words.cluster import cluster_status
+from nbgpumon._views.status.cluster import cluster_status
 
 TICK_TARGET_US = 40.0  # the sampler's per-tick budget per GPU (tick_cost.py)
 

@@ -21,7 +21,7 @@ import result_file
 import stats
 from hook_cost import loaded_shell, time_cells, time_hooks, unload
 
-from nbgpumon._views.words.nvtx import nvtx_state_words
+from nbgpumon._views.status.nvtx import nvtx_state_words
 
 TARGET_MS = 0.05  # what the ranges may add to a cell: a small share of the hooks' 1 ms
 

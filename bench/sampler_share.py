@@ -20,7 +20,7 @@ import cuda_setup
 import result_file
 
 import nbgpumon
-from nbgpumon._views.words.sampler_cost import cost_line
+from nbgpumon._views.status.sampler_cost import cost_line
 
 TARGETS = {0.1: 0.5, 0.01: 1.5}  # interval -> % of a core (issue 23)
 

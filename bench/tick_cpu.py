@@ -209,7 +209,7 @@ def main() -> None:
     import stub_nvml
 
     import nbgpumon
-    from nbgpumon._views.words.sampler_cost import cost_line
+    from nbgpumon._views.status.sampler_cost import cost_line
 
     result = result_file.Result("tick_cpu", args)
     seconds = 2.0 if args.quick else args.seconds

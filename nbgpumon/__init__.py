@@ -1,4 +1,4 @@
-"""nbgpumon: see what the GPU is doing while a notebook cell runs, and which cell took the memory.
+"""nbgpumon shows what the GPU is doing while a notebook cell runs, and which cell took the memory.
 
 In IPython/Jupyter: ``%load_ext nbgpumon``, then ``%gpumon``. From Python: :func:`monitor`,
 :func:`cells`, :func:`cells_frame`, :func:`mark`, :func:`track`, :func:`holders`,
@@ -218,13 +218,12 @@ def sessions(path: str | os.PathLike[str]) -> list[int]:
 
 
 def serve(port: int | None = None, host: str | None = None) -> str:
-    """Serve this process's metrics for Prometheus at ``http://HOST:PORT/metrics``, starting
-    the monitor if needed (also outside IPython): NVML's per-GPU figures, each framework's
-    allocator in this process, host memory and the cells. ``port``: 9476 unless given; in a
-    job launched by torchrun (LOCAL_RANK set), ``port + LOCAL_RANK``, so that the ranks of a
-    node each serve their own. ``host``: ``GPUMon.export_host`` (127.0.0.1) unless given.
-    Returns one line; a port in use raises :class:`UsageError`. ``monitor().export(None)``
-    stops it."""
+    """Serve this process's metrics for Prometheus at ``http://HOST:PORT/metrics``, starting the
+    monitor if needed (also outside IPython). They are NVML's per-GPU figures, each framework's
+    allocator in this process, host memory and the cells. ``port``: 9476 unless given; in a job
+    launched by torchrun (LOCAL_RANK set), ``port + LOCAL_RANK``, so that the ranks of a node each
+    serve their own. ``host``: ``GPUMon.export_host`` (127.0.0.1) unless given. Returns one line; a
+    port in use raises :class:`UsageError`. ``monitor().export(None)`` stops it."""
     mon = monitor()
     if port is None and host is None and mon.exporter_line:
         return f"exporting on {mon.exporter_line}"  # already serving (a second call)
@@ -239,14 +238,14 @@ def track(label: str) -> Region:
 
 
 def load_ipython_extension(ip: Any) -> None:
-    """``%load_ext nbgpumon``: start the sampler, hook cells, add ``%gpumon``."""
+    """``%load_ext nbgpumon`` starts the sampler, hooks the cells and adds ``%gpumon``."""
     from ._ipython.extension import load  # IPython is imported here, not by `import nbgpumon`
 
     load(ip)
 
 
 def unload_ipython_extension(ip: Any) -> None:
-    """``%unload_ext nbgpumon``: stop the thread and remove every hook."""
+    """``%unload_ext nbgpumon`` stops the thread and removes every hook."""
     from ._ipython.extension import unload
 
     unload(ip)

@@ -1,4 +1,6 @@
-"""``python -m nbgpumon report PATH -o report.html``: a recording as a self-contained HTML page.
+"""nbgpumon's command line, ``python -m nbgpumon``, with three subcommands.
+
+``python -m nbgpumon report PATH -o report.html``: a recording as a self-contained HTML page.
 ``python -m nbgpumon compare A B [-o FILE] [--check]``: two recordings cell by cell.
 ``python -m nbgpumon serve [--port P] [--host H] [SCRIPT [ARGS...]]``: the Prometheus exporter,
 around a script (in each rank of a torchrun job) or on its own until Ctrl-C."""

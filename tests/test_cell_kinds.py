@@ -5,19 +5,24 @@ the unique storages torch reports, and the narrow and whole walks counted."""
 from __future__ import annotations
 
 import dataclasses
+import json
 
 import pytest
 
 from nbgpumon._forensics.cell_kinds import CARRIED, UNTOUCHED, WALK_AGAIN, CellKinds
-from nbgpumon._forensics.explain import UNEXPLAINED
+from nbgpumon._forensics.explain import UNEXPLAINED, explain_cell
 from nbgpumon._forensics.leaks import LeakWatch
+from nbgpumon._ledger.kinds_notes import KindsReadFailed, ScanCut, ScanFoundMore
 from nbgpumon._ledger.records import (
     TRANSIENT,
     AllocatorUsage,
     CellRecord,
     DeviceUsage,
+    Retention,
     record_from_dict,
 )
+from nbgpumon._views.frames import frame_row
+from nbgpumon._views.memory.explain import cell_explain_lines, kinds_note_words
 
 from fake_shell import shell_with, storage_bytes
 
@@ -111,7 +116,7 @@ def test_a_training_run_is_told_apart_by_kind_cell_by_cell():
 
     walks = cells.kinds.narrow_walks
     quiet = cells.run(set()).devices[0]  # a cell that moved nothing and bound nothing
-    assert quiet.kinds_after == step.kinds_after and quiet.kinds_note == CARRIED
+    assert quiet.kinds_after == step.kinds_after and quiet.kinds_note == (CARRIED,)
     assert cells.kinds.narrow_walks == walks  # no walk at all
     assert quiet.kept_by_kind == {}
 
@@ -130,34 +135,34 @@ def test_a_cell_that_allocated_nothing_and_bound_no_memory_is_carried_over_witho
 
     shell.user_ns["lr"] = 0.1
     lr = cells.run({"lr"}, total=0).devices[0]
-    assert (lr.kinds_after, lr.kinds_note) == (built.kinds_after, UNTOUCHED)
+    assert (lr.kinds_after, lr.kinds_note) == (built.kinds_after, (UNTOUCHED,))
     assert cells.kinds.narrow_walks == walks  # not walked
     assert lr.kept_by_kind == {}
 
     shell.user_ns["w"] = model.weight  # memory there already, held by a new name
-    assert cells.run({"w"}, total=0).devices[0].kinds_note != UNTOUCHED
+    assert cells.run({"w"}, total=0).devices[0].kinds_note != (UNTOUCHED,)
     assert cells.kinds.narrow_walks == walks + 1
     shell.user_ns["y"] = shell.user_ns["x"]
     cells.run({"y"}, total=0)
     shell.user_ns["x"] = 1  # a known holder bound again (its tensor still held, by y)
-    assert cells.run({"x"}, total=0).devices[0].kinds_note != UNTOUCHED
+    assert cells.run({"x"}, total=0).devices[0].kinds_note != (UNTOUCHED,)
     assert cells.kinds.narrow_walks == walks + 3
 
     shell.user_ns["epochs"] = 3
-    assert cells.run({"epochs"}, total=None).devices[0].kinds_note != UNTOUCHED  # unknown
+    assert cells.run({"epochs"}, total=None).devices[0].kinds_note != (UNTOUCHED,)  # unknown
     assert cells.kinds.narrow_walks == walks + 4
     after = cells.held()
     failed = dataclasses.replace(torch_record(after, after, after, cells.n, 0), status="error")
     shell.user_ns["n"] = 4
     read = cells.kinds.read(failed, lambda: ({"n"}, set()))
-    assert read.devices[0].kinds_note != UNTOUCHED and cells.kinds.narrow_walks == walks + 5
+    assert read.devices[0].kinds_note != (UNTOUCHED,) and cells.kinds.narrow_walks == walks + 5
 
     shell.user_ns["lr"] = 0.2
-    assert cells.run({"lr"}, total=0).devices[0].kinds_note == UNTOUCHED
+    assert cells.run({"lr"}, total=0).devices[0].kinds_note == (UNTOUCHED,)
     assert cells.kinds.narrow_walks == walks + 5
     shell.user_ns["Out"][9] = model.bias  # an output of memory there already
     shown = cells.kinds.read(torch_record(after, after, after, cells.n, 0), lambda: (set(), {9}))
-    assert shown.devices[0].kinds_note != UNTOUCHED and cells.kinds.narrow_walks == walks + 6
+    assert shown.devices[0].kinds_note != (UNTOUCHED,) and cells.kinds.narrow_walks == walks + 6
 
 
 def test_memory_that_the_known_holders_miss_sends_one_whole_walk():
@@ -207,21 +212,68 @@ def test_a_cells_changes_are_its_names_and_its_outputs():
     assert watch.changes() == ({"a", "b", "c"}, {5})
 
 
-def test_the_kinds_survive_the_recordings_json():
+def test_the_kinds_and_their_notes_survive_the_recordings_json():
     record = torch_record(0, 3 * MIB, 5 * MIB)
+    notes = (
+        ScanFoundMore("torch", MIB), ScanCut(0.05, 1200), CARRIED, KindsReadFailed("E: x")
+    )  # fmt: skip
     device = dataclasses.replace(
         record.devices[0],
         kinds_before=(("parameters", MIB),),
         kinds_after=(("parameters", MIB), ("gradients", 2 * MIB)),
-        kinds_note="a note",
+        kinds_note=notes,
     )
-    record = dataclasses.replace(record, devices=(device,))
-    as_json = dataclasses.asdict(record)
+    held = Retention("cuda", (("x", MIB),), ScanCut(0.05, 9))
+    record = dataclasses.replace(record, devices=(device,), retention=held)
+    as_json = json.loads(json.dumps(dataclasses.asdict(record)))
     assert record_from_dict(as_json) == record
     older = dataclasses.asdict(torch_record(0, MIB, MIB))  # a schema 5 file's device: no kinds
     for d in older["devices"]:
         del d["kinds_before"], d["kinds_after"], d["kinds_note"]
     assert record_from_dict(older).devices[0].kinds_after == ()
+
+
+def test_a_schema_6_files_notes_load_as_their_text_and_show_as_it_is():
+    said = "the scan stopped after 50 ms (9 objects looked at): some holders may be missing"
+    as_json = dataclasses.asdict(torch_record(0, 3 * MIB, 5 * MIB))
+    as_json["devices"][0].update(
+        kinds_before=[["parameters", MIB]], kinds_after=[["parameters", 3 * MIB]],
+        kinds_note=f"carried over: the cell moved no allocator and bound no name; {said}",
+    )  # fmt: skip
+    as_json["retention"] = {"device": "cuda", "holders": [["x", MIB]], "note": said[9:]}
+    record = record_from_dict(as_json)
+    assert record.devices[0].kinds_note == (as_json["devices"][0]["kinds_note"],)
+    assert record.retention is not None and record.retention.note == said[9:]
+    (explained,) = explain_cell(record)
+    assert cell_explain_lines([explained])[-1] == f"  ({as_json['devices'][0]['kinds_note']})"
+    empty = dataclasses.asdict(torch_record(0, MIB, MIB))
+    empty["devices"][0]["kinds_note"] = ""
+    empty["retention"] = {"device": "cuda", "holders": [], "note": ""}
+    back = record_from_dict(empty)
+    assert back.devices[0].kinds_note == () and back.retention.note is None  # type: ignore[union-attr]
+
+
+def test_a_cells_notes_are_worded_as_one_line_under_its_breakdown():
+    record = torch_record(0, 3 * MIB, 5 * MIB)
+    device = dataclasses.replace(
+        record.devices[0],
+        kinds_after=(("parameters", 3 * MIB),),
+        kinds_note=(ScanFoundMore("torch", MIB), ScanCut(0.05, 1200)),
+    )
+    (explained,) = explain_cell(dataclasses.replace(record, devices=(device,)))
+    assert cell_explain_lines([explained])[-2:] == [
+        "  (the scan found 1.0 MiB more of torch's than it counts in use: read moments apart; "
+        "the scan stopped after 50 ms (1,200 objects looked at): some holders may be missing)",
+        "  (what it kept by kind is unknown: its start was not read by kind)",
+    ]
+    assert kinds_note_words((UNTOUCHED, KindsReadFailed("RuntimeError: boom"))) == (
+        "carried over: the cell allocated nothing and bound no GPU memory; reading the cell's "
+        "memory by kind failed: RuntimeError: boom"
+    )
+    assert frame_row(record)["gpu0.kinds_note"] == ""  # (cells_frame's column, in words)
+    assert frame_row(dataclasses.replace(record, devices=(device,)))["gpu0.kinds_note"] == (
+        kinds_note_words(device.kinds_note)
+    )
 
 
 def test_a_remembering_walk_finds_what_a_fresh_one_finds_as_the_tensors_change():

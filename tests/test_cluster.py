@@ -19,7 +19,7 @@ from nbgpumon._sources.base import RemotePhase
 from nbgpumon._sources.cluster_series import reading_from
 from nbgpumon._sources.prometheus import check_match, gpu_query
 from nbgpumon._sources.prometheus_http import PrometheusClient, Series, shown_url
-from nbgpumon._views.words.cluster import cluster_lines, cluster_read_line, cluster_status
+from nbgpumon._views.status.cluster import cluster_lines, cluster_read_line, cluster_status
 
 from prometheus_server import (
     WAIT_FOR_THREE_HOSTS,

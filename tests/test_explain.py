@@ -9,8 +9,21 @@ import sys
 import pytest
 
 from nbgpumon import Monitor, UsageError
-from nbgpumon._forensics.explain import CONTEXT, UNEXPLAINED, explain_device
+from nbgpumon._forensics.explain import (
+    CONTEXT,
+    DRIVER,
+    FRAMEWORKS,
+    NOT_ANSWERING,
+    NOT_LISTED,
+    UNEXPLAINED,
+    DriverBelow,
+    Fragmented,
+    NoProcessFigure,
+    explain_device,
+)
+from nbgpumon._ledger.kinds_notes import ScanCut, ScanFoundMore
 from nbgpumon._sources.base import AllocatorStats
+from nbgpumon._views.memory.explain import explain_lines, measured_words
 
 from fake_frameworks import GIB, FakeJaxClient, FakeJaxDevice, fake_jax
 from notebook_runner import fake_nvml_env, fake_pynvml, run_cells
@@ -44,8 +57,14 @@ def test_the_categories_add_up_to_the_drivers_figure_each_by_its_definition():
     }
     assert list(e.categories)[:4] == ["parameters", "gradients", "optimizer state", "buffers"]
     assert sum(e.categories.values()) == e.total == 6 * GIB + 500 * MIB
-    assert e.measured == "the driver's figure for this process" and e.device == "cuda:0"
-    assert any("300 MiB" in note and "fragmentation" in note for note in e.notes)
+    assert e.measured == DRIVER and e.device == "cuda:0"
+    assert e.notes == (Fragmented("torch", 300 * MIB),)
+    lines = explain_lines([e])
+    assert lines[1] == "gpu0 (cuda:0): 6.5 GiB, the driver's figure for this process"
+    assert lines[-1] == (
+        "  (torch: 300 MiB of its reserve is split blocks, too small for large requests "
+        "(fragmentation))"
+    )
 
 
 def test_readings_that_disagree_are_said_never_a_negative_category():
@@ -60,14 +79,35 @@ def test_readings_that_disagree_are_said_never_a_negative_category():
     assert all(size > 0 for size in e.categories.values())
     assert e.categories == {"arrays held by variables": 2 * GIB}
     assert e.total == 2 * GIB == sum(e.categories.values())
-    assert e.measured == "what the frameworks hold and reserve"  # not the driver's 1 GiB
-    assert any("read moments apart" in note for note in e.notes), e.notes
+    assert e.measured == FRAMEWORKS  # not the driver's 1 GiB
+    assert e.notes == (ScanFoundMore("torch", GIB), DriverBelow(GIB, 2 * GIB))
+    assert explain_lines([e])[1] == "gpu1 (cuda:0): 2.0 GiB, what the frameworks hold and reserve"
+    assert explain_lines([e])[-2:] == [
+        "  (the scan found 1.0 GiB more of torch's than it counts in use: read moments apart)",
+        "  (the driver's figure for this process (1.0 GiB) is below what the frameworks hold "
+        "and reserve (2.0 GiB): read moments apart)",
+    ]
+
+
+def test_a_scan_cut_short_is_a_note_in_the_scans_words():
+    cut = ScanCut(0.05, 120_000)
+    e = explain_device(0, 0, {}, {}, {"torch": _stats(GIB, GIB)}, GIB, partial=cut)
+    assert e.notes == (cut,)
+    assert explain_lines([e])[-1] == (
+        "  (the scan stopped after 50 ms (120,000 objects looked at): some holders may be missing)"
+    )
 
 
 def test_without_the_drivers_figure_the_total_is_what_the_frameworks_hold_and_reserve():
-    e = explain_device(0, 0, {}, {}, {"jax": _stats(GIB, 3 * GIB)}, None, "NVML not answering")
+    silent = NoProcessFigure(NOT_ANSWERING, "NVML")
+    e = explain_device(0, 0, {}, {}, {"jax": _stats(GIB, 3 * GIB)}, None, silent)
     assert e.categories == {UNEXPLAINED: GIB, "JAX pool (reserved, unused)": 2 * GIB}
-    assert e.total == 3 * GIB and e.measured.endswith("NVML not answering")
+    assert e.total == 3 * GIB and e.no_figure == silent
+    assert measured_words(e) == "what the frameworks hold and reserve: NVML not answering"
+    unsaid = explain_device(0, 0, {}, {}, {"jax": _stats(GIB, GIB)}, None)
+    assert measured_words(unsaid) == (
+        "what the frameworks hold and reserve: no figure of the driver's for this process"
+    )
 
 
 @pytest.fixture
@@ -143,7 +183,7 @@ def test_the_html_is_one_stacked_bar_per_gpu_with_a_tip_per_category_and_the_wor
     used = explain_device(
         0, 0, {"parameters": GIB}, {"torch": GIB}, {"torch": _stats(GIB, 2 * GIB)}, 3 * GIB
     )
-    unused = explain_device(1, 1, {}, {}, {}, None, "the driver does not list this process on it")
+    unused = explain_device(1, 1, {}, {}, {}, None, NoProcessFigure(NOT_LISTED, "NVML"))
     page = explain_html([used, unused])
     assert page.count('<div class="nbgpumon-explain">') == 1  # (nothing of this kernel's on gpu1)
     assert page.count("<span title=") == len(used.categories) == 3
@@ -163,7 +203,7 @@ def test_the_out_of_memory_post_mortem_says_the_failing_devices_memory_by_kind()
         6 * GIB,
         100,
         0.01,
-        "",
+        None,
         categories={"cuda:0": {"parameters": 2 * GIB, "optimizer state": 4 * GIB}},
         frameworks={"cuda:0": {"torch": 6 * GIB}},
     )

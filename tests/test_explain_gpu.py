@@ -18,6 +18,7 @@ torch, pytestmark = cuda_tests()
 
 TRUTH = """\
 import os, pynvml
+from nbgpumon._views.memory.explain import measured_words, note_words
 def cuda_bytes(tensors):
     seen = {}
     for t in tensors:
@@ -39,7 +40,8 @@ handle = pynvml.nvmlDeviceGetHandleByIndex(e.index)
 mine = [p for p in pynvml.nvmlDeviceGetComputeRunningProcesses(handle) if p.pid == os.getpid()]
 truth['driver'] = sum(p.usedGpuMemory for p in mine)
 print('EXPLAINED=' + json.dumps({'categories': e.categories, 'total': e.total,
-                                 'measured': e.measured, 'notes': list(e.notes),
+                                 'measured': measured_words(e),
+                                 'notes': [note_words(n) for n in e.notes],
                                  'truth': truth}))
 """
 
@@ -68,15 +70,17 @@ def runs():
 
 
 # the step cell's own record (In[3]), as the ledger keeps it
-STEP_CELL = """_d = next(r for r in nbgpumon.cells() if r.execution_count == 3).devices[0]
+STEP_CELL = """from nbgpumon._views.memory.explain import kinds_note_words
+_d = next(r for r in nbgpumon.cells() if r.execution_count == 3).devices[0]
 print('CELL=' + json.dumps({'after': dict(_d.kinds_after), 'kept': _d.kept_by_kind,
     'split': _d.peak_by_kind, 'peak': _d.peak_allocated, 'exact': _d.peak_exact,
-    'allocated': _d.allocated_after, 'note': _d.kinds_note}))
+    'allocated': _d.allocated_after, 'note': kinds_note_words(_d.kinds_note)}))
 """
 
 
-LR_CELL = """_d = next(r for r in nbgpumon.cells() if r.execution_count == 9).devices[0]
-print('LR=' + json.dumps({'note': _d.kinds_note, 'before': dict(_d.kinds_before),
+LR_CELL = """from nbgpumon._views.memory.explain import kinds_note_words
+_d = next(r for r in nbgpumon.cells() if r.execution_count == 9).devices[0]
+print('LR=' + json.dumps({'note': kinds_note_words(_d.kinds_note), 'before': dict(_d.kinds_before),
     'after': dict(_d.kinds_after), 'handed_out': _d.allocated_total}))
 """
 

@@ -17,8 +17,27 @@ import pytest
 import nbgpumon
 from nbgpumon import FitResult, Monitor, UsageError
 from nbgpumon._foundation.units import parse_bytes
-from nbgpumon._ledger.peak_fit import GPU_MARGIN_MIN, default_margin, fit_line, predict
-from nbgpumon._session.analysis.size_fit import SizeRow, _fit_exact
+from nbgpumon._ledger.peak_fit import (
+    GPU_MARGIN_MIN,
+    BelowOutOfMemory,
+    NoGrowth,
+    NothingFits,
+    NotStraight,
+    SmallerThanTried,
+    TooFewSizes,
+    default_margin,
+    fit_line,
+    predict,
+)
+from nbgpumon._session.analysis import headroom as room
+from nbgpumon._session.analysis.size_fit import (
+    KeptAfter,
+    NoWarmup,
+    SampledPeaks,
+    SizeRow,
+    _fit_exact,
+)
+from nbgpumon._views.words.fit import limit_text, reason_text, reasons_text
 
 from fake_frameworks import FakeContexts, FakeCupy
 from notebook_runner import fake_pynvml, run_cells
@@ -33,7 +52,7 @@ def _line(a: float, b: float, sizes=(8, 16, 24, 32)) -> list[tuple[int, int]]:
 # -- the line -----------------------------------------------------------------------------
 def test_a_perfect_line_is_found_exactly_and_trusted():
     fit = fit_line("torch", _line(10 * MIB, 128 * MIB))
-    assert fit.ok and fit.reason == ""
+    assert fit.ok and fit.why is None
     assert fit.slope == pytest.approx(128 * MIB) and fit.intercept == pytest.approx(10 * MIB)
     assert fit.r2 == pytest.approx(1.0) and fit.max_residual < 1
 
@@ -48,8 +67,8 @@ def test_a_slightly_noisy_line_is_still_trusted_and_its_quality_reported():
 
 def test_a_curve_is_refused_as_not_a_straight_line():
     fit = fit_line("torch", [(s, s * s * MIB) for s in (8, 16, 32, 64)])  # quadratic
-    assert not fit.ok and fit.grows
-    assert fit.reason.startswith("not a straight line (R² ")
+    assert not fit.ok and fit.grows and isinstance(fit.why, NotStraight)
+    assert reason_text(fit.why).startswith("not a straight line (R² ")
     assert predict(fit, 100 * GIB, GIB, 64).size is None
 
 
@@ -58,23 +77,29 @@ def test_one_point_far_off_the_line_is_refused_even_with_a_high_r2():
     points[3] = (40, points[3][1] + 600 * MIB)  # the line, pulled to it, stays > 5% away
     fit = fit_line("torch", points)
     assert fit.r2 > 0.98
-    assert not fit.ok and "off it" in fit.reason
+    assert not fit.ok and fit.why.off > 0.05
+    assert "a point 7% of the largest peak off it" in reason_text(fit.why)
 
 
 def test_memory_that_does_not_grow_with_size_gives_no_prediction():
     flat = fit_line("host", [(s, 12 * MIB + (s % 3) * 1000) for s in (8, 16, 24, 32)])
     assert not flat.ok and not flat.grows
-    assert flat.reason == "does not grow with size (peak 12.0 MiB)"
+    assert flat.why == NoGrowth(12 * MIB, 12 * MIB + 2000)
+    assert reason_text(flat.why) == "does not grow with size (peak 12.0 MiB)"
     shrinking = fit_line("torch", _line(GIB, -MIB))
-    assert not shrinking.grows and shrinking.reason.startswith("does not grow with size")
+    assert not shrinking.grows
+    assert reason_text(shrinking.why) == "does not grow with size (peak 992 MiB to 1016 MiB)"
     assert predict(flat, GIB, 0, 32).size is None
 
 
 def test_two_sizes_fit_a_line_but_are_not_trusted():
     fit = fit_line("torch", _line(0, MIB, sizes=(8, 16)))
     assert fit.slope == pytest.approx(MIB)
-    assert not fit.ok and fit.reason.startswith("2 sizes always fit a line")
-    assert "at least 3" in fit_line("torch", [(8, MIB)]).reason
+    assert not fit.ok and fit.why == TooFewSizes(2)
+    assert reason_text(fit.why) == "2 sizes always fit a line, which checks nothing: run at least 3"
+    one = fit_line("torch", [(8, MIB)]).why
+    assert reason_text(one) == "1 size ran: run at least 3 to fit and check a line"
+    assert reason_text(fit_line("torch", []).why) == "no size ran"
 
 
 def test_the_prediction_is_the_largest_size_under_the_limit_less_the_margin():
@@ -82,12 +107,12 @@ def test_the_prediction_is_the_largest_size_under_the_limit_less_the_margin():
     limit = 40 * GIB
     margin = default_margin(limit, gpu=True)
     assert margin == int(0.05 * limit)
-    got = predict(fit, limit, margin, largest_tried=32, limit_note="free 40.0 GiB")
+    got = predict(fit, limit, margin, largest_tried=32)
     usable = limit - margin
     assert got.size == math.floor((usable - 10 * MIB) / (128 * MIB))
     assert fit.peak_at(got.size) <= usable < fit.peak_at(got.size + 1)
     assert got.usable == usable and got.extrapolation == pytest.approx(got.size / 32)
-    assert got.far  # about 9× the largest size tried
+    assert got.far and got.why == ()  # about 9× the largest size tried, and no caveat
 
 
 def test_the_margin_is_at_least_256_mib_on_a_gpu_and_5_percent_of_host_memory():
@@ -99,14 +124,57 @@ def test_the_margin_is_at_least_256_mib_on_a_gpu_and_5_percent_of_host_memory():
 def test_a_size_that_ran_out_bounds_the_prediction():
     fit = fit_line("torch", _line(0, MIB))
     got = predict(fit, 100 * GIB, 0, largest_tried=32, ran_out_at=48)
-    assert got.size == 47
-    assert "below size 48, which ran out of memory" in got.reason
+    assert got.size == 47 and got.why == (BelowOutOfMemory(48),)
+    assert reasons_text(got.why) == "below size 48, which ran out of memory"
 
 
 def test_nothing_fits_when_even_size_1_is_over_the_limit():
     fit = fit_line("torch", _line(2 * GIB, MIB))
     got = predict(fit, GIB, 0, largest_tried=32)
-    assert got.size is None and got.reason.startswith("not even size 1 fits")
+    assert got.size is None and got.why == (NothingFits(GIB, 2 * GIB + MIB),)
+    assert reasons_text(got.why) == "not even size 1 fits under 1.0 GiB (2.0 GiB at size 1)"
+
+
+def test_a_size_below_those_that_ran_and_a_missing_limit_say_so():
+    fit = fit_line("torch", _line(0, MIB))
+    got = predict(fit, 20 * MIB, 0, largest_tried=32, ran_out_at=24)
+    assert got.size == 20 and got.why == (SmallerThanTried(),)
+    assert reasons_text(got.why) == (
+        "smaller than sizes that ran: less memory is free now than while they ran"
+    )
+    got = predict(fit, 30 * MIB, 0, largest_tried=32, ran_out_at=24)
+    assert reasons_text(got.why) == (
+        "below size 24, which ran out of memory; smaller than sizes that ran: less memory is "
+        "free now than while they ran"
+    )
+    unknown = predict(fit, None, None, largest_tried=32)
+    assert unknown.size is None
+    assert reasons_text(unknown.why) == "no limit known: pass limit="
+    assert reasons_text(unknown.why, "host memory unreadable") == (
+        "no limit known (host memory unreadable): pass limit="
+    )
+
+
+def test_where_a_limit_came_from_is_a_fact_worded_as_the_table_shows_it():
+    for headroom, words in [
+        (room.Headroom(40 * GIB, room.Given()), "limit="),
+        (room.Headroom(23 * GIB, room.HostAvailable()), "available 23.0 GiB"),
+        (room.Headroom(None, room.HostUnreadable()), "host memory unreadable"),
+        (
+            room.Headroom(None, room.DeviceUnreadable("torch", 1, "NVML")),
+            "torch on cuda:1 or NVML unreadable now",
+        ),
+        (
+            room.Headroom(41 * GIB, room.FreeAndCache(40 * GIB, GIB)),
+            "free 40.0 GiB + cache 1.0 GiB",
+        ),
+        (
+            room.Headroom(7 * GIB, room.UnderCap("JAX's pool limit", 8 * GIB, GIB)),
+            "JAX's pool limit 8.0 GiB - allocated 1.0 GiB",
+        ),
+        (None, ""),
+    ]:
+        assert limit_text(headroom) == words
 
 
 def test_limits_are_bytes_or_amounts_with_units():
@@ -203,9 +271,9 @@ def test_sampled_peaks_are_left_out_of_the_line_and_too_few_exact_ones_say_why()
     # JAX's high-water mark: the first size stays under the warm-up's peak, so it reads ≥ 0 B
     table = [row(64, 0, False), row(128, 128 * MIB, True), row(192, 192 * MIB, True)]
     fit = _fit_exact("jax", ("jax", 0), table, "reset")
-    assert not fit.ok and fit.grows
-    assert fit.reason.startswith("1 of 3 peaks were sampled lower bounds (≥)")
-    assert "JAX's peak counter is this process's high-water mark" in fit.reason
+    assert not fit.ok and fit.grows and fit.why == SampledPeaks(1, 3, "jax", "reset")
+    assert reason_text(fit.why).startswith("1 of 3 peaks were sampled lower bounds (≥)")
+    assert "JAX's peak counter is this process's high-water mark" in reason_text(fit.why)
     table.append(row(256, 256 * MIB, True))
     fit = _fit_exact("jax", ("jax", 0), table, "reset")  # three exact ones: a line, without ≥
     assert fit.ok and fit.slope == pytest.approx(MIB) and len(fit.points) == 3
@@ -229,6 +297,49 @@ def test_a_size_that_runs_out_stops_the_run_and_bounds_the_prediction(cupy_gpu):
     text = repr(result)
     assert "    80  ran out of memory" in text
     assert "note: size 80 ran out of memory (OutOfMemoryError: Out of memory allocating" in text
+
+
+def test_a_warm_up_that_runs_out_measures_nothing_and_says_so(cupy_gpu):
+    mon, _ = cupy_gpu
+
+    def step(n: int) -> None:
+        raise OutOfMemoryError(f"Out of memory allocating {n} MiB")
+
+    result = mon.fit(step, sizes=(16, 32, 48))
+    assert result.table == [] and result.size is None and mon.cells() == []
+    assert result.notes == [
+        "the warm-up call at size 16 ran out of memory: OutOfMemoryError: Out of memory "
+        "allocating 16 MiB"
+    ]
+    assert {kind: fit.reason for kind, fit in result.fits.items()} == {"host": "no size ran"}
+    assert result.prediction["host"].reason == "no size ran"
+    assert "  host: no size ran" in str(result)
+
+
+def test_memory_kept_a_missing_warm_up_and_a_capped_pool_are_noted_in_words(cupy_gpu):
+    mon, cupy = cupy_gpu
+    cupy.pool.get_limit = lambda: 10 * GIB  # CuPy's pool limit, below the GPU's free memory
+
+    def step(n: int) -> None:  # keeps 50 MiB of what it allocates
+        cupy.malloc(0, n * 32 * MIB)
+        cupy.free(0, n * 32 * MIB - 50 * MIB)
+
+    result = mon.fit(step, sizes=(16, 32, 48), warmup=False)
+    assert result.run.notes == (KeptAfter("cupy", 16, 50 * MIB), NoWarmup())
+    assert result.notes == [
+        "cupy: step(16) kept 50.0 MiB after it returned; the prediction assumes a step keeps "
+        "nothing",
+        "no warm-up call: the first size also paid for compiling and workspaces",
+    ]
+    prediction = result.prediction["cupy"]
+    assert result.run.limits["cupy"] == room.Headroom(
+        10 * GIB - 150 * MIB, room.UnderCap("CuPy's pool limit", 10 * GIB, 150 * MIB)
+    )
+    assert prediction.limit == 10 * GIB - 150 * MIB and prediction.reason == ""
+    assert prediction.limit_note == "CuPy's pool limit 10.0 GiB - allocated 150 MiB"
+    text = str(result)
+    assert f"({prediction.limit_note} - margin " in text
+    assert all(f"\n  note: {note}" in text for note in result.notes)
 
 
 def test_a_step_that_fails_otherwise_raises_its_own_error(cupy_gpu):

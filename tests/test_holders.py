@@ -10,6 +10,7 @@ import pytest
 from nbgpumon._api.holders import HolderReport
 from nbgpumon._forensics import holder_scan as holders
 from nbgpumon._forensics.postmortem import OomFacts, failing_framework, parse_message
+from nbgpumon._ledger.kinds_notes import ScanCut
 from nbgpumon._ledger.outcome import is_out_of_memory
 from nbgpumon._sources.base import AllocatorStats
 from nbgpumon._views.memory.holders import holders_lines
@@ -67,7 +68,11 @@ def test_a_stored_traceback_names_the_frame_and_local():
 def test_a_spent_budget_gives_a_partial_answer_that_says_so():
     shell = shell_with(**{f"v{i}": [object() for _ in range(50)] for i in range(2000)})
     scan = holders.scan(shell, "host", budget=0.0)
-    assert scan.partial.startswith("stopped after 0 ms")
+    assert scan.partial == ScanCut(0.0, scan.objects) and scan.objects > 0
+    looked = f"{scan.objects:,} object{'s' if scan.objects > 1 else ''}"
+    assert holders_lines(scan)[-1] == (
+        f"  (stopped after 0 ms ({looked} looked at): some holders may be missing)"
+    )
 
 
 def test_a_bad_device_is_refused():
@@ -85,7 +90,7 @@ def test_the_oom_message_gives_the_request_and_the_device():
 
 
 def _facts(holder_list, allocator=None, processes=(), framework="torch", **more) -> OomFacts:
-    scan = holders.HolderScan("cuda:0", tuple(holder_list), 0, 0, 0.0, "")
+    scan = holders.HolderScan("cuda:0", tuple(holder_list), 0, 0, 0.0, None)
     allocators = {"torch": allocator} if allocator is not None else {}
     allocators.update(more)
     return OomFacts(
@@ -175,7 +180,9 @@ def test_scanning_never_imports_torch():
 
 
 def test_the_public_answer_prints_as_the_holders_words():
-    scan = holders.HolderScan("host", (holders.Holder("x", 2**20, 1, True),), 2**20, 10, 0.001, "")
+    scan = holders.HolderScan(
+        "host", (holders.Holder("x", 2**20, 1, True),), 2**20, 10, 0.001, None
+    )
     report = HolderReport.of(scan)
     assert isinstance(report, holders.HolderScan) and report.holders == scan.holders
     assert repr(report) == report.text() == "\n".join(holders_lines(scan))

@@ -13,7 +13,7 @@ import pytest
 from nbgpumon._api.monitor import Monitor
 from nbgpumon._session.controls.nvtx_ranges import NvtxRanges, range_name
 from nbgpumon._views.cell_end import cell_lines
-from nbgpumon._views.words.nvtx import nvtx_line
+from nbgpumon._views.status.nvtx import nvtx_line
 
 from fake_shell import shell_with
 from notebook_runner import run_cells

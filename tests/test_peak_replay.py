@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from IPython.core.compilerop import CachingCompiler
 
-from nbgpumon._forensics.peak_replay import BEFORE_HISTORY, replay_to_peak
+from nbgpumon._forensics.peak_replay import replay_to_peak
 from nbgpumon._ledger.traced import ReplayCut
 from nbgpumon._views.words.traced import traced_line
 
@@ -80,7 +80,10 @@ def test_a_history_that_does_not_reach_back_says_so(cells):
     compiler, _, _ = cells
     short = [*free(0x9000, 8 * MIB)]  # the ring kept only the free; the alloc fell out
     replay = replay_to_peak({"device_traces": [short]}, 0, 0, 8 * MIB, compiler._filename_map, 3)
-    assert [(a.source, a.bytes) for a in replay.found] == [(BEFORE_HISTORY, 8 * MIB)]
+    assert [(a.before_history, a.line, a.bytes) for a in replay.found] == [(True, 0, 8 * MIB)]
+    assert traced_line(replay.found[0]) == (
+        "[?] no cell line (allocated before the recorder's kept history) — 8.0 MiB"
+    )
     never = replay_to_peak({"device_traces": [short]}, 0, 0, 20 * MIB, compiler._filename_map, 3)
     assert never.found == () and never.cut == ReplayCut(0, 2)
     assert traced_line(never.cut) == (

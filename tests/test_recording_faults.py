@@ -26,7 +26,7 @@ import nbgpumon
 from nbgpumon._recording.faults import FULL, IO_ERROR, PERMISSION, classify
 from nbgpumon._recording.file_identity import SAME, FileIdentity
 from nbgpumon._recording.notices import Kept, Stopped
-from nbgpumon._views.words.recorder import notice_line
+from nbgpumon._views.status.recorder import notice_line
 
 from kernel_client import Kernel
 from required import MOUNTS, skip_unless_required

@@ -11,7 +11,7 @@ from traitlets.config import Config
 
 from nbgpumon._session.config import GPUMon
 from nbgpumon._session.facts.settings import SettingRefused
-from nbgpumon._views.words.settings import refused_line
+from nbgpumon._views.status.settings import refused_line
 
 from notebook_runner import run_cells
 

@@ -14,7 +14,7 @@ import pytest
 import nbgpumon
 from nbgpumon import Monitor
 from nbgpumon._foundation.metrics import metric, metric_of, metrics_of, registry
-from nbgpumon._views.words.snapshot import snapshot_view
+from nbgpumon._views.status.snapshot import snapshot_view
 
 from notebook_runner import fake_pynvml
 from packed_history import assert_history_holds

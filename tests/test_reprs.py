@@ -269,7 +269,7 @@ def test_a_holder_scan_of_thousands_is_short_and_escaped():
     scan = HolderReport.of(
         HolderScan(
             device="host", holders=holders, total=5000 * GIB, objects=1, seconds=0.01,
-            partial="", categories={f"cuda:{i}": {"parameters": GIB} for i in range(300)},
+            partial=None, categories={f"cuda:{i}": {"parameters": GIB} for i in range(300)},
         )
     )  # fmt: skip
     text = _short(scan)

@@ -10,7 +10,7 @@ import time
 from nbgpumon._sampling.sampler import SOURCE_TIMING_EVERY, Sampler
 from nbgpumon._sampling.timeline import Timeline
 from nbgpumon._sources.base import DETAIL
-from nbgpumon._views.words.sampler_cost import cost_line
+from nbgpumon._views.status.sampler_cost import cost_line
 
 from notebook_runner import fake_nvml_env, run_cells
 

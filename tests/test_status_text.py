@@ -3,6 +3,7 @@ alone, a recording's and a live session's the same way in every view."""
 
 from __future__ import annotations
 
+from nbgpumon._forensics.tracing_answer import ARMED, TracingState
 from nbgpumon._sampling.sampler_cost import CostReport
 from nbgpumon._session.device_open import LateStart
 from nbgpumon._session.facts.devices import Device
@@ -18,7 +19,13 @@ from nbgpumon._session.facts.status import (
     SamplerFacts,
     Status,
 )
-from nbgpumon._views.words.status import not_answering, process_lines, status_line, status_lines
+from nbgpumon._views.status.status import (
+    not_answering,
+    not_started_line,
+    process_lines,
+    status_line,
+    status_lines,
+)
 
 GIB = 2**30
 GPU = Device(0, "Toy GPU", 8 * GIB, 0, "GPU-toy")
@@ -47,7 +54,7 @@ def _live(**devices) -> Status:
                            "peaks its own way"),
             FrameworkFacts("other", "Other", False, "other not imported", None, ""),
         ),
-        tracing="off",
+        tracing=TracingState(ARMED, "a problem"),
         traced_by=(),
         nvtx=NvtxState(on=False),
         host="ok",
@@ -76,6 +83,7 @@ def test_a_live_status_is_said_from_its_facts():
     assert "    power: unavailable (not supported)" in lines
     assert "  Toy FW: active: cuda:0 1.0 GiB in use, 2.0 GiB reserved; peaks its own way" in lines
     assert "  Other: not imported" in lines
+    assert "allocation tracing armed (a problem)" in lines
     assert "recording: off (%gpumon record PATH starts one)" in lines
     assert lines[-3] == "summary after each cell: on; 3 records in the ledger"
     assert process_lines(status) == ["gpu0: PID unknown python: 1.0 GiB"]
@@ -103,6 +111,12 @@ def test_a_device_source_that_started_late_is_said_as_it_went():
         "Toy answered after 6.0 s, with 2 GPUs: %reload_ext nbgpumon watches them",
     ]
     assert said[0] in status_line(_live(started_late=still)).split(" · ")
+    # the status the monitor gives the source it never opened (test_stuck_driver.py's kernel)
+    idle = _live(started_late=still, status=not_started_line("Toy"), available=False)
+    assert (
+        "Toy: unavailable: Toy is not answering: not started 1 s after loading; %gpumon "
+        "status says when it answers" in status_lines(idle)
+    )
 
 
 def test_a_recording_s_status_is_its_line_then_its_machine():

@@ -186,6 +186,10 @@ def test_load_with_nvml_stuck_at_start_is_bounded_and_says_so_then_tells_when_it
     seconds, msgs = timed(k, "%gpumon status")
     assert seconds < 1.0
     assert SILENT.search(text(msgs)), text(msgs)
+    assert (
+        "NVML: unavailable: NVML is not answering: not started 1 s after loading; %gpumon status "
+        "says when it answers"
+    ) in text(msgs)
     wait = (
         "_d = time.monotonic() + 30\n"
         "while not getattr(mon._session.devices_started_late(), 'answered', False) and "

@@ -64,7 +64,7 @@ SOURCE_CELL = (
 )
 SHOWN_CELL = (
     "import base64, json, math, urllib.request\n"
-    "from nbgpumon._views.words.status import status_line\n"
+    "from nbgpumon._views.status.status import status_line\n"
     "_w = _m.widget()\n"
     "_row = _m.timeline.latest()\n"
     "print('SHOWN=' + json.dumps({\n"
@@ -266,9 +266,10 @@ import nbgpumon
 from nbgpumon._api.monitor import Monitor
 from nbgpumon._foundation.metrics import describe_columns
 from nbgpumon._views.chart.panels import chart_panels
-from nbgpumon._views.words.status import status_line, status_lines
+from nbgpumon._views.status.status import status_line, status_lines
 from nbgpumon._sources.devices.protocol import DeviceSource, ProcessRole, role
 from nbgpumon._api.exporter_families import SessionCollector
+from nbgpumon._views.memory.explain import measured_words
 
 mon = Monitor(new_device_source=toy_device.ToyDevices)
 toy = mon._session.device_source
@@ -295,6 +296,7 @@ out = {
     "delta": record.devices[0].device_used_delta,
     "exported": [ln for ln in exported.splitlines() if "gpu_memory_used_bytes" in ln],
     "recorded": recorded,
+    "explained": measured_words(mon.explain()[0]),
 }
 mon.record(None)
 mon.close()
@@ -337,3 +339,5 @@ def test_a_toy_given_to_a_monitor_is_found_everywhere_the_device_is(tmp_path):
     assert got["recorded"].startswith("recording to ")
     assert "gpu0.toy.mem_used" in got["loaded_columns"]
     assert got["loaded_delta"] == got["loaded_used"] == [2 * GIB]
+    # explain: a source that lists no processes has no figure for this one, and says so
+    assert got["explained"] == "what the frameworks hold and reserve: Toy lists no processes"

@@ -16,10 +16,16 @@ from test_cell_kinds import torch_record
 
 from nbgpumon._forensics.peak_replay import replay_to_peak
 from nbgpumon._forensics.tracing import AllocationTracer, attribute_blocks, live_block_keys
+from nbgpumon._forensics.tracing_answer import OFF, ON, WAITING, TracingAnswer, TracingState
 from nbgpumon._ledger.traced import ReplayCut, TracedAllocation
 from nbgpumon._session.config import GPUMon
 from nbgpumon._session.controls.tracing import TracingControl
-from nbgpumon._views.words.traced import format_traced, traced_line
+from nbgpumon._views.words.traced import (
+    format_traced,
+    traced_line,
+    tracing_line,
+    tracing_state_words,
+)
 
 MIB = 2**20
 GIB = 2**30
@@ -283,7 +289,7 @@ def fake_torch(monkeypatch):
 def test_trace_on_before_cuda_arms_and_starts_with_the_first_cell_after(fake_torch, compiler):
     shell = SimpleNamespace(compile=compiler)
     tracer = AllocationTracer(shell)
-    message = tracer.start()
+    message = tracing_line(tracer.start())
     assert "armed" in message and "\n" not in message
     assert (tracer.armed, tracer.active, fake_torch.cuda.calls) == (True, False, [])
 
@@ -308,14 +314,31 @@ def test_trace_on_before_cuda_arms_and_starts_with_the_first_cell_after(fake_tor
     ]
     assert fake_torch.cuda.metadata == ""
 
-    assert tracer.stop() == "allocation tracing off"
+    assert tracing_line(tracer.stop()) == "allocation tracing off"
     assert fake_torch.cuda.calls[-1]["enabled"] is None and not tracer.active
+
+
+def test_tracings_state_is_a_fact_that_the_views_word_as_on_armed_or_off(fake_torch, compiler):
+    control = TracingControl(GPUMon(), lambda: SimpleNamespace(compile=compiler), None)
+    assert control.state == TracingState(OFF)
+    assert tracing_line(control.trace(False)) == "allocation tracing was not on"
+    assert control.trace(True) == TracingAnswer(WAITING, "torch")  # CUDA not up yet
+    assert tracing_state_words(control.state) == "armed"
+    fake_torch.cuda.initialised = True
+    control.cell_started(1)  # the first cell after CUDA came up starts the recorder
+    assert control.state == TracingState(ON)
+    assert tracing_line(control.trace(True)) == "allocation tracing is already on"
+    fake_torch.cuda.recording = False  # turned off outside nbgpumon
+    control.cell_started(2)
+    assert tracing_state_words(control.state) == (
+        "off (torch's memory recorder was turned off outside nbgpumon)"
+    )
 
 
 def test_trace_on_with_cuda_up_records_at_once(fake_torch):
     fake_torch.cuda.initialised = True
     tracer = AllocationTracer(SimpleNamespace(compile=CachingCompiler()))
-    assert tracer.start().startswith("allocation tracing on")
+    assert tracing_line(tracer.start()).startswith("allocation tracing on")
     assert tracer.active and fake_torch.cuda.recording
 
 
@@ -323,9 +346,14 @@ def test_a_recorder_the_user_started_is_used_and_left_on(fake_torch):
     fake_torch.cuda.initialised = True
     fake_torch.cuda.recording = True
     tracer = AllocationTracer(SimpleNamespace(compile=CachingCompiler()))
-    assert "already on" in tracer.start()
+    assert tracing_line(tracer.start()) == (
+        "allocation tracing on: after each cell, the memory it left behind is shown by cell and "
+        "line (torch's recorder was already on; using it)"
+    )
     assert fake_torch.cuda.calls == []
-    assert "left on" in tracer.stop()
+    assert tracing_line(tracer.stop()) == (
+        "allocation tracing off (torch's recorder was on before; left on)"
+    )
     assert fake_torch.cuda.recording
 
 
@@ -350,7 +378,7 @@ def test_torch_without_the_string_api_is_too_old(fake_torch):
 
     fake_torch.cuda.memory._record_memory_history = staticmethod(legacy)
     tracer = AllocationTracer(SimpleNamespace(compile=CachingCompiler()))
-    message = tracer.start()
+    message = tracing_line(tracer.start())
     assert message == (
         "allocation tracing not possible: torch 2.0.1 is too old for allocation tracing "
         "(needs 2.1 or later)"
@@ -410,7 +438,7 @@ def test_a_cells_peak_is_replayed_in_what_each_allocation_asked_for(fake_torch, 
     lines under 1 MiB are not shown, as for what a cell kept."""
     fake_torch.cuda.initialised = True
     control = TracingControl(GPUMon(), lambda: SimpleNamespace(compile=compiler), None)
-    assert control.trace(True).startswith("allocation tracing on")
+    assert tracing_line(control.trace(True)).startswith("allocation tracing on")
     model = compiler.cache("w = torch.empty(2**22, dtype=torch.uint8, device='cuda')\n", 2)
     step = compiler.cache("h = w.float() * 2\nloss = h.sum()\ndel h\n", 3)
     asked = 3_000_000  # served by a 3 MiB block
@@ -444,11 +472,12 @@ def test_trace_on_without_torch_neither_imports_torch_nor_raises():
         import sys
         from types import SimpleNamespace
         from nbgpumon._forensics.tracing import AllocationTracer
+        from nbgpumon._views.words.traced import tracing_line
         tracer = AllocationTracer(SimpleNamespace(compile=None))
-        print(tracer.start())
+        print(tracing_line(tracer.start()))
         tracer.cell_started(1)
         print(tracer.cell_finished(1), tracer.armed, tracer.active, repr(tracer.error))
-        print(tracer.stop())
+        print(tracing_line(tracer.stop()))
         print("torch" in sys.modules)
         """
     )

@@ -15,9 +15,9 @@ from nbgpumon._foundation.wording import MINUS, counted, format_bytes, format_pe
 from nbgpumon._ledger.records import CellRecord
 from nbgpumon._session.facts.status import RecordedStatus, Status
 from nbgpumon._views.memory.holders import holders_text
+from nbgpumon._views.status.status import status_line
 from nbgpumon._views.words.cell_summary import summary_line
 from nbgpumon._views.words.cells_table import cells_table
-from nbgpumon._views.words.status import status_line
 
 FORMAT_JS = Path(__file__).resolve().parents[1] / "js" / "src" / "format.js"
 MIB = 2**20
@@ -36,7 +36,7 @@ def test_a_recording_of_one_sample_and_a_scan_of_one_holder_say_so():
     assert status_line(Status("recorded", 0.1, recorded=recorded)) == (
         "recorded: run.sqlite (session 1), 1 sample, and 1 bucket of the older ones"
     )
-    scan = HolderScan("host", (Holder("x", MIB, 1, False),), MIB, 1, 0.001, "")
+    scan = HolderScan("host", (Holder("x", MIB, 1, False),), MIB, 1, 0.001, None)
     assert holders_text(scan).splitlines()[:2] == [
         "nbgpumon holders of host memory: 1.0 MiB in 1 holder, 1 object looked at in 1 ms",
         "  x     1.0 MiB  1 storage",

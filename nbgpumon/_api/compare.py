@@ -1,4 +1,5 @@
-"""``Comparison``: two runs of a notebook, cell by cell. What ``nbgpumon.compare`` returns."""
+"""A ``Comparison`` holds two runs of a notebook, cell by cell. What ``nbgpumon.compare``
+returns."""
 
 from __future__ import annotations
 
@@ -29,9 +30,9 @@ if TYPE_CHECKING:
 
 
 class Comparison:
-    """Run B against run A, cell by cell: ``.changes`` (a row each, in A's order), ``.frame()``,
-    ``.regressions``, ``.only_in_a`` / ``.only_in_b``, the table as its repr, ``.report()``
-    (bqplot) and ``.report_html()``."""
+    """Run B against run A, cell by cell. It offers ``.changes`` (a row each, in A's order),
+    ``.frame()``, ``.regressions``, ``.only_in_a`` / ``.only_in_b``, the table as its repr,
+    ``.report()`` (bqplot) and ``.report_html()``."""
 
     def __init__(
         self, a: SessionData, b: SessionData, thresholds: Thresholds, similar: float = SIMILAR

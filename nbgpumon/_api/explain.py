@@ -1,5 +1,5 @@
-"""``nbgpumon.explain()``'s answer: one entry per GPU (data, from forensics), printed as the
-breakdown's words and, in a notebook, a stacked bar per GPU; ``explain(cell=N)``'s, the same
+"""``nbgpumon.explain()`` answers with one entry per GPU (data, from forensics), printed as the
+breakdown's words and, in a notebook, a stacked bar per GPU. ``explain(cell=N)`` answers the same
 for one cell of the ledger, at its end and at its peak. Its repr (a cell ending with it, in a
 terminal) is the words up to ``REPR_LIMIT`` characters; ``print`` gives them all."""
 
@@ -40,7 +40,7 @@ class Explanation(tuple[MemoryExplained, ...]):
 
 
 class CellExplanation(tuple[CellExplained, ...]):
-    """One cell's GPU memory by what it is: a :class:`CellExplained` per GPU, each with
+    """One cell's GPU memory by what it is, as a :class:`CellExplained` per GPU. Each has
     ``.categories`` (at the cell's end) adding up to ``.total``, ``.kept`` (by kind, since its
     start) and ``.peak_categories`` (what stayed, and the activations and temporaries it freed
     before its end) adding up to ``.peak``."""

@@ -61,7 +61,8 @@ class Exporter:
 
     @property
     def line(self) -> str:
-        """``http://127.0.0.1:9476/metrics, 3 scrapes served``."""
+        """Where the exporter serves and what it served, in one line:
+        ``http://127.0.0.1:9476/metrics, 3 scrapes served``."""
         n = self.collector.scrapes
         text = f"{self.url}, {counted(n, 'scrape')} served"
         if self.failed_requests:

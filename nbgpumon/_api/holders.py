@@ -1,4 +1,5 @@
-"""``nbgpumon.holders()``'s answer: the scan (data, from forensics) that prints as its words."""
+"""``nbgpumon.holders()`` answers with the scan (data, from forensics), which prints as its
+words."""
 
 from __future__ import annotations
 

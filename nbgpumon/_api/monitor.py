@@ -1,7 +1,7 @@
-"""``Monitor``: this process's session with its views (the live chart, the static picture, the
-frames and the advice). What ``nbgpumon.monitor()`` returns: it holds the session privately
-and shows the public API only (docs/python-api.md), plus what the magics and ``_ipython`` use;
-views read the session's ``LiveData`` (``Monitor.data``), a ``SessionData``."""
+"""``Monitor`` is this process's session with its views (the live chart, the static picture, the
+frames and the advice). What ``nbgpumon.monitor()`` returns: it holds the session privately and
+shows the public API only (docs/python-api.md), plus what the magics and ``_ipython`` use; views
+read the session's ``LiveData`` (``Monitor.data``), a ``SessionData``."""
 
 from __future__ import annotations
 
@@ -46,6 +46,11 @@ class Monitor:
     @forwards_to(Session)  # the session's options (config, shell, ...), declared there once
     def __init__(self, *args: Any, **options: Any) -> None:
         self._session = session = Session(*args, **options)
+        late = session.devices_started_late()
+        if late is not None:  # its start did not answer in time: the source says so, in words
+            from .._views.status.status import not_started_line
+
+            session.device_source.not_started(not_started_line(late.label))
         self.config = session.config
         session.exporter_line_of = lambda: self.exporter_line
         session.cells_pipeline.on_changed = self._ledger_changed
@@ -71,7 +76,8 @@ class Monitor:
 
     @property
     def timeline(self) -> Timeline:
-        """The samples: ``latest()``, ``since(cursor)``, ``window(t0, t1)``."""
+        """The timeline of samples, read with ``latest()``, ``since(cursor)`` and
+        ``window(t0, t1)``."""
         return self._session.timeline
 
     @property
@@ -135,10 +141,10 @@ class Monitor:
     def explain(
         self, cell: int | None = None, budget: float = 0.05
     ) -> Explanation | CellExplanation:
-        """This kernel's memory on each GPU it can use, by what it is (parameters, gradients,
-        optimizer state, buffers, other arrays, outputs and tracebacks, what the frameworks
-        count in use that nothing reached holds, their unused reserves, the CUDA context),
-        adding up to the driver's figure for this process. "No GPU" is a UsageError.
+        """This kernel's memory on each GPU it can use, by what it is, adding up to the driver's
+        figure for this process. The kinds are parameters, gradients, optimizer state, buffers,
+        other arrays, outputs and tracebacks, what the frameworks count in use that nothing reached
+        holds, their unused reserves and the CUDA context. "No GPU" is a UsageError.
 
         ``cell``: cell N of the ledger instead (its newest run): its memory by kind at its
         end, what it kept by kind, and its peak split into what stayed and the activations
@@ -165,14 +171,14 @@ class Monitor:
         recording, which gets a new session. Anything else raises :class:`RecordingError`,
         and then the recording that was running goes on untouched.
         """
-        from .._views.words.recorder import recording_change_line
+        from .._views.status.recorder import recording_change_line
 
         return recording_change_line(self._session.record(path))
 
     @property
     def recording(self) -> str:
         """What the recorder is doing, as one line ("" when there is none)."""
-        from .._views.words.recorder import recorder_line
+        from .._views.status.recorder import recorder_line
 
         state = self._session.recording
         return recorder_line(state) if state is not None else ""
@@ -180,7 +186,7 @@ class Monitor:
     def tell_recording(self) -> str:
         """:attr:`recording`, for a line printed now (main thread): a notice of the same
         words is then not said again at the cell's end."""
-        from .._views.words.recorder import recorder_line
+        from .._views.status.recorder import recorder_line
 
         state = self._session.recording_control.tell()
         return recorder_line(state) if state is not None else ""
@@ -195,26 +201,30 @@ class Monitor:
 
     def trace(self, on: bool) -> str:
         """Turn allocation tracing on or off; one line saying what happened."""
-        return self._session.tracing_control.trace(on)
+        from .._views.words.traced import tracing_line
+
+        return tracing_line(self._session.tracing_control.trace(on))
 
     @property
     def tracing(self) -> str:
         """ "on", "armed" (waiting for CUDA), or "off", plus the last problem if any."""
-        return self._session.tracing
+        from .._views.words.traced import tracing_state_words
+
+        return tracing_state_words(self._session.tracing)
 
     def nvtx(self, on: bool | None) -> str:
         """Turn NVTX cell ranges on or off (None: say whether they are); one line back."""
-        from .._views.words.nvtx import nvtx_line
+        from .._views.status.nvtx import nvtx_line
 
         return nvtx_line(self._session.tracing_control.nvtx(on))
 
     @forwards_to(ClusterControl.read)  # (url, match, host_label, wait), declared there once
     def read_cluster(self, *args: Any, **kwargs: Any) -> str:
-        """Read other nodes' GPUs from the Prometheus server at ``url`` from now on (None:
-        stop); ``match``: label matchers that narrow it (None: GPUMon.prometheus_match);
-        ``host_label``: the label naming a GPU's node (None: GPUMon.cluster_host_label).
-        Waits up to ``wait`` seconds for the first answer; one line back."""
-        from .._views.words.cluster import cluster_read_line
+        """Read other nodes' GPUs from the Prometheus server at ``url`` from now on (None: stop).
+        ``match``: label matchers that narrow it (None: GPUMon.prometheus_match); ``host_label``:
+        the label naming a GPU's node (None: GPUMon.cluster_host_label). Waits up to ``wait``
+        seconds for the first answer; one line back."""
+        from .._views.status.cluster import cluster_read_line
 
         return cluster_read_line(self._session.cluster_control.read(*args, **kwargs))
 
@@ -402,7 +412,7 @@ _EXPORT_SETTINGS = ["export_port", "export_host"]
 def _say_setting(fact: SettingOutcome | SettingRefused) -> None:
     """What a ``%config GPUMon.x = v`` did or refused, printed under the cell that ran it
     (traitlets calls this on the main thread, inside ``%config``)."""
-    from .._views.words.settings import setting_line
+    from .._views.status.settings import setting_line
 
     print(f"nbgpumon: {setting_line(fact)}")
 

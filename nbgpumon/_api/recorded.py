@@ -1,4 +1,4 @@
-"""``Recorded``: one session read back from a recording, with the same views as the live
+"""``Recorded`` is one session read back from a recording, with the same views as the live
 ``Monitor``. What ``nbgpumon.load(PATH)`` returns."""
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ class Recorded(RecordedSession):
     def damage(self) -> str:
         """For a file cut short: how, and what could not be read, in one line ("" when the
         file was whole)."""
-        from .._views.words.damage import damage_line
+        from .._views.status.damage import damage_line
 
         return damage_line(self.lost) if self.lost is not None else ""
 

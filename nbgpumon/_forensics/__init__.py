@@ -1,2 +1,2 @@
-"""Forensics: who holds memory, whether a cell leaked, freeing IPython's hidden references, the
-out-of-memory post-mortem, allocation tracing."""
+"""Forensics says who holds memory and whether a cell leaked; it frees IPython's hidden references,
+makes the out-of-memory post-mortem and traces allocations."""

@@ -23,18 +23,20 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from .._ledger.kinds_notes import CarriedOver, KindsNote
 from .._ledger.records import CellRecord, DeviceUsage
 from . import holder_scan
 from .explain import UNEXPLAINED, allocated_by_kind
 
 WALK_AGAIN = 4 * 2**20  # unexplained growth (bytes, or 1% of allocated) that walks it all
-CARRIED = "carried over: the cell moved no allocator and bound no name"
-UNTOUCHED = "carried over: the cell allocated nothing and bound no GPU memory"
+CARRIED = CarriedOver(bound_names=False)  # the cell moved no allocator and bound no name
+UNTOUCHED = CarriedOver(bound_names=True)  # it allocated nothing and bound no GPU memory
 _OUTPUT = re.compile(r"^Out\[(\d+)\]$")
 # the other hidden references' names (always walked): not variables to walk by name
 _HIDDEN_ROOT = re.compile(r"^(_{1,3}|_\d+|the last result|traceback frame .*)$")
 
 Kinds = tuple[tuple[str, int], ...]
+Notes = tuple[KindsNote, ...]
 
 
 @dataclasses.dataclass
@@ -91,7 +93,7 @@ class CellKinds:
             p in self._places and self._places[p].allocated == a for p, (_, a) in targets.items()
         )
         if whole is None and known and not changed and not new_outputs:
-            kept = {p: (self._places[p].kinds, CARRIED) for p in targets}
+            kept = {p: (self._places[p].kinds, (CARRIED,)) for p in targets}
             return self._replace(record, targets, kept, before)
         if (
             whole is None
@@ -99,10 +101,10 @@ class CellKinds:
             and self._untouched(record, targets, before, changed)
             and not holder_scan.reaches(self.shell, self.device, changed, new_outputs, self.budget)
         ):
-            kept = {p: (self._places[p].kinds, UNTOUCHED) for p in targets}
+            kept = {p: (self._places[p].kinds, (UNTOUCHED,)) for p in targets}
             return self._replace(record, targets, kept, before)
 
-        def by_kind(scan: holder_scan.HolderScan) -> dict[str, tuple[Kinds, str]]:
+        def by_kind(scan: holder_scan.HolderScan) -> dict[str, tuple[Kinds, Notes]]:
             return {p: self._kinds(scan, p, a) for p, (_, a) in targets.items()}
 
         if whole is not None:
@@ -152,17 +154,18 @@ class CellKinds:
     @staticmethod
     def _kinds(
         scan: holder_scan.HolderScan, place: str, allocated: dict[str, int]
-    ) -> tuple[Kinds, str]:
-        kinds, notes = allocated_by_kind(
+    ) -> tuple[Kinds, Notes]:
+        kinds, disagree = allocated_by_kind(
             scan.categories.get(place, {}), scan.frameworks.get(place, {}), allocated
         )
-        if scan.partial:
-            notes.append(f"the scan {scan.partial}")
-        return tuple(kinds.items()), "; ".join(notes)
+        notes: list[KindsNote] = list(disagree)
+        if scan.partial is not None:
+            notes.append(scan.partial)
+        return tuple(kinds.items()), tuple(notes)
 
     def _grew(
         self,
-        found: dict[str, tuple[Kinds, str]],
+        found: dict[str, tuple[Kinds, Notes]],
         targets: dict[str, tuple[DeviceUsage, dict[str, int]]],
     ) -> bool:
         """Whether the narrow walk (what it ``found`` by kind) left so much more unexplained
@@ -179,7 +182,7 @@ class CellKinds:
         self,
         scan: holder_scan.HolderScan,
         targets: dict[str, tuple[DeviceUsage, dict[str, int]]],
-        found: dict[str, tuple[Kinds, str]],
+        found: dict[str, tuple[Kinds, Notes]],
         is_whole: bool,
     ) -> None:
         """Keep what the next read starts from: the holders found, each device's figures."""
@@ -205,7 +208,7 @@ class CellKinds:
         self,
         record: CellRecord,
         targets: dict[str, tuple[DeviceUsage, dict[str, int]]],
-        found: dict[str, tuple[Kinds, str]],
+        found: dict[str, tuple[Kinds, Notes]],
         before: dict[str, Kinds],
     ) -> CellRecord:
         """``record`` with each device's kinds: after, as found; before, the last read's where

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .._foundation.instance_attrs import instance_dict
-from .._foundation.wording import counted
+from .._ledger.kinds_notes import ScanCut
 from .._sources.frameworks import frameworks
 from .._sources.frameworks.holder_walk import (
     ARRAYS,
@@ -72,14 +72,14 @@ class Holder:
 
 @dataclass(frozen=True, slots=True)
 class HolderScan:
-    """The result of one walk (in words: ``_views/holders_text.py``)."""
+    """The result of one walk (in words: ``_views/memory/holders.py``)."""
 
     device: str  # "cuda", "cuda:N", "host" or "any"
     holders: tuple[Holder, ...]  # biggest first
     total: int  # bytes over all holders
     objects: int  # objects looked at
     seconds: float
-    partial: str  # "" when complete, else why the walk stopped early
+    partial: ScanCut | None  # None when complete, else where the walk stopped early
     processes: tuple[ProcessOnGpu, ...] = ()  # processes using the GPU(s), named
     # where the memory is ("cuda:N", "host") -> what it is (holder_walk.CATEGORIES, in that
     # order; only those found) -> bytes: the same storages as ``holders``, by kind
@@ -125,8 +125,8 @@ class _Own:
 
 
 class OwnMemo:
-    """What the containers a walk read themselves held, by (owner, holder, kind): kept from one walk
-    to the next (a cell's end to the next's), and only what the last walk read, so it is
+    """What the containers a walk read themselves held, by (owner, holder, kind). It is kept from
+    one walk to the next (a cell's end to the next's), and only what the last walk read, so it is
     bounded by the namespace, not by the cells run."""
 
     def __init__(self) -> None:
@@ -323,13 +323,7 @@ class _Walk:
                 key=lambda h: -h.bytes,
             )
         )
-        partial = ""
-        if self.stopped:
-            looked = counted(self.objects, "object")
-            partial = (
-                f"stopped after {self.budget * 1000:.0f} ms ({looked} looked at): "
-                "some holders may be missing"
-            )
+        partial = ScanCut(self.budget, self.objects) if self.stopped else None
         categories = {
             place: {c: found[c] for c in CATEGORIES if c in found}
             for place, found in sorted(self.by_place.items())
@@ -410,8 +404,8 @@ def user_variables(shell: Any, only: Collection[str] | None = None) -> list[tupl
 def hidden_references(
     shell: Any, outputs: Collection[int] | None = None
 ) -> Iterator[tuple[str, Any]]:
-    """IPython's references a user does not see: the output cache (only the entries numbered
-    in ``outputs``, where given), ``_``/``__``/``___``, the last result, and the frames of
+    """IPython's references a user does not see. They are the output cache (only the entries
+    numbered in ``outputs``, where given), ``_``/``__``/``___``, the last result, and the frames of
     stored tracebacks (each frame's locals by name)."""
     ns = getattr(shell, "user_ns", {}) or {}
     out = ns.get("Out")

@@ -20,8 +20,8 @@ _HISTORY_NAME = re.compile(r"_i{0,3}\d*|_{1,3}")
 
 
 class NamespaceIds:
-    """``note(ns)`` -> {name: id(value)} for the user's names (IPython's history names left
-    out: they are its hidden references, looked at apart)."""
+    """The identities of the user's variables, noted by ``note(ns)`` -> {name: id(value)} (IPython's
+    history names left out: they are its hidden references, looked at apart)."""
 
     def __init__(self) -> None:
         self._names: dict[str, None] = {}  # the user's names, in the namespace's order

@@ -1,7 +1,8 @@
-"""The out-of-memory flight recorder: when a cell runs out of GPU memory in the framework whose
-recorder allocation tracing uses (torch's), its full memory snapshot is saved for the viewer the
-plug-in names (https://pytorch.org/memory_viz), and the post-mortem lists the largest live
-blocks by the cell and line that allocated them.
+"""The out-of-memory flight recorder keeps what a cell that ran out of GPU memory held, for a viewer
+and the post-mortem. When a cell runs out of GPU memory in the framework whose recorder allocation
+tracing uses (torch's), its full memory snapshot is saved for the viewer the plug-in names
+(https://pytorch.org/memory_viz), and the post-mortem lists the largest live blocks by the cell and
+line that allocated them.
 
 The snapshot is taken in the cell's post_run_cell, while the stored traceback still holds the
 failing frames, so their blocks are in it. It goes to a new file, created exclusively (never

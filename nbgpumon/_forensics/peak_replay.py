@@ -1,6 +1,6 @@
-"""The transient part of a cell's peak, by the cell line that allocated it: with allocation
-tracing on, the recorder's history of allocs and frees is replayed back from the cell's end to
-the moment of its peak.
+"""The transient part of a cell's peak, by the cell line that allocated it. With allocation tracing
+on, the recorder's history of allocs and frees is replayed back from the cell's end to the moment of
+its peak.
 
 Walking the events backward from the end, the allocated figure before each one is known (the
 end's figure, less each alloc, plus each free), so the last moment it equalled the cell's exact
@@ -26,8 +26,6 @@ from typing import Any
 
 from .._ledger.traced import ReplayCut, TracedAllocation
 from .tracing import group_by_line
-
-BEFORE_HISTORY = "allocated before the recorder's kept history"
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,8 +88,8 @@ def replay_to_peak(
             blocks.append((device, pending.pop(addr), e.get("frames") or ()))
     found = group_by_line(blocks, filename_map, execution_count, getline=getline)
     if pending:
-        left = TracedAllocation(sum(pending.values()), len(pending), device, None, 0,
-                                BEFORE_HISTORY, None, None)  # fmt: skip
+        left = TracedAllocation(sum(pending.values()), len(pending), device, None, 0, "",
+                                None, None, before_history=True)  # fmt: skip
         found = sorted([*found, left], key=lambda a: -a.bytes)
     return PeakReplay(device, tuple(found))
 

@@ -1,6 +1,6 @@
 """The facts of the out-of-memory post-mortem printed under a cell that failed with GPU out of
-memory (its sentences are ``_views/oom_text.py``'s): torch's ``OutOfMemoryError``, JAX's
-``RESOURCE_EXHAUSTED`` or CuPy's ``OutOfMemoryError``.
+memory: torch's ``OutOfMemoryError``, JAX's ``RESOURCE_EXHAUSTED`` or CuPy's ``OutOfMemoryError``.
+Its sentences are ``_views/memory/oom.py``'s.
 
 It works from evidence only: what the message says was requested, the device's free and total
 memory (NVML), each framework's allocated and reserved bytes on the device, the holders

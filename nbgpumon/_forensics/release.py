@@ -1,4 +1,4 @@
-"""``%gpumon free``: drop what IPython's hidden references keep alive, never a user variable.
+"""``%gpumon free`` drops what IPython's hidden references keep alive, never a user variable.
 
 Cleared: output-cache entries (``Out[N]`` and ``_N``) and ``_``/``__``/``___`` that reach a
 tensor or array, the last result, and every stored traceback (``sys.last_*``, the shell's own

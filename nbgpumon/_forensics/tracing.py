@@ -28,6 +28,16 @@ from .._foundation.errors import failure_line
 from .._ledger.traced import TracedAllocation  # (a record keeps them: the ledger's class)
 from .._sources.frameworks import frameworks
 from .._sources.frameworks.memory_history import MemoryHistory
+from .tracing_answer import (
+    ALREADY_ON,
+    REFUSED,
+    STARTED,
+    STOP_FAILED,
+    STOPPED,
+    WAITING,
+    WAS_NOT_ON,
+    TracingAnswer,
+)
 
 SOURCE_CHARS = 80
 _ACTIVE = "active_allocated"
@@ -207,24 +217,22 @@ class AllocationTracer:
     def _whose(self) -> str:
         return f"{self.history.label}'s" if self.history is not None else "the"
 
-    def start(self) -> str:
-        """Turn tracing on, or arm it until the device is up; one line for the user."""
+    def start(self) -> TracingAnswer:
+        """Turn tracing on, or arm it until the device is up; what that did."""
         history = self.history
         if history is None:
             self.error = "no framework plug-in records allocation history"
-            return f"allocation tracing not possible: {self.error}"
+            return TracingAnswer(REFUSED, problem=self.error)
         self._armed = True
         if self._recording:
-            return "allocation tracing is already on"
+            return TracingAnswer(ALREADY_ON, history.label, not self._ours)
         if not history.ready():
-            return (
-                "allocation tracing armed: it starts at the first cell after "
-                f"{history.label} initialises CUDA (allocations before that are not traced)"
-            )
+            return TracingAnswer(WAITING, history.label)
         return self._begin(history)
 
-    def stop(self) -> str:
-        """Turn tracing off (the framework's recorder too, when nbgpumon turned it on)."""
+    def stop(self) -> TracingAnswer:
+        """Turn tracing off (the framework's recorder too, when nbgpumon turned it on); what
+        that did."""
         was_armed, was_recording, ours = self._armed, self._recording, self._ours
         self._armed = self._recording = self._ours = False
         self._alive_at_start = self._alive_after = None
@@ -232,18 +240,18 @@ class AllocationTracer:
         if history is not None and history.ready():
             self._clear_tag(history)
         if not was_recording or history is None:
-            return "allocation tracing off" if was_armed else "allocation tracing was not on"
+            return TracingAnswer(STOPPED if was_armed else WAS_NOT_ON)
         if not ours:
-            return f"allocation tracing off ({self._whose} recorder was on before; left on)"
+            return TracingAnswer(STOPPED, history.label, theirs=True)
         try:
             history.disable()
         except Exception as exc:
             self.error = failure_line(f"stopping {self._whose} memory recorder failed", exc)
-            return f"allocation tracing off, but {self.error}"
-        return "allocation tracing off"
+            return TracingAnswer(STOP_FAILED, history.label, problem=self.error)
+        return TracingAnswer(STOPPED, history.label)
 
     def cell_started(self, execution_count: int | None) -> None:
-        """pre_run_cell: start recording if armed and the device is now up; note what is
+        """At pre_run_cell, starts recording if armed and the device is now up, and notes what is
         alive."""
         self._alive_at_start = None
         after, self._alive_after = self._alive_after, None
@@ -266,7 +274,7 @@ class AllocationTracer:
             self.error = failure_line("allocation tracing failed at cell start", exc)
 
     def cell_finished(self, execution_count: int | None) -> list[TracedAllocation]:
-        """post_run_cell: this cell's surviving blocks by cell line, biggest first."""
+        """At post_run_cell, this cell's surviving blocks by cell line, biggest first."""
         alive, self._alive_at_start = self._alive_at_start, None
         history = self.history
         try:
@@ -317,13 +325,13 @@ class AllocationTracer:
             return None
 
     # -- the recorder ----------------------------------------------------------------------
-    def _begin(self, history: MemoryHistory) -> str:
-        """Turn the recorder on (the device is initialised); one line for the user."""
+    def _begin(self, history: MemoryHistory) -> TracingAnswer:
+        """Turn the recorder on (the device is initialised); what that did."""
         reason = history.unsupported()
         if reason:
             self._armed = False
             self.error = reason
-            return f"allocation tracing not possible: {self.error}"
+            return TracingAnswer(REFUSED, history.label, problem=self.error)
         try:
             if history.enabled():
                 self._ours = False  # someone else's recorder: read it, leave its settings
@@ -333,14 +341,10 @@ class AllocationTracer:
         except Exception as exc:
             self._armed = False
             self.error = failure_line(f"starting {self._whose} memory recorder failed", exc)
-            return f"allocation tracing not possible: {self.error}"
+            return TracingAnswer(REFUSED, history.label, problem=self.error)
         self._recording = True
         self.error = ""
-        note = "" if self._ours else f" ({self._whose} recorder was already on; using it)"
-        return (
-            "allocation tracing on: after each cell, the memory it left behind is shown "
-            f"by cell and line{note}"
-        )
+        return TracingAnswer(STARTED, history.label, theirs=not self._ours)
 
     def _still_recording(self, history: MemoryHistory) -> bool:
         if history.enabled() is False:  # turned off behind our back: respect that

@@ -1,1 +1,1 @@
-"""Foundation: what every layer may use. The metric registry, units, errors, the clock."""
+"""The foundation holds what every layer may use: the metric registry, units, errors, the clock."""

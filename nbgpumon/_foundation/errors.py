@@ -19,6 +19,12 @@ class UsageError(ValueError):
 
 
 def failure_line(what: str, exc: BaseException) -> str:
-    """``what: ErrorType: first line of its message``: a caught exception as a status line."""
+    """A caught exception as a status line, ``what: ErrorType: first line of its message``."""
+    return f"{what}: {exception_line(exc)}"
+
+
+def exception_line(exc: BaseException) -> str:
+    """A caught exception in one line, ``ErrorType: first line of its message`` (its own
+    words, kept as a fact's)."""
     detail = str(exc).strip().splitlines()
-    return f"{what}: {type(exc).__name__}: {detail[0] if detail else ''}".rstrip(": ")
+    return f"{type(exc).__name__}: {detail[0] if detail else ''}".rstrip(": ")

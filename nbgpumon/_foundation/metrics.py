@@ -1,4 +1,4 @@
-"""The metric registry: every number nbgpumon samples, declared once.
+"""The metric registry, where every number nbgpumon samples is declared once.
 
 A metric's entry says which source reads it, its unit, whether it is a gauge or a counter,
 the chart panel it belongs to and its label. The timeline's columns, the recording's sample
@@ -39,7 +39,7 @@ class Metric:
     group: str = ""
 
     def column(self, device: int | None = None) -> str:
-        """The timeline column: ``gpu{device}.{source}.{name}``, or ``host.{name}``."""
+        """The metric's timeline column, ``gpu{device}.{source}.{name}`` or ``host.{name}``."""
         if self.scope == "host":
             return f"host.{self.name}"
         return f"gpu{device}.{self.source}.{self.name}"
@@ -86,13 +86,12 @@ _entries: tuple[Metric, ...] = ()
 def register(
     group: str, *metrics: Metric, label: str = "", export_help: Mapping[str, str] | None = None
 ) -> tuple[Metric, ...]:
-    """Declare ``metrics`` (one source's, in their display order) as read by a source of
-    ``group``, and ``label``, how users write that source ("JAX"), and ``export_help``, by
-    export family, what this source's figure in it is (the exporter's HELP names each source's
-    in a family several fill); returns them as registered
-    (with ``group`` set). Registering the same metric
-    again is a no-op, so a module imported twice (a reload) declares nothing twice; a different
-    one under a name already taken is a ValueError."""
+    """Declare ``metrics`` (one source's, in their display order) as read by a source of ``group``.
+    Also declares ``label``, how users write that source ("JAX"), and ``export_help``, by export
+    family, what this source's figure in it is (the exporter's HELP names each source's in a family
+    several fill). Returns them as registered (with ``group`` set). Registering the same metric
+    again is a no-op, so a module imported twice (a reload) declares nothing twice; a different one
+    under a name already taken is a ValueError."""
     global _entries
     if group not in _groups:
         raise ValueError(f"no metric group {group!r}; one of {', '.join(GROUPS)}")
@@ -179,7 +178,7 @@ EXPORT_PREFIX = "nbgpumon_"  # every exported family's name starts so
 
 
 def source_label(source: str) -> str:
-    """``"JAX"`` for ``"jax"``: a source's name as its users spell it."""
+    """A source's name as its users spell it: ``"JAX"`` for ``"jax"``."""
     return _LABELS.get(source, source)
 
 

@@ -13,10 +13,10 @@ from collections.abc import Iterator
 
 @contextlib.contextmanager
 def native_stderr_without(prefix: str) -> Iterator[None]:
-    """While the block runs, what anything writes to file descriptor 2 goes to a temporary
-    file; after it, every line of it but those that start with ``prefix`` is written to
-    ``sys.stderr``, so nothing else is lost. Keep the block short: another thread's stderr
-    comes out after it. Where fd 2 can't be redirected, the block runs as it is."""
+    """While the block runs, what anything writes to file descriptor 2 goes to a temporary file.
+    After it, every line of it but those that start with ``prefix`` is written to ``sys.stderr``, so
+    nothing else is lost. Keep the block short: another thread's stderr comes out after it. Where fd
+    2 can't be redirected, the block runs as it is."""
     sys.stderr.flush()  # (what Python holds for fd 2 goes out before it is redirected)
     with contextlib.ExitStack() as files:
         try:  # a file, not a pipe: no size at which a write to it blocks

@@ -35,7 +35,7 @@ def new_file(path: str | os.PathLike[str], binary: bool = False) -> Iterator[IO[
 
 
 def write_new_text(path: str | os.PathLike[str], text: str) -> Path:
-    """``text`` into a new file at ``path`` (see :func:`new_file`); its path."""
+    """Writes ``text`` into a new file at ``path`` (see :func:`new_file`) and returns its path."""
     with new_file(path) as out:
         out.write(text)
     return Path(path).expanduser()
@@ -44,7 +44,8 @@ def write_new_text(path: str | os.PathLike[str], text: str) -> Path:
 def write_new(
     path: str | os.PathLike[str], write: Callable[[IO[Any]], object], binary: bool
 ) -> Path:
-    """``write(handle)`` into a new file at ``path`` (see :func:`new_file`); its path."""
+    """Calls ``write(handle)`` on a new file at ``path`` (see :func:`new_file`) and returns its
+    path."""
     with new_file(path, binary) as out:
         write(out)
     return Path(path).expanduser()
@@ -54,9 +55,10 @@ MAX_TAKEN = 100  # names write_new_named tries before giving up (each taken one:
 
 
 def write_new_named(folder: str | os.PathLike[str], stem: str, suffix: str, text: str) -> Path:
-    """``text`` into a new file in ``folder`` named ``stem + suffix``, or ``stem-2 + suffix``,
-    ``-3`` and on when that name is taken (see :func:`new_file`); its path. For files whose
-    name nbgpumon picks: one that is there is never written over, nor refused."""
+    """Writes ``text`` into a new file in ``folder`` named ``stem + suffix``, or
+    ``stem-2 + suffix``, ``-3`` and on when that name is taken (see :func:`new_file`), and returns
+    its path. For files whose name nbgpumon picks: one that is there is never written over, nor
+    refused."""
     for n in range(1, MAX_TAKEN + 1):
         name = stem if n == 1 else f"{stem}-{n}"
         target = Path(folder).expanduser() / f"{name}{suffix}"

@@ -1,6 +1,6 @@
-"""Amounts of bytes as numbers: the unit a figure is said in (``byte_unit``, which the views'
-``wording.format_bytes`` and a chart's axis share) and amounts the user writes ("40GiB") read
-back (``parse_bytes``). The words themselves are ``wording.py``'s."""
+"""Amounts of bytes as numbers: the unit a figure is said in (``byte_unit``) and amounts the user
+writes ("40GiB") read back (``parse_bytes``). The views' ``wording.format_bytes`` and a chart's axis
+share ``byte_unit``. The words themselves are ``wording.py``'s."""
 
 from __future__ import annotations
 
@@ -27,8 +27,9 @@ def byte_unit(n: float) -> tuple[str, int]:
 
 
 def parse_bytes(text: str | int) -> int:
-    """``"40GiB"``, ``"1.5 GB"``, ``"512 MiB"`` or a number of bytes -> bytes. Raises
-    ``ValueError`` for anything else (a negative amount, an unknown unit)."""
+    """The bytes an amount the user writes stands for: ``"40GiB"``, ``"1.5 GB"``, ``"512 MiB"`` or a
+    number of bytes. Raises ``ValueError`` for anything else (a negative amount, an unknown
+    unit)."""
     if isinstance(text, bool):
         raise ValueError(f"not an amount of bytes: {text!r}")
     if isinstance(text, int):

@@ -20,7 +20,8 @@ MINUS = "\u2212"  # format.js's MINUS
 
 
 def format_bytes(n: float | None, signed: bool = False) -> str:
-    """``1073741824 -> "1.0 GiB"``; ``signed`` adds ``+`` to positive values."""
+    """Bytes as people read them, ``1073741824 -> "1.0 GiB"``; ``signed`` adds ``+`` to positive
+    values."""
     if n is None or (isinstance(n, float) and math.isnan(n)):
         return "—"
     name, size = byte_unit(n)
@@ -36,7 +37,8 @@ def sign_of(n: float, signed: bool = False) -> str:
 
 
 def format_seconds(s: float | None) -> str:
-    """``0.25 -> "250 ms"``, ``12.34 -> "12.3 s"``, ``125 -> "2 min 5 s"``."""
+    """A duration as people read it: ``0.25 -> "250 ms"``, ``12.34 -> "12.3 s"``,
+    ``125 -> "2 min 5 s"``."""
     if s is None:
         return "—"
     if s < 1:
@@ -51,7 +53,8 @@ def format_seconds(s: float | None) -> str:
 
 
 def format_percent(p: float | None, signed: bool = False) -> str:
-    """``87.4 -> "87%"``; ``signed`` (a change): ``"+25%"``, ``"−40%"``."""
+    """A percentage as people read it, ``87.4 -> "87%"``; ``signed`` (a change): ``"+25%"``,
+    ``"−40%"``."""
     if p is None or math.isnan(p):
         return "—"
     whole = round(p)  # the sign of what is shown: -0.3 is "0%", not "−0%"

@@ -1,2 +1,2 @@
-"""The IPython wiring: the extension's load and unload, the ``%gpumon`` magic, the cell hooks.
-The only part of nbgpumon that imports IPython."""
+"""This package wires nbgpumon into IPython: the extension's load and unload, the ``%gpumon`` magic,
+the cell hooks. The only part of nbgpumon that imports IPython."""

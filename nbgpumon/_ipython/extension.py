@@ -1,5 +1,5 @@
-"""``%load_ext nbgpumon`` and ``%unload_ext nbgpumon``: one monitor, its cell hooks, the magic,
-and a one-line display of nbgpumon's own usage errors."""
+"""What ``%load_ext nbgpumon`` sets up and ``%unload_ext nbgpumon`` takes down: one monitor, its
+cell hooks, the magic, and a one-line display of nbgpumon's own usage errors."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from .._foundation.wording import counted
 from .._session.cell_pipeline import CellOutcome
 from .._session.config import GPUMon
 from .._views.cell_end import cell_lines
-from .._views.words.settings import refused_line
+from .._views.status.settings import refused_line
 from .cell_hooks import CellHooks
 from .magics import GPUMonMagics
 from .shell import current_shell

@@ -1,4 +1,4 @@
-"""``%gpumon``: wiring from the magic to the monitor; no logic of its own."""
+"""The ``%gpumon`` magic's wiring to the monitor, with no logic of its own."""
 
 from __future__ import annotations
 
@@ -23,8 +23,8 @@ from .._ledger.ledger import MAX_LABEL
 from .._session.config import GPUMon
 from .._session.labels import check_label_length
 from .._views.memory.holders import holders_view
+from .._views.status.snapshot import cluster_view, snapshot_view, status_view
 from .._views.words.cells_table import cells_table
-from .._views.words.snapshot import cluster_view, snapshot_view, status_view
 from .shell import in_terminal
 from .subcommands import BY_NAME, COMMAND_NAMES, HELP, LINE, help_text, parse_arguments
 

@@ -20,7 +20,7 @@ def current_shell() -> Any:
 
 def in_terminal(shell: Any) -> bool:
     """Whether what ``shell`` displays is printed where it runs (terminal IPython, a plain
-    InteractiveShell) rather than sent to a front end through a kernel (JupyterLab, Notebook,
-    VS Code, Colab, nbclient): there a display is text, printed once, and cannot be updated in
-    place. The one place nbgpumon tells the two apart."""
+    InteractiveShell) rather than sent to a front end through a kernel (JupyterLab, Notebook, VS
+    Code, Colab, nbclient). There a display is text, printed once, and cannot be updated in place.
+    The one place nbgpumon tells the two apart."""
     return getattr(shell, "kernel", None) is None

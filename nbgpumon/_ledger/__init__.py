@@ -1,1 +1,1 @@
-"""The ledger: one immutable record per executed cell or tracked region."""
+"""The ledger keeps one immutable record per executed cell or tracked region."""

@@ -1,4 +1,4 @@
-"""The ledger: a ``CellRecord`` for every executed cell and every ``track()`` region.
+"""The ledger holds a ``CellRecord`` for every executed cell and every ``track()`` region.
 
 IPython's ``pre_run_cell`` / ``post_run_cell`` events bracket a cell; ``begin`` and ``end``
 snapshot the counters on either side. Peaks are exact where the counters allow it:

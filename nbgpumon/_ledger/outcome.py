@@ -29,9 +29,9 @@ def classify_exception(exc: BaseException | None) -> tuple[str, str]:
 
 
 def is_out_of_memory(exc: BaseException) -> bool:
-    """A host MemoryError, any exception class named ``OutOfMemoryError`` (torch's and
-    CuPy's), or what a framework plug-in says is its out-of-memory error (torch's older
-    RuntimeError form, JAX's RESOURCE_EXHAUSTED)."""
+    """Whether ``exc`` is an out-of-memory error. That is a host MemoryError, any exception class
+    named ``OutOfMemoryError`` (torch's and CuPy's), or what a framework plug-in says is its
+    out-of-memory error (torch's older RuntimeError form, JAX's RESOURCE_EXHAUSTED)."""
     if isinstance(exc, MemoryError) or type(exc).__name__ == "OutOfMemoryError":
         return True
     return _a_framework_s(exc)

@@ -12,6 +12,9 @@ Pure arithmetic on (size, bytes) points, no numpy. The rules, which the README s
 * the prediction is the largest whole size whose fitted peak is at most the limit less the
   margin, below any size that ran out of memory; beyond ``FAR`` (4×) the largest size tried
   it says so.
+
+Why a line or a prediction says no is a ``Reason`` with its figures, never a sentence: the
+views word it.
 """
 
 from __future__ import annotations
@@ -19,8 +22,6 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-
-from .._foundation.wording import format_bytes
 
 MIN_SIZES = 3
 MIN_R2 = 0.98
@@ -34,6 +35,61 @@ HOST_MARGIN_SHARE = 0.05
 
 
 @dataclass(frozen=True, slots=True)
+class Reason:
+    """Why a line or a prediction gives no size, or a caveat beside a size; the views word it."""
+
+
+@dataclass(frozen=True, slots=True)
+class TooFewSizes(Reason):
+    """Fewer than ``MIN_SIZES`` sizes ran (``ran`` 0: none did)."""
+
+    ran: int
+
+
+@dataclass(frozen=True, slots=True)
+class NoGrowth(Reason):
+    """Memory grew by less than ``FLAT`` across the sizes, or shrank: its lowest and highest
+    peak growth, bytes."""
+
+    low: float
+    high: float
+
+
+@dataclass(frozen=True, slots=True)
+class NotStraight(Reason):
+    """A bad line: its R² (None where the peaks do not vary) and its furthest point's distance
+    from it, as a share of the largest peak."""
+
+    r2: float | None
+    off: float
+
+
+@dataclass(frozen=True, slots=True)
+class NoLimit(Reason):
+    """No limit was known to predict under (how it was looked for is the caller's fact)."""
+
+
+@dataclass(frozen=True, slots=True)
+class NothingFits(Reason):
+    """Not even size 1 fits: the bytes usable, and the fitted peak at size 1."""
+
+    usable: float
+    at_size_1: float
+
+
+@dataclass(frozen=True, slots=True)
+class BelowOutOfMemory(Reason):
+    """The size is kept below ``size``, which ran out of memory."""
+
+    size: int
+
+
+@dataclass(frozen=True, slots=True)
+class SmallerThanTried(Reason):
+    """The size is smaller than sizes that ran: less memory is free now than while they ran."""
+
+
+@dataclass(frozen=True, slots=True)
 class LineFit:
     """peak ≈ intercept + slope × size for one kind of memory ("torch", "host", …). Bytes."""
 
@@ -44,7 +100,7 @@ class LineFit:
     r2: float | None  # None where the peaks do not vary (nothing to explain)
     max_residual: float | None  # the largest |measured − fitted|, bytes
     ok: bool  # good enough to predict from
-    reason: str = ""  # why not, when not ok
+    why: Reason | None = None  # why not, when not ok
     grows: bool = True  # False: memory does not grow with size
 
     def peak_at(self, size: float) -> float | None:
@@ -59,9 +115,9 @@ def fit_line(kind: str, points: Sequence[tuple[int, int]]) -> LineFit:
     points = tuple(sorted(points))
     n = len(points)
     if n == 0:
-        return LineFit(kind, points, None, None, None, None, False, "no size ran")
+        return LineFit(kind, points, None, None, None, None, False, TooFewSizes(0))
     if n == 1:
-        return LineFit(kind, points, None, None, None, None, False, _too_few(n))
+        return LineFit(kind, points, None, None, None, None, False, TooFewSizes(n))
     xs, ys = [float(x) for x, _ in points], [float(y) for _, y in points]
     mx, my = sum(xs) / n, sum(ys) / n
     sxx = sum((x - mx) ** 2 for x in xs)
@@ -76,30 +132,25 @@ def fit_line(kind: str, points: Sequence[tuple[int, int]]) -> LineFit:
     fit = LineFit(kind, points, intercept, slope, r2, worst, False)
     growth = slope * (xs[-1] - xs[0])
     if slope <= 0 or growth < max(FLAT, FLAT_SHARE * largest):
-        return _with(fit, f"does not grow with size (peak {_peak_range(ys)})", grows=False)
+        return _with(fit, NoGrowth(min(ys), max(ys)), grows=False)
     if n < MIN_SIZES:
-        return _with(fit, _too_few(n))
+        return _with(fit, TooFewSizes(n))
     if r2 is None or r2 < MIN_R2 or worst > MAX_RESIDUAL * largest:
-        return _with(
-            fit,
-            f"not a straight line (R² {r2 or 0:.3f}, a point {worst / largest:.0%} of the "
-            "largest peak off it): it cannot be extrapolated",
-        )
-    return _with(fit, "", ok=True)
+        return _with(fit, NotStraight(r2, worst / largest))
+    return _with(fit, None, ok=True)
 
 
 @dataclass(frozen=True, slots=True)
 class Prediction:
-    """The largest size that fits, for one kind of memory; ``size`` None with the reason."""
+    """The largest size that fits, for one kind of memory; ``size`` None with the reason why."""
 
     kind: str
     size: int | None
     peak: float | None  # the fitted peak growth at ``size``, bytes
     limit: int | None  # bytes the step may grow by, before the margin
     margin: int | None
-    limit_note: str  # where the limit came from: "free 41.3 GiB + cache 0.2 GiB"
     extrapolation: float | None  # size / the largest size tried (``far`` beyond 4×)
-    reason: str = ""  # why no size; with a size, a caveat ("" for none)
+    why: tuple[Reason, ...] = ()  # why no size (one reason); with a size, its caveats
 
     @property
     def far(self) -> bool:
@@ -126,51 +177,34 @@ def predict(
     margin: int | None,
     largest_tried: int,
     ran_out_at: int | None = None,
-    limit_note: str = "",
 ) -> Prediction:
     """The largest whole size whose fitted peak is at most ``limit − margin`` bytes and which
     is below ``ran_out_at`` (a size that ran out of memory)."""
 
-    def none(reason: str) -> Prediction:
-        return Prediction(fit.kind, None, None, limit, margin, limit_note, None, reason)
+    def none(why: Reason | None) -> Prediction:
+        return Prediction(fit.kind, None, None, limit, margin, None, () if why is None else (why,))
 
     if not fit.ok or fit.intercept is None or fit.slope is None:
-        return none(fit.reason)
+        return none(fit.why)
     if limit is None or margin is None:
-        return none(f"no limit known{f' ({limit_note})' if limit_note else ''}: pass limit=")
+        return none(NoLimit())
     usable = limit - margin
     size = math.floor((usable - fit.intercept) / fit.slope) if usable > fit.intercept else 0
-    notes = []
+    caveats: list[Reason] = []
     if ran_out_at is not None and size >= ran_out_at:
         size = ran_out_at - 1
-        notes.append(f"below size {ran_out_at}, which ran out of memory")
+        caveats.append(BelowOutOfMemory(ran_out_at))
     if size < 1:
-        return none(
-            f"not even size 1 fits under {format_bytes(usable)} "
-            f"({format_bytes(fit.intercept + fit.slope)} at size 1)"
-        )
+        return none(NothingFits(usable, fit.intercept + fit.slope))
     factor = size / largest_tried
     if size < largest_tried:
-        notes.append("smaller than sizes that ran: less memory is free now than while they ran")
+        caveats.append(SmallerThanTried())
     peak = fit.intercept + fit.slope * size
-    return Prediction(fit.kind, size, peak, limit, margin, limit_note, factor, "; ".join(notes))
+    return Prediction(fit.kind, size, peak, limit, margin, factor, tuple(caveats))
 
 
-def _with(fit: LineFit, reason: str, ok: bool = False, grows: bool = True) -> LineFit:
+def _with(fit: LineFit, why: Reason | None, ok: bool = False, grows: bool = True) -> LineFit:
     return LineFit(
-        fit.kind, fit.points, fit.intercept, fit.slope, fit.r2, fit.max_residual, ok, reason,
+        fit.kind, fit.points, fit.intercept, fit.slope, fit.r2, fit.max_residual, ok, why,
         grows,
     )  # fmt: skip
-
-
-def _too_few(n: int) -> str:
-    if n == 2:
-        return "2 sizes always fit a line, which checks nothing: run at least 3"
-    return f"{n} size ran: run at least {MIN_SIZES} to fit and check a line"
-
-
-def _peak_range(ys: list[float]) -> str:
-    low, high = min(ys), max(ys)
-    if format_bytes(low) == format_bytes(high):
-        return format_bytes(high)
-    return f"{format_bytes(low)} to {format_bytes(high)}"

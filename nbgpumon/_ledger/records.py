@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from .._foundation.clipping import clipped
 from .._sources.frameworks import frameworks
 from .._sources.processes.children import ChildUsage, child_from_dict
+from .kinds_notes import KindsNote, ScanCut, kinds_notes_from_json, scan_cut_from_json
 from .traced import TracedItem, traced_from_json
 
 # the part of a cell's peak that it freed before its end (DeviceUsage.peak_by_kind)
@@ -65,11 +66,11 @@ class DeviceUsage:
     frameworks: tuple[AllocatorUsage, ...] = ()  # one per framework active on the device
     # The allocated bytes by kind (holder_walk.CATEGORIES, then "unexplained": in use, reached
     # by nothing), at the cell's start and its end, each adding up to that moment's allocated
-    # figure; () where not read (no framework had the GPU up). ``kinds_note``: how (a carried
-    # figure, a partial scan).
+    # figure; () where not read (no framework had the GPU up). ``kinds_note``: how, as facts
+    # (kinds_notes.py: a carried figure, a scan cut short; a recording's text before schema 7).
     kinds_before: tuple[tuple[str, int], ...] = ()
     kinds_after: tuple[tuple[str, int], ...] = ()
-    kinds_note: str = ""
+    kinds_note: tuple[KindsNote, ...] = ()
 
     @property
     def allocated_delta(self) -> int | None:
@@ -133,7 +134,8 @@ class Retention:
 
     device: str  # "cuda" (the allocator's retained bytes) or "host" (resident memory)
     holders: tuple[tuple[str, int], ...]  # (holder name, bytes), biggest first
-    note: str = ""  # e.g. the holder scan stopped early
+    # the holder scan stopped early (None: it did not; a recording's words before schema 7)
+    note: ScanCut | str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -270,7 +272,8 @@ def record_from_dict(d: dict) -> CellRecord:
     retention = fields.get("retention")
     if retention is not None:
         holders = tuple((str(name), int(size)) for name, size in retention.get("holders", ()))
-        fields["retention"] = Retention(retention["device"], holders, retention.get("note", ""))
+        note = scan_cut_from_json(retention.get("note"))
+        fields["retention"] = Retention(retention["device"], holders, note)
     fields["traced"] = traced_from_json(fields.get("traced", ()))  # (lines before schema 7)
     fields["traced_peak"] = traced_from_json(fields.get("traced_peak", ()))
     fields["children"] = tuple(child_from_dict(c) for c in fields.get("children", ()))
@@ -295,6 +298,7 @@ def _device_from_dict(d: dict) -> DeviceUsage:
     frameworks = tuple(AllocatorUsage(**f) for f in given or ())
     for name in ("kinds_before", "kinds_after"):  # (JSON lists; none before schema 6)
         fields[name] = tuple((str(kind), int(size)) for kind, size in fields.get(name, ()))
+    fields["kinds_note"] = kinds_notes_from_json(fields.get("kinds_note"))  # (text before 7)
     return DeviceUsage(**fields, frameworks=frameworks)
 
 

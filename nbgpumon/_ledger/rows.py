@@ -50,8 +50,8 @@ _FRAMEWORK_DERIVED = ("allocated_delta", "retained")
 
 
 def record_row(record: CellRecord) -> dict:
-    """One flat dict per record: totals over GPUs, ``gpu<N>.<field>`` per device (summed over
-    its frameworks), ``gpu<N>.<framework>.<field>`` per framework on it, then the source; but
+    """One flat dict per record. It holds totals over GPUs, ``gpu<N>.<field>`` per device (summed
+    over its frameworks), ``gpu<N>.<framework>.<field>`` per framework on it, then the source; but
     ``traced`` and ``traced_peak``, the record's tuples, for the reader to write."""
     row: dict = {name: getattr(record, name) for name in RECORD_FIELDS}
     row["start"] = record.start

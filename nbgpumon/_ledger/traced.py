@@ -21,6 +21,8 @@ class TracedAllocation:
     source: str  # that line's source text, stripped and cut to ~80 chars ("" if unknown)
     caller_cell: int | None  # outermost notebook-cell frame's count when it differs from cell
     caller_line: int | None
+    # a replay's blocks whose alloc came before the recorder's kept history (no line known)
+    before_history: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,7 +1,7 @@
-"""Folding a recording's older samples into buckets as it is written, so that a long session
-stays small: the newest ``raw_seconds`` stay as they were sampled, everything older becomes
-one ``sample_buckets`` row per device per ``BUCKET_SECONDS`` (how many samples it folds, and
-each column's mean, minimum and maximum).
+"""Folding a recording's older samples into buckets as it is written, so that a long session stays
+small. The newest ``raw_seconds`` stay as they were sampled, everything older becomes one
+``sample_buckets`` row per device per ``BUCKET_SECONDS`` (how many samples it folds, and each
+column's mean, minimum and maximum).
 
 It runs inside the writer's transaction, after the new rows: the buckets are inserted and the
 raw rows they fold deleted in the same commit, so the file holds every sample either raw or in

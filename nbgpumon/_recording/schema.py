@@ -29,10 +29,11 @@ is why the version says so. Older sessions load with no kinds.
 
 Schema 7 keeps a cell's traced allocations as data: in its JSON ``record``, ``traced`` and
 ``traced_peak`` are lists of objects (an allocation: ``bytes``, ``blocks``, ``device``,
-``cell``, ``line``, ``source``, ``caller_cell``, ``caller_line``; a replay of the peak that
-stopped short: ``device``, ``events``), and the flat ``traced`` column is the JSON list of the
-allocations ("" for none). Before, both were lines of text; older sessions load with those
-lines, shown as they are. A reader older than 7 would fail on the objects.
+``cell``, ``line``, ``source``, ``caller_cell``, ``caller_line``, ``before_history``; a replay
+of the peak that stopped short: ``device``, ``events``), and the flat ``traced`` column is the
+JSON list of the allocations ("" for none). Each device's ``kinds_note`` is a list of objects
+(``_ledger/kinds_notes.py``) and ``retention.note`` one or null. Before, all were text; older
+sessions load with that text, shown as it is. A reader older than 7 would fail on the objects.
 """
 
 from __future__ import annotations
@@ -85,8 +86,8 @@ V1_SOURCES = {
 
 
 def sample_column(column: str, version: int = SCHEMA_VERSION) -> tuple[str, str]:
-    """(device, samples-table column) that holds a timeline column in schema ``version``:
-    ``gpu0.nvml.mem_used`` is ``("gpu0", "nvml_mem_used")`` (in schema 1, ``gpu0.mem_used``
+    """The (device, samples-table column) that holds a timeline column in schema ``version``. For
+    example, ``gpu0.nvml.mem_used`` is ``("gpu0", "nvml_mem_used")`` (in schema 1, ``gpu0.mem_used``
     was ``("gpu0", "mem_used")``); ``host.rss`` is ``("host", "host_rss")``."""
     device, _, rest = column.partition(".")
     if version < 2:
@@ -129,9 +130,9 @@ def run_script(db: sqlite3.Connection, script: str) -> None:
 
 def create_schema(db: sqlite3.Connection, columns: Sequence[str]) -> None:
     """Create the tables (idempotent), set the marker and the version, and make room for the
-    timeline ``columns``: a sample column the table lacks is added (to ``samples`` and as its
-    three ``sample_buckets`` columns), and described in ``metrics``. Only for a file that is
-    new or already a recording; in the caller's transaction, if it opened one."""
+    timeline ``columns``. A sample column the table lacks is added (to ``samples`` and as its three
+    ``sample_buckets`` columns), and described in ``metrics``. Only for a file that is new or
+    already a recording; in the caller's transaction, if it opened one."""
     # statement by statement, not executescript (which commits first): the caller's one
     # transaction holds it all, a few pages of log instead of one commit per ALTER TABLE
     run_script(

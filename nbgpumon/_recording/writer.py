@@ -72,9 +72,9 @@ def open_database(path: Path) -> sqlite3.Connection:
 
 
 class RecordingWriter:
-    """Writes one session to ``path``, on its own thread, until :meth:`stop`: the samples of
-    ``timeline`` as they arrive (the newest ``raw_seconds`` of them whole, older ones folded
-    into 1 min buckets; 0 keeps all whole), and the cells and marks it is given."""
+    """Writes one session to ``path``, on its own thread, until :meth:`stop`. It writes the samples
+    of ``timeline`` as they arrive (the newest ``raw_seconds`` of them whole, older ones folded into
+    1 min buckets; 0 keeps all whole), and the cells and marks it is given."""
 
     def __init__(
         self,
@@ -202,8 +202,9 @@ class RecordingWriter:
         self._queue.put((MARK, (t, label)))
 
     def update_cell(self, record: CellRecord) -> None:
-        """``record`` again, newer (a child grew or ended after its cell): only its children's
-        rows are written again (``INSERT OR REPLACE``), never a second row in ``cells``."""
+        """Writes ``record`` again, newer (a child grew or ended after its cell): only its
+        children's rows are written again (``INSERT OR REPLACE``), never a second row in
+        ``cells``."""
         self._queue.put((CHILDREN, record))
 
     def stop(self) -> None:

@@ -1,1 +1,1 @@
-"""Sampling: the one sampler thread and the bounded timeline it fills."""
+"""The one sampler thread and the bounded timeline it fills."""

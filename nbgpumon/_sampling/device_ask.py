@@ -1,6 +1,6 @@
-"""The device's figures for the main thread (a cell's hooks, magics, views): asked on a
-thread of their own and waited for at most ``ASK_WAIT``; not waited for at all while the
-driver is not answering (DESIGN invariant 11: the main thread never waits on a driver)."""
+"""The device's figures for the main thread (a cell's hooks, magics, views): asked on a thread of
+their own and waited for at most ``ASK_WAIT``. They are not waited for at all while the driver is
+not answering (DESIGN invariant 11: the main thread never waits on a driver)."""
 
 from __future__ import annotations
 
@@ -63,11 +63,11 @@ class DeviceAsk:
         self._call.close()
 
     def when_idle(self, callback: Callable[[], None]) -> None:
-        """``callback`` now, or on the worker once the ask it is in returns."""
+        """Runs ``callback`` now, or on the worker once the ask it is in returns."""
         self._call.when_idle(callback)
 
     def run(self, work: Callable[[], T], wait: float) -> T | None:
-        """``work()`` on the worker, waited for at most ``wait`` seconds (None: no answer by
+        """Runs ``work()`` on the worker, waited for at most ``wait`` seconds (None: no answer by
         then, and it goes on in the background). For the load's ``DeviceSource.open``."""
         got: Any = self._call.call(work, wait)
         return None if got is NO_ANSWER else got

@@ -120,9 +120,9 @@ class Sampler:
     def wait_for_first_tick(
         self, timeout: float, give_up: Callable[[], object] | None = None
     ) -> bool:
-        """Wait at most ``timeout`` seconds for the running thread's first sample (it builds
-        the timeline first, numpy included), and not once ``give_up()`` is true (a driver
-        not answering); True once there is one."""
+        """Wait at most ``timeout`` seconds for the running thread's first sample (it builds the
+        timeline first, numpy included). It stops waiting once ``give_up()`` is true (a driver not
+        answering); True once there is one."""
         deadline = time.monotonic() + timeout
         while self.ticks == 0 and self.running and time.monotonic() < deadline:
             if give_up is not None and give_up():

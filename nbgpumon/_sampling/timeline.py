@@ -27,9 +27,9 @@ DEFAULT_LEVELS = ((1.0, 7200), (10.0, 8640), (60.0, 10080))  # (bucket seconds, 
 
 
 class RunningStats:
-    """Mean and max of some columns over the rows appended from ``since`` on, kept as running
-    sums while rows arrive, so that reading them costs the same after an hour-long cell as
-    after a one-second one (:meth:`Timeline.track`)."""
+    """Mean and max of some columns over the rows appended from ``since`` on, kept as running sums
+    while rows arrive. Reading them costs the same after an hour-long cell as after a one-second one
+    (:meth:`Timeline.track`)."""
 
     __slots__ = ("_count", "_index", "_max", "_sum", "columns", "since", "wanted")
 

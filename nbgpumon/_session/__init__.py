@@ -1,2 +1,2 @@
-"""The session: sources, sampler, timeline, ledger, forensics and recorder of one kernel,
-assembled; its settings."""
+"""The session assembles one kernel's sources, sampler, timeline, ledger, forensics and recorder;
+its settings are here too."""

@@ -1,7 +1,7 @@
-"""A cell's life, in one place and in its order: begin (the waits and notes before it, the
-ledger's start readings, its NVTX range last) and end (the range first, the ledger's end
-readings, the forensics, then the record stored once, recorded, and the views told). Regions
-(``track()``) store their records through it too. It returns data; the words are the views'."""
+"""A cell's life, in one place and in its order. It begins (the waits and notes before it, the
+ledger's start readings, its NVTX range last) and ends (the range first, the ledger's end readings,
+the forensics, then the record stored once, recorded, and the views told). Regions (``track()``)
+store their records through it too. It returns data; the words are the views'."""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .._foundation.errors import UsageError, failure_line
+from .._foundation.errors import UsageError, exception_line
+from .._ledger.kinds_notes import KindsReadFailed
 from .._ledger.ledger import Ledger, Measurement
 from .._ledger.outcome import first_line, is_host_out_of_memory
 from .._ledger.records import CellRecord, Retention
@@ -70,9 +71,9 @@ class CellPipeline:
     def begin(
         self, execution_count: int | None, source: str, cell_id: str | None = None
     ) -> Measurement:
-        """Before a cell: the namespace noted (ids only) for the leak verdict, what is alive
-        on the GPU when tracing, the start readings, then its NVTX range (last: it covers the
-        cell, not nbgpumon's work before it)."""
+        """Before a cell, notes the namespace (ids only) for the leak verdict, what is alive on the
+        GPU when tracing and the start readings. Its NVTX range comes last: it covers the cell, not
+        nbgpumon's work before it."""
         self._sampler.wait_until_prepared(PREPARE_WAIT)  # (a cell run at once after loading)
         if self.children is not None:
             self.children.settle()  # (what an earlier cell's children did since)
@@ -98,9 +99,9 @@ class CellPipeline:
         execution_count: int | None,
         exception: BaseException | None,
     ) -> CellOutcome:
-        """After a cell: its range ended (first: it covers the cell's work), the end readings,
-        who holds what it kept (over the threshold), what it left alive by line (tracing on),
-        an out-of-memory post-mortem's facts; then its record stored, recorded, told."""
+        """After a cell, ends its range first (it covers the cell's work). Then come the end
+        readings, who holds what it kept (over the threshold), what it left alive by line (tracing
+        on), an out-of-memory post-mortem's facts; then its record stored, recorded, told."""
         self._tracing.close_range()
         # whether the recorder was on while the cell ran (a cell that initialised CUDA turns
         # it on at its end)
@@ -195,7 +196,7 @@ class CellPipeline:
         try:
             return self._kinds(shell).read(record, leaks.changes, whole=leaks.scan_of_cell)
         except Exception as exc:
-            note = failure_line("reading the cell's memory by kind failed", exc)
+            note = (KindsReadFailed(exception_line(exc)),)
             devices = tuple(
                 dataclasses.replace(d, kinds_note=note) if d.frameworks else d
                 for d in record.devices

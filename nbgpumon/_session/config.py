@@ -1,4 +1,4 @@
-"""``GPUMon``: the settings, as traitlets, so ``%config GPUMon.interval = 0.25`` works."""
+"""``GPUMon`` holds the settings, as traitlets, so ``%config GPUMon.interval = 0.25`` works."""
 
 from __future__ import annotations
 
@@ -173,9 +173,9 @@ class GPUMon(Configurable):
     def for_shell(
         cls, shell: Any, kept: dict[str, Any] | None = None
     ) -> tuple[GPUMon, list[SettingRefused]]:
-        """The settings for ``shell`` as its configuration gives them (``ipython_config.py``,
-        an earlier ``%config``), then ``kept`` (what an unloaded monitor was running with, from
-        ``live_settings``), and each value refused or unknown: such a value is taken out of the
+        """The settings for ``shell`` as its configuration gives them (``ipython_config.py``, an
+        earlier ``%config``). Then come ``kept`` (what an unloaded monitor was running with, from
+        ``live_settings``), and each value refused or unknown. Such a value is taken out of the
         shell's configuration, and its setting keeps its default."""
         section = _own_section(getattr(shell, "config", None))
         refused: list[SettingRefused] = []
@@ -224,11 +224,11 @@ class GPUMon(Configurable):
         return live
 
     def update_config(self, config: Any) -> None:
-        """Apply ``%config GPUMon.x = v`` (or a config file), one value at a time: a refused
-        value is told (``tell``), its setting keeps its value, and it is taken out of
-        ``config`` and the shell's configuration, so a later load does not meet it. (``%config``
-        would log the error through the root logger, which terminal IPython shows as
-        "ERROR:root:", and merge the refused value into the shell's configuration.)"""
+        """Apply ``%config GPUMon.x = v`` (or a config file), one value at a time. A refused value
+        is told (``tell``), its setting keeps its value, and it is taken out of ``config`` and the
+        shell's configuration, so a later load does not meet it. (``%config`` would log the error
+        through the root logger, which terminal IPython shows as "ERROR:root:", and merge the
+        refused value into the shell's configuration.)"""
         section = _own_section(config)
         if not section:
             super().update_config(config)

@@ -20,17 +20,14 @@ def open_devices(
 ) -> tuple[DeviceSource, DeviceAsk, DeviceSource | None]:
     """A device source started on a worker, waited for at most OPEN_WAIT, and its asker. A
     driver that does not answer by then gives a source never opened (no GPU: the timeline's
-    columns are fixed at load), and the one still starting, whose answer status reports."""
+    columns are fixed at load), and the one still starting, whose answer status reports. The
+    monitor tells the source never opened why, in the views' words (``started_late``)."""
     source = new_source()
     ask = DeviceAsk(source)
     if ask.run(source.open, OPEN_WAIT) is not None:
         return source, ask, None
     ask.close()  # its worker ends when the start returns
     idle = new_source()  # never opened: no device, no call to its library
-    idle.not_started(
-        f"{idle.label} is not answering: not started {OPEN_WAIT:g} s after loading; "
-        "%gpumon status says when it answers"
-    )
     return idle, DeviceAsk(idle), source
 
 

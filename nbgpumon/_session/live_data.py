@@ -1,6 +1,6 @@
-"""``LiveData``: what views read of the live session (the ``SessionData`` protocol), over its
-timeline, ledger, device source, sampler and cluster. The session makes one (``session.data``)
-and the monitor shows it; views read it only when they draw, never on the sampler's tick."""
+"""``LiveData`` is what views read of the live session (the ``SessionData`` protocol), over its
+timeline, ledger, device source, sampler and cluster. The session makes one (``session.data``) and
+the monitor shows it; views read it only when they draw, never on the sampler's tick."""
 
 from __future__ import annotations
 

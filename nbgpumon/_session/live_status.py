@@ -1,6 +1,6 @@
-"""A live session's :class:`~.status_facts.Status`: read from its sampler and sources at one
-instant, so that views say what is running and what is unavailable without reaching into them
-(the words: ``_views/status_text.py``)."""
+"""A live session's :class:`~.facts.status.Status`, read from its sampler and sources at one
+instant. Views say from it what is running and what is unavailable without reaching into them (the
+words: ``_views/words/status.py``)."""
 
 from __future__ import annotations
 

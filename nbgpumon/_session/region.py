@@ -1,4 +1,5 @@
-"""``Region``: a part of a cell measured like a cell, ``with nbgpumon.track("epoch 3"): ...``."""
+"""A ``Region`` is a part of a cell measured like a cell,
+``with nbgpumon.track("epoch 3"): ...``."""
 
 from __future__ import annotations
 

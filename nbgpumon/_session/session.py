@@ -1,8 +1,8 @@
-"""``Session``: the assembler of one kernel's nbgpumon: the device source, the allocators, the
-sampler, the timeline, the ledger and the controllers (cells, recording, cluster, tracing and
-NVTX, memory), with the configuration's changes passed on to them. It knows nothing of IPython
-or of views: the shell comes in as a callable that returns it (or None), and views are added
-one layer up (``Monitor``). What only some sessions use is imported on first use."""
+"""``Session`` assembles one kernel's nbgpumon: the device source, the allocators, the sampler, the
+timeline, the ledger and the controllers (cells, recording, cluster, tracing and NVTX, memory). It
+passes the configuration's changes on to them. It knows nothing of IPython or of views: the shell
+comes in as a callable that returns it (or None), and views are added one layer up (``Monitor``).
+What only some sessions use is imported on first use."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from typing import Any
 
 from traitlets import TraitError
 
+from .._forensics.tracing_answer import TracingState
 from .._foundation.errors import RecordingError, UsageError
 from .._ledger.ledger import Ledger
 from .._ledger.records import CellRecord
@@ -221,7 +222,7 @@ class Session:
         return bool(self.device_source.devices)
 
     @property
-    def tracing(self) -> str:  # "on", "armed" (waiting for CUDA) or "off" (TracingControl)
+    def tracing(self) -> TracingState:  # on, armed (waiting for CUDA) or off (TracingControl)
         return self.tracing_control.state
 
     @property

@@ -16,9 +16,9 @@ import weakref
 
 
 class ProcFile:
-    """``/proc/self/NAME`` opened on first use, and again in a forked child (the descriptor a
-    child inherits names its parent's file): a hook run at fork forgets it there, so that a
-    read asks no ``getpid`` first."""
+    """``/proc/self/NAME`` opened on first use, and again in a forked child (the descriptor a child
+    inherits names its parent's file). A hook run at fork forgets it there, so that a read asks no
+    ``getpid`` first."""
 
     def __init__(self, name: str, flags: int = os.O_RDONLY) -> None:
         self.path = f"/proc/self/{name}"

@@ -1,2 +1,2 @@
-"""Views: text, the static SVG, the live widget, the bqplot report, the HTML page, the advisor, the
-profile, the frames."""
+"""Everything nbgpumon shows: text, the static SVG, the live widget, the bqplot report, the HTML
+page, the advisor, the profile, the frames."""

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from .._foundation.wording import counted
 from .._session.cell_pipeline import CellOutcome
+from .status.recorder import notice_line
 from .words.cell_summary import summary_line
-from .words.recorder import notice_line
 from .words.traced import traced_line
 
 TRACE_LINES = 5  # traced lines printed under a cell (the record keeps them all)

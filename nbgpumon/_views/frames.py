@@ -15,6 +15,7 @@ from .._foundation.new_files import write_new
 from .._ledger.records import CellRecord
 from .._ledger.rows import RECORD_FIELDS, SOURCE_FIELDS, TOTALS, record_row
 from .comparison.words import CellChange
+from .memory.explain import kinds_note_words
 from .words.traced import traced_line
 
 if TYPE_CHECKING:
@@ -42,13 +43,15 @@ CHILDREN_FIELDS = ("children", "children_peak")
 
 
 def frame_row(record: CellRecord) -> dict:
-    """:func:`record_row` with its traced allocations as text (``traced``, ``traced_peak``:
-    one line each) and the processes the cell started: ``children`` (how many) and
-    ``children_peak`` (their GPU peaks summed, bytes; a lower bound unless the driver's
-    accounting gave them; 0 for none)."""
+    """:func:`record_row` with its traced allocations as text (``traced``, ``traced_peak``: one line
+    each) and the processes the cell started. Their columns are ``children`` (how many) and
+    ``children_peak`` (their GPU peaks summed, bytes; a lower bound unless the driver's accounting
+    gave them; 0 for none)."""
     row = record_row(record)
     row["traced"] = "\n".join(map(traced_line, record.traced))
     row["traced_peak"] = "\n".join(map(traced_line, record.traced_peak))
+    for d in record.devices:  # how its memory by kind was read, in words
+        row[f"gpu{d.index}.kinds_note"] = kinds_note_words(d.kinds_note)
     row["children"] = len(record.children)
     row["children_peak"] = sum(c.peak for c in record.children)
     return row

@@ -4,7 +4,7 @@ Every rule looks for its own evidence in the samples and the ledger and stays si
 it: no generic advice. The generic rules (an idle GPU in long cells, memory near the limit,
 re-runs that keep growing) are here; each framework plug-in adds its pool hints as data
 (``Framework.pool_advice``), tested here against its columns. The evidence comes from the
-live monitor or from a recording, through one :class:`Evidence` shape; ``_views/advisor.py``
+live monitor or from a recording, through one :class:`Evidence` shape; ``_views/words/advice.py``
 puts the findings into words.
 """
 
@@ -386,9 +386,9 @@ def recorded_evidence(session: SessionData) -> Evidence:
 
 
 def live_evidence(session: Any, shell: Any) -> Evidence:
-    """The evidence of the live session ``session``, with what only the kernel can say: each
-    framework's allocator retries, the plug-ins' models in full precision in ``shell``, and
-    each GPU's memory by kind (the holder scan, where a framework has the GPU up)."""
+    """The evidence of the live session ``session``, with what only the kernel can say. That is each
+    framework's allocator retries, the plug-ins' models in full precision in ``shell``, and each
+    GPU's memory by kind (the holder scan, where a framework has the GPU up)."""
     retries = {
         name: {
             d.index: by_cuda[d.cuda_index].alloc_retries

@@ -85,11 +85,11 @@ CHILD_PEAK, CHILD_NEW, CHILD_GONE = "child_peak", "child_new", "child_gone"
 
 @dataclass(frozen=True)
 class Shift:
-    """One reason for a verdict: what moved (FAILED, PASSES, a memory figure such as
-    ``"gpu_kept"``, SLOWER or FASTER) from ``before`` (run A) to ``after`` (run B): bytes,
-    seconds, or for FAILED and PASSES the statuses. A child's shift (CHILD_PEAK, CHILD_NEW,
-    CHILD_GONE) is about its peak GPU memory, 0 in the run it is not in, and ``children``
-    holds it as each run has it (None: not in that run)."""
+    """One reason for a verdict: what moved (FAILED, PASSES, a memory figure such as ``"gpu_kept"``,
+    SLOWER or FASTER) from ``before`` (run A) to ``after`` (run B). Those are bytes, seconds, or for
+    FAILED and PASSES the statuses. A child's shift (CHILD_PEAK, CHILD_NEW, CHILD_GONE) is about its
+    peak GPU memory, 0 in the run it is not in, and ``children`` holds it as each run has it (None:
+    not in that run)."""
 
     what: str
     before: float | str
@@ -110,7 +110,7 @@ class CellComparison:
 
     @property
     def name(self) -> str:
-        """``[3] → [4]``, ``[3] → —`` for a cell only in A."""
+        """The pair's name, ``[3] → [4]``, or ``[3] → —`` for a cell only in A."""
         one = self.pair.a.name if self.pair.a is not None else "—"
         two = self.pair.b.name if self.pair.b is not None else "—"
         return one if one == two else f"{one} → {two}"

@@ -1,6 +1,6 @@
-"""What ``fit`` needs to measure exact peaks: each framework's exact-peak measure armed while
-it runs (CuPy's peak hook), and, for a framework whose peaks were still only sampled, why, and
-what would make them exact."""
+"""What ``fit`` needs to measure exact peaks: each framework's exact-peak measure armed while it
+runs (CuPy's peak hook). For a framework whose peaks were still only sampled, it says why, and what
+would make them exact."""
 
 from __future__ import annotations
 
@@ -16,9 +16,9 @@ if TYPE_CHECKING:
 
 @contextlib.contextmanager
 def exact_peaks(session: Session) -> Iterator[None]:
-    """The block run with every plug-in's exact-peak measure armed (``Framework.exact_peaks``:
-    CuPy's memory hook, at about 2.5 µs a CuPy allocation, paid only while ``fit`` runs), each
-    put back as it was after."""
+    """The block run with every plug-in's exact-peak measure armed, each put back as it was after.
+    That is ``Framework.exact_peaks``: CuPy's memory hook, at about 2.5 µs a CuPy allocation, paid
+    only while ``fit`` runs."""
     with contextlib.ExitStack() as armed:
         for source in session.allocators:
             arm = facts_of(source.name).exact_peaks

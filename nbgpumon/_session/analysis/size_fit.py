@@ -1,11 +1,12 @@
-"""``fit``: run ``step(size)`` at a few sizes as tracked regions, fit each kind of memory's peak
-growth against the size, and predict the largest size that fits under a limit.
+"""What ``fit`` does: runs ``step(size)`` at a few sizes as tracked regions, fits each kind of
+memory's peak growth against the size, and predicts the largest size that fits under a limit.
 
 A kind of memory is a framework's allocator on one GPU ("torch", or "torch cuda:1" when the
 framework is measured on several) or the host's resident set ("host"). Its peak growth at a
 size is the region's peak less what was allocated when the region began, so memory the
 kernel already held is not counted twice: the default limit (``headroom``) is what could
-still be taken now, after the runs.
+still be taken now, after the runs. What it concludes is facts (reasons, notes, how each limit
+was found) that the views word.
 """
 
 from __future__ import annotations
@@ -18,19 +19,19 @@ from typing import TYPE_CHECKING, Any
 
 from ..._foundation.errors import UsageError
 from ..._foundation.units import parse_bytes
-from ..._foundation.wording import format_bytes
 from ..._ledger.outcome import is_out_of_memory
 from ..._ledger.peak_fit import (
     MIN_SIZES,
     LineFit,
     Prediction,
+    Reason,
     default_margin,
     fit_line,
     predict,
 )
-from .exact_peaks import exact_peaks, why_sampled
+from .exact_peaks import exact_peaks
 from .fit_arguments import FitArguments
-from .headroom import Headroom, headroom
+from .headroom import Given, Headroom, headroom
 
 if TYPE_CHECKING:
     from ..._ledger.records import CellRecord
@@ -59,6 +60,51 @@ class SizeRow:
 
 
 @dataclass(frozen=True, slots=True)
+class SampledPeaks(Reason):
+    """Too few exact peaks for a line: ``sampled`` of the ``ran`` sizes' peaks were sampled
+    lower bounds; ``framework`` ("host" for host memory) and ``peak_mode`` say why."""
+
+    sampled: int
+    ran: int
+    framework: str
+    peak_mode: str
+
+
+@dataclass(frozen=True, slots=True)
+class Note:
+    """Something about the whole run that its table does not show; the views word it."""
+
+
+@dataclass(frozen=True, slots=True)
+class RanOut(Note):
+    """``step(size)`` ran out of memory (``error``: the error's first line), in the unmeasured
+    warm-up call when ``warmup``; larger sizes were not tried."""
+
+    size: int
+    error: str
+    warmup: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class SampledShown(Note):
+    """Some peaks in the table are sampled lower bounds (≥), left out of the fit."""
+
+
+@dataclass(frozen=True, slots=True)
+class KeptAfter(Note):
+    """``step(size)`` still held ``kept`` bytes of ``kind`` after it returned."""
+
+    kind: str
+    size: int
+    kept: int
+
+
+@dataclass(frozen=True, slots=True)
+class NoWarmup(Note):
+    """No warm-up call: the first size also paid for compiling and workspaces."""
+
+
+@dataclass(frozen=True, slots=True)
 class FitRun:
     """Everything ``fit`` measured and concluded (``FitResult`` shows it)."""
 
@@ -68,7 +114,8 @@ class FitRun:
     fits: dict[str, LineFit]
     predictions: dict[str, Prediction]
     warmup: int | None  # the size of the unmeasured first call, None without one
-    notes: tuple[str, ...] = field(default=())
+    notes: tuple[Note, ...] = field(default=())
+    limits: dict[str, Headroom] = field(default_factory=dict)  # kind -> its limit, and how found
 
     @property
     def size(self) -> int | None:
@@ -124,10 +171,10 @@ def run_fit(session: Session, asked: FitArguments) -> FitRun:
     table, kinds = _table(rows)
     notes = _notes(table, kinds, warmed, ran_out)
     largest = max((r.size for r in table if r.outcome == "ok"), default=order[0])
-    fits, predictions = {}, {}
+    fits, predictions, rooms = {}, {}, {}
     for kind, key in kinds.items():
         fits[kind] = _fit_exact(kind, key, table, session.config.peak_mode)
-        room = _limit_for(session, kind, key, limits)
+        room = rooms[kind] = _limit_for(session, kind, key, limits)
         kept = default_margin(room.bytes, key[0] != HOST) if room.bytes is not None else None
         predictions[kind] = predict(
             fits[kind],
@@ -135,9 +182,8 @@ def run_fit(session: Session, asked: FitArguments) -> FitRun:
             margin_bytes if margin_bytes is not None else kept,
             largest,
             ran_out[0] if ran_out else None,
-            room.note,
         )
-    return FitRun(label, tuple(table), tuple(kinds), fits, predictions, warmed, notes)
+    return FitRun(label, tuple(table), tuple(kinds), fits, predictions, warmed, notes, rooms)
 
 
 def _fit_exact(kind: str, key: Key, table: list[SizeRow], peak_mode: str) -> LineFit:
@@ -148,11 +194,8 @@ def _fit_exact(kind: str, key: Key, table: list[SizeRow], peak_mode: str) -> Lin
     fit = fit_line(kind, exact)  # type: ignore[arg-type]
     sampled = len(ran) - len(exact)
     if sampled and len(exact) < MIN_SIZES:
-        reason = (
-            f"{sampled} of {len(ran)} peaks were sampled lower bounds (≥), which a line "
-            f"cannot be fitted to: {why_sampled(key[0], peak_mode)}"
-        )
-        return dataclasses.replace(fit, ok=False, grows=True, reason=reason)
+        why = SampledPeaks(sampled, len(ran), key[0], peak_mode)
+        return dataclasses.replace(fit, ok=False, grows=True, why=why)
     return fit
 
 
@@ -230,31 +273,24 @@ def _names(keys: list[Key]) -> dict[Key, str]:
 
 def _notes(
     table: list[SizeRow], kinds: dict[str, Key], warmed: int | None, ran_out: tuple[int, str] | None
-) -> tuple[str, ...]:
-    notes = []
-    if ran_out is not None and not table:
-        notes.append(f"the warm-up call at size {ran_out[0]} ran out of memory: {ran_out[1]}")
-    elif ran_out is not None:
-        notes.append(f"size {ran_out[0]} ran out of memory ({ran_out[1]}); larger sizes not tried")
+) -> tuple[Note, ...]:
+    notes: list[Note] = []
+    if ran_out is not None:
+        notes.append(RanOut(ran_out[0], ran_out[1], warmup=not table))
     if any(
         not r.exact[k] for r in table if r.outcome == "ok" for k in kinds if r.peaks[k] is not None
     ):
-        notes.append(
-            "≥: a lower bound sampled while it ran, not an exact peak, and left out of the fit"
-        )
+        notes.append(SampledShown())
     for kind, key in kinds.items():
         if key[0] == HOST:
             continue  # RSS after a step includes what malloc keeps for reuse: not a leak
         for row in table:
             kept, peak = row.kept[kind], row.peaks[kind]
             if kept and peak and kept > max(KEPT_MIN, KEPT_SHARE * peak) and row.outcome == "ok":
-                notes.append(
-                    f"{kind}: step({row.size}) kept {format_bytes(kept)} after it returned; "
-                    "the prediction assumes a step keeps nothing"
-                )
+                notes.append(KeptAfter(kind, row.size, kept))
                 break
     if warmed is None:
-        notes.append("no warm-up call: the first size also paid for compiling and workspaces")
+        notes.append(NoWarmup())
     return tuple(notes)
 
 
@@ -262,9 +298,9 @@ def _limit_for(
     session: Session, kind: str, key: Key, limits: int | dict[str, int] | None
 ) -> Headroom:
     if isinstance(limits, int):
-        return Headroom(limits, "limit=")
+        return Headroom(limits, Given())
     if isinstance(limits, dict) and kind in limits:
-        return Headroom(limits[kind], "limit=")
+        return Headroom(limits[kind], Given())
     return headroom(session, None if key[0] == HOST else key[0], key[1])
 
 

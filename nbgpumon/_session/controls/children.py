@@ -1,6 +1,6 @@
-"""The children of this kernel, charged to the cells that started them: a cell's record gets
-the children that started while it ran, and a child that outlives its cell (or is first seen
-after the cell's end) brings that cell's record up to date in the ledger and the recording.
+"""The children of this kernel, charged to the cells that started them. A cell's record gets the
+children that started while it ran, and a child that outlives its cell (or is first seen after the
+cell's end) brings that cell's record up to date in the ledger and the recording.
 
 The process source follows the children on the sampler's thread; this runs on the main
 thread, at cells' ends and when a view asks, and reads only what the source has copied out.
@@ -54,8 +54,8 @@ class ChildrenControl:
             self._last_pids[start] = last
 
     def charge(self, record: CellRecord) -> CellRecord:
-        """``record`` (a cell's, at its end) with the children that started while it ran:
-        it is the newest cell, so every child that began after its start is its own."""
+        """Gives ``record`` (a cell's, at its end) the children that started while it ran: it is the
+        newest cell, so every child that began after its start is its own."""
         if record.kind != "cell":
             return record
         start, end = record.start, record.start + record.duration

@@ -78,9 +78,9 @@ class ClusterControl:
         return ClusterState(source.state)  # (still CONNECTING: no answer yet)
 
     def setting_changed(self, name: str, old: object) -> ClusterState | None:
-        """``%config GPUMon.prometheus_url = URL`` (or its match or interval while one is
-        read): what reading did, None for nothing; a bad value puts the setting back and
-        raises UsageError."""
+        """What ``%config GPUMon.prometheus_url = URL`` (or its match or interval while one is read)
+        did to reading, None for nothing; a bad value puts the setting back and raises
+        UsageError."""
         if self._syncing or (name != "prometheus_url" and not self.config.prometheus_url):
             return None
         try:

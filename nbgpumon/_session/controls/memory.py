@@ -62,12 +62,12 @@ class MemoryControl:
         return dataclasses.replace(found, processes=tuple(self.processes_on(device)))
 
     def explain(self, budget: float = 0.05) -> list[MemoryExplained]:
-        """This kernel's memory on each GPU it can use, by what it is, adding up to the
-        driver's figure for this process: the holder scan's categories, each framework's
-        counters (read right after the scan), the driver's process list (asked now, waited
-        for at most DeviceAsk's limit). A UsageError where there is no GPU."""
+        """This kernel's memory on each GPU it can use, by what it is, adding up to the driver's
+        figure for this process. It reads the holder scan's categories, each framework's counters
+        (read right after the scan), the driver's process list (asked now, waited for at most
+        DeviceAsk's limit). A UsageError where there is no GPU."""
         from ..._forensics import holder_scan
-        from ..._forensics.explain import explain_device
+        from ..._forensics.explain import NoProcessFigure, explain_device
 
         gpus = [gpu for gpu in self._devices.devices if gpu.cuda_index is not None]
         if not gpus:
@@ -83,7 +83,7 @@ class MemoryControl:
         found = []
         for gpu in gpus:
             place = f"cuda:{gpu.cuda_index}"
-            figure, why = _this_process_on(gpu.index, listed, self._ask.not_answering)
+            figure, why = _this_process_on(gpu.index, listed, self._ask.lister is not None)
             found.append(
                 explain_device(
                     gpu.index,
@@ -96,7 +96,7 @@ class MemoryControl:
                         if gpu.cuda_index in by_cuda
                     },
                     figure,
-                    why,
+                    NoProcessFigure(why, self._devices.label) if why else None,
                     scan.partial,
                 )
             )
@@ -153,15 +153,18 @@ class MemoryControl:
 
 
 def _this_process_on(
-    index: int, listed: list[GpuProcess] | None, not_answering: str
+    index: int, listed: list[GpuProcess] | None, lists: bool
 ) -> tuple[int | None, str]:
-    """The driver's figure for this process on GPU ``index``, or None and why (not listed
-    there: nothing of this kernel's is, or a PID namespace hides which process it is)."""
+    """The driver's figure for this process on GPU ``index``, or None and why (a
+    NoProcessFigure reason: not listed there, where nothing of this kernel's is or a PID
+    namespace hides which process it is; ``lists``: whether the source lists processes)."""
+    from ..._forensics.explain import NO_AMOUNT, NO_PROCESS_LISTS, NOT_ANSWERING, NOT_LISTED
+
     if listed is None:
-        return None, not_answering
+        return None, NOT_ANSWERING
     mine = [p for p in listed if p.index == index and p.is_this_kernel]
     if not mine:
-        return None, "the driver does not list this process on it"
+        return None, NOT_LISTED if lists else NO_PROCESS_LISTS
     if any(p.used_memory is None for p in mine):
-        return None, "the driver does not say how much this process uses"
+        return None, NO_AMOUNT
     return sum(p.used_memory or 0 for p in mine), ""

@@ -1,6 +1,6 @@
-"""``%gpumon nvtx on``: an NVTX range around each cell (``[12] first line``) and each
-``track()`` region (``[12] label``), so that an Nsight Systems capture of the kernel is
-labelled by cell.
+"""``%gpumon nvtx on`` puts an NVTX range around each cell (``[12] first line``) and each
+``track()`` region (``[12] label``), so that an Nsight Systems capture of the kernel is labelled by
+cell.
 
 Ranges go through a framework plug-in's NVTX calls (torch's ``torch.cuda.nvtx``: see
 ``frameworks/torch/nvtx.py``), and only once the user's code has imported the framework and
@@ -26,7 +26,8 @@ NAME_CHARS = 60  # a range's name: "[N] " and the cell's first line cut to this
 
 
 def range_name(execution_count: int | None, text: str) -> str:
-    """``[12] x = model(batch)``: the count and the first non-blank line, cut to 60 chars."""
+    """A cell's range name, its count and first non-blank line cut to 60 chars:
+    ``[12] x = model(batch)``."""
     count = "?" if execution_count is None else execution_count
     head = text.lstrip()[: NAME_CHARS + 1]  # (not the whole of a long cell's lines)
     return f"[{count}] {first_line(head, NAME_CHARS)}".rstrip()

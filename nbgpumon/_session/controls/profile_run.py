@@ -1,5 +1,6 @@
-"""``%%gpumon profile``: one cell run under the profiler of a framework plug-in that has one
-(torch's: ``frameworks/torch/profiler.py``); the result is data, drawn by ``_views/profile.py``.
+"""``%%gpumon profile`` runs one cell under the profiler of a framework plug-in that has one
+(torch's: ``frameworks/torch/profiler.py``). The result is data, drawn by
+``_views/report/profile.py``.
 """
 
 from __future__ import annotations

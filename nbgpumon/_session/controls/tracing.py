@@ -1,6 +1,6 @@
-"""Allocation tracing and NVTX cell ranges: on, off, their state, the ``GPUMon.nvtx`` setting
-kept in step, a cell's range and traced allocations (what it left alive, what its peak held
-and it freed), and the OOM flight record."""
+"""Allocation tracing and NVTX cell ranges: on, off and their state. It also holds the
+``GPUMon.nvtx`` setting kept in step, a cell's range and traced allocations (what it left alive,
+what its peak held and it freed), and the OOM flight record."""
 
 from __future__ import annotations
 
@@ -8,6 +8,14 @@ import dataclasses
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from ..._forensics.tracing_answer import (
+    ARMED,
+    OFF,
+    ON,
+    WAS_NOT_ON,
+    TracingAnswer,
+    TracingState,
+)
 from ..._foundation.errors import failure_line
 from ..._ledger.records import CellRecord
 from ..._sources.frameworks import frameworks
@@ -42,22 +50,23 @@ class TracingControl:
         self._error_shown = ""
 
     # -- allocation tracing ---------------------------------------------------------------
-    def trace(self, on: bool) -> str:
-        """Turn allocation tracing on or off; one line saying what happened."""
+    def trace(self, on: bool) -> TracingAnswer:
+        """Turn allocation tracing on or off; what that did."""
         if self.tracer is None:
             if not on:
-                return "allocation tracing was not on"
+                return TracingAnswer(WAS_NOT_ON)
             from ..._forensics.tracing import AllocationTracer
 
             self.tracer = AllocationTracer(self._shell())
         return self.tracer.start() if on else self.tracer.stop()
 
     @property
-    def state(self) -> str:
-        """ "on", "armed" (waiting for CUDA), or "off", plus the last problem if any."""
+    def state(self) -> TracingState:
+        """On, armed (waiting for CUDA) or off, and the last problem if any."""
         t = self.tracer
-        state = "off" if t is None or not t.armed else ("on" if t.active else "armed")
-        return f"{state} ({t.error})" if t is not None and t.error else state
+        if t is None:
+            return TracingState(OFF)
+        return TracingState(OFF if not t.armed else (ON if t.active else ARMED), t.error)
 
     @property
     def armed(self) -> bool:
@@ -154,7 +163,7 @@ class TracingControl:
         return answer
 
     def nvtx_setting_changed(self, value: bool) -> NvtxAnswer | None:
-        """``GPUMon.nvtx`` set to ``value``: what that did (None for nbgpumon's own write)."""
+        """What setting ``GPUMon.nvtx`` to ``value`` did (None for nbgpumon's own write)."""
         if self._syncing_nvtx:
             return None
         ranges = self.nvtx_ranges

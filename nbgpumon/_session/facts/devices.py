@@ -51,12 +51,12 @@ class Device:
 
     @property
     def key(self) -> str:
-        """``gpu1``, or ``gpu0-mig1`` for a MIG device."""
+        """The device's key, ``gpu1``, or ``gpu0-mig1`` for a MIG device."""
         return gpu_names.gpu_key(self.index, self.mig.gpu_instance if self.mig else None)
 
     @property
     def label(self) -> str:
-        """``gpu1 NVIDIA H200 (cuda:0)``, or ``(not visible to this kernel)``;
+        """The device's label, ``gpu1 NVIDIA H200 (cuda:0)``, or ``(not visible to this kernel)``;
         ``gpu0-mig1 NVIDIA H200 MIG 1g.18gb (cuda:0)`` for a MIG device."""
         return gpu_names.gpu_label(
             self.index,
@@ -68,5 +68,6 @@ class Device:
 
     @property
     def cuda_label(self) -> str:
-        """``cuda:0``, ``not visible to this kernel``, or "" when not known."""
+        """The kernel's name for the device, ``cuda:0``, ``not visible to this kernel``, or "" when
+        not known."""
         return gpu_names.cuda_label(self.cuda_index) if self.cuda_known else ""

@@ -1,10 +1,10 @@
-"""``SessionData``: the one read-only face of a session that every view takes.
+"""``SessionData`` is the one read-only face of a session that every view takes.
 
 The live session (``Session``, so ``nbgpumon.monitor()``) and a recording read back
 (``nbgpumon.load(PATH)``) both provide it, so the live chart, the report, the text views, the
 static picture and the advisor draw either the same way. A view never reaches past it into a
 source, the sampler or the ledger: what it needs to say about them comes as a frozen
-:class:`Status` (``status_facts.py``).
+:class:`Status` (``facts/status.py``).
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ class SettingOutcome:
 
 @dataclass(frozen=True, slots=True)
 class SettingRefused:
-    """A ``GPUMon`` value not taken: an unknown name (``nearest``: the known one it may mean,
+    """A ``GPUMon`` value not taken. It is an unknown name (``nearest``: the known one it may mean,
     "" for none) or a value out of range (``reason``: the setting's own words, a sentence of the
     refusal as ``%config`` raises it). ``kept``: what the setting keeps (its default at load);
     ``at_load``: found in the shell's configuration when the extension loaded."""

@@ -1,14 +1,15 @@
-"""What a view says about a session's machinery, as facts read at one instant: the sampler and
-its cadences, the devices and what is unavailable and why, each framework, the recording, the
-exporter, tracing and NVTX, the processes on the GPUs. The words are the views'
-(``_views/words/status.py``); strings here are the sources' own (a source's status, a
-failure's message), never sentences made for a view."""
+"""What a view says about a session's machinery, as facts read at one instant. They cover the
+sampler and its cadences, the devices and what is unavailable and why, each framework, the
+recording, the exporter, tracing and NVTX, the processes on the GPUs. The words are the views'
+(``_views/words/status.py``); strings here are the sources' own (a source's status, a failure's
+message), never sentences made for a view."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
 
+from ..._forensics.tracing_answer import TracingState
 from ..._recording.notices import RecorderState
 from ..._recording.salvage import Damage
 from ..._sampling.sampler_cost import CostReport
@@ -123,7 +124,7 @@ class LiveStatus:
     sampler: SamplerFacts
     devices: DeviceSourceFacts
     frameworks: tuple[FrameworkFacts, ...]  # in registration order
-    tracing: str  # "on", "armed" or "off", with the last problem if any
+    tracing: TracingState  # on, armed or off, with the last problem if any
     traced_by: tuple[str, ...]  # what each plug-in that records memory history calls it
     nvtx: NvtxState  # the NVTX cell ranges' state
     host: str  # the host source's status

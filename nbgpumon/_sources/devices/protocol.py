@@ -1,6 +1,6 @@
-"""What a device source offers: a small core every source has (its devices and their
-identity, a reading, status, what it cannot give and why, the CUDA numbering) and optional
-roles a source may leave out (MIG devices, the processes on a device, library call counts).
+"""What a device source offers: a small core every source has and optional roles a source may leave
+out. The core is its devices and their identity, a reading, status, what it cannot give and why, the
+CUDA numbering; the roles are MIG devices, the processes on a device, library call counts.
 
 NVML's source (``devices/nvml/``) is one implementation; the session, the ledger, status,
 headroom and the post-mortem ask a :class:`DeviceSource`, never NVML by name, and ask for a
@@ -62,9 +62,9 @@ class ProcessUtil:
 
 @runtime_checkable
 class DeviceSource(Protocol):
-    """A source of per-GPU figures, the core every device source has: a timeline source
-    (``name``, ``metrics``, ``columns()``, ``read(due)``: see ``_sources.base``) that also says
-    what it is and what it can't read. It never raises: what it cannot read is None, and
+    """A source of per-GPU figures, the core every device source has. It is a timeline source
+    (``name``, ``metrics``, ``columns()``, ``read(due)``: see ``_sources.base``) that also says what
+    it is and what it can't read. It never raises: what it cannot read is None, and
     ``status``/``unavailable`` say why. The roles below are optional."""
 
     name: str  # the registry's source name: its columns' middle part (``gpu0.<name>.mem_used``)

@@ -1,7 +1,7 @@
-"""What a framework plug-in gives ``%gpumon advise``, as data: the pool hints it can support
-from its own columns (memory its pool holds but its arrays do not use) and what it says about
-training in full precision when memory is near the limit. The rules that test the numbers are
-the session's (``_session/advice.py``); the words here are filled in by the view.
+"""What a framework plug-in gives ``%gpumon advise``, as data. It gives the pool hints it can
+support from its own columns (memory its pool holds but its arrays do not use) and what it says
+about training in full precision when memory is near the limit. The rules that test the numbers are
+the session's (``_session/analysis/advice.py``); the words here are filled in by the view.
 """
 
 from __future__ import annotations

@@ -59,9 +59,9 @@ class Reach(Protocol):
         fingerprint: Hashable,
         read: Callable[[], list[Storage | None]],
     ) -> None:
-        """Credit what ``owner`` holds itself of ``category`` (``read()`` lists its storages)
-        to ``holder``; a walk that remembers (a cell's end, from the last one) reuses its last
-        reading where ``fingerprint`` (cheap: the tensors' addresses) is unchanged."""
+        """Credit what ``owner`` holds itself of ``category`` (``read()`` lists its storages) to
+        ``holder``. A walk that remembers (a cell's end, from the last one) reuses its last reading
+        where ``fingerprint`` (cheap: the tensors' addresses) is unchanged."""
         ...
 
 

@@ -50,8 +50,8 @@ class MemoryHistory(Protocol):
         ...
 
     def requested_bytes(self, device: int) -> tuple[int, int] | None:
-        """What live allocations on ``device`` asked for, in bytes, now and at their peak since
-        the peak counters were last reset: the units of the history's events, which carry the
+        """What live allocations on ``device`` asked for, in bytes, now and at their peak since the
+        peak counters were last reset. These are the units of the history's events, which carry the
         size asked for, not the size of the block that served it (None: unknown)."""
         ...
 

@@ -1,8 +1,9 @@
 """What a framework plug-in that can mark NVTX ranges gives ``%gpumon nvtx on``.
 
 The ranges' bookkeeping (names, each thread's depth, what nbgpumon pushed) is the session's
-(``_session/nvtx_ranges.py``); a plug-in supplies only the calls, made through the framework so
-that a tool attached to it (Nsight Systems) sees them, and only once its device is up.
+(``_session/controls/nvtx_ranges.py``); a plug-in supplies only the calls, made through the
+framework so that a tool attached to it (Nsight Systems) sees them, and only once its device is
+up.
 """
 
 from __future__ import annotations

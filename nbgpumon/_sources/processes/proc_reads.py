@@ -85,8 +85,8 @@ def argv_of(pid: int) -> list[str]:
 
 
 def short_command(argv: list[str], fallback: str = "") -> str:
-    """``python train.py --lr 3e-4`` from its argv: the program's base name, then its
-    arguments, cut to :data:`COMMAND_LIMIT` characters."""
+    """A process's short command, ``python train.py --lr 3e-4``, from its argv: the program's base
+    name, then its arguments, cut to :data:`COMMAND_LIMIT` characters."""
     if not argv:
         return fallback
     words = [os.path.basename(argv[0]), *argv[1:]]
@@ -152,8 +152,8 @@ def returncode(wait_status: int) -> int:
 
 
 def has_exited(pid: int, own_child: bool) -> tuple[bool, int | None]:
-    """Whether ``pid`` has exited, and its code where that can be told, from two system calls
-    that never wait (no ``/proc`` read): a child of this process is asked without being reaped
+    """Whether ``pid`` has exited, and its code where that can be told, from two system calls that
+    never wait (no ``/proc`` read). A child of this process is asked without being reaped
     (``WNOWAIT``: its ``Popen.wait()`` still gets it), any other is signalled with 0."""
     if own_child and hasattr(os, "waitid"):
         try:

@@ -76,9 +76,9 @@ def default_runtime_dirs() -> list[str]:
 
 
 def running_servers(runtime_dirs: Iterable[str]) -> list[RunningServer]:
-    """The servers that runtime files in ``runtime_dirs`` name, whose PID is alive and whose
-    URL is on loopback (or a wildcard address, asked on loopback); each URL and token once
-    (a stale file naming a reused port with an old token does not hide the live one)."""
+    """The servers that runtime files in ``runtime_dirs`` name, whose PID is alive and whose URL is
+    on loopback (or a wildcard address, asked on loopback). Each URL and token comes once (a stale
+    file naming a reused port with an old token does not hide the live one)."""
     found: dict[tuple[str, str], RunningServer] = {}
     for directory in _unique(runtime_dirs):
         for path in _runtime_files(directory):

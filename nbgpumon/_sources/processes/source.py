@@ -1,5 +1,5 @@
-"""The process source: this kernel's process tree followed at the process cadence, each child's
-GPU figures from the device source's process list, and each GPU's memory split into this
+"""The process source follows this kernel's process tree at the process cadence. It reads each
+child's GPU figures from the device source's process list and splits each GPU's memory into this
 kernel's, its children's and everyone else's (timeline columns).
 
 It keeps its own clock (``interval``, 0.2 s by default: two ticks at the default 0.1 s) rather

@@ -1,7 +1,7 @@
-"""This kernel's process tree, followed live: its children, theirs (a script behind ``sh -c``, a
-launcher's workers), across ``exec`` (the PID stays), and those left behind by a parent that
-exited (reparented, still known by PID and start). A zombie is reported once its parent is
-outside the tree, then let go: a container's PID 1 may never wait for an orphan.
+"""This kernel's process tree, followed live. The tree holds the kernel's children, theirs (a script
+behind ``sh -c``, a launcher's workers), across ``exec`` (the PID stays), and those left behind by a
+parent that exited (reparented, still known by PID and start). A zombie is reported once its parent
+is outside the tree, then let go: a container's PID 1 may never wait for an orphan.
 
 Each scan reads the kernel's main thread's ``children`` (where cells start processes) and each
 descendant's ``stat`` (is it alive, has it exited); every fourth scan also the kernel's other

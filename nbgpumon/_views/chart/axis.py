@@ -94,9 +94,9 @@ def time_step(span: float, most: int = MAX_TIME_TICKS) -> float:
 
 
 def enough_ticks(lo: float, hi: float, step: float) -> float:
-    """``step``, or the largest smaller one (of TIME_STEPS, or whole weeks) that puts at
-    least MIN_TIME_TICKS of its multiples on ``lo``..``hi``: a 2.5 s recording ticked every
-    second can show just two labels."""
+    """``step``, or the largest smaller one (of TIME_STEPS, or whole weeks) that puts at least
+    MIN_TIME_TICKS of its multiples on ``lo``..``hi``. A 2.5 s recording ticked every second can
+    show just two labels."""
     weeks = [7 * 86400 * k for k in range(1, int(step // (7 * 86400)) + 1)]
     smaller = sorted({s for s in (*TIME_STEPS, *weeks) if s < step}, reverse=True)
     for candidate in (step, *smaller):
@@ -115,10 +115,10 @@ def steps_over(lo: float, hi: float, step: float) -> np.ndarray:
 
 
 def time_ticks(lo: float, hi: float, most: int = MAX_TIME_TICKS) -> tuple[np.ndarray, str]:
-    """Clock ticks over ``lo``..``hi`` (unix seconds): the multiples of the smallest step in
-    TIME_STEPS that gives at most ``most`` of them (but never fewer than MIN_TIME_TICKS,
-    however short the span), and the d3 format (UTC, as bqplot formats
-    a DateScale with a tick_format) that labels them no more precisely than the step needs.
+    """Clock ticks over ``lo``..``hi`` (unix seconds) and the d3 format that labels them. The ticks
+    are the multiples of the smallest step in TIME_STEPS that gives at most ``most`` of them (but
+    never fewer than MIN_TIME_TICKS, however short the span); the format (UTC, as bqplot formats a
+    DateScale with a tick_format) labels them no more precisely than the step needs.
 
     d3's own choice for a DateScale is about ten ticks whatever the width, one a second for
     20 s: "22:13:20" labels that overlap into a strip.
@@ -152,9 +152,9 @@ def clock_labels(ticks: np.ndarray, fmt: str) -> list[str]:
 def elapsed_ticks(
     lo: float, hi: float, most: int = MAX_TIME_TICKS
 ) -> tuple[np.ndarray, list[str], str]:
-    """Ticks over ``lo``..``hi`` seconds of elapsed time, their labels and the unit they are
-    in: seconds under a minute's step ("0", "15", "30"), else minutes or hours, so a label is
-    a round number and never "3600"."""
+    """Ticks over ``lo``..``hi`` seconds of elapsed time, their labels and the unit they are in. The
+    unit is seconds under a minute's step ("0", "15", "30"), else minutes or hours, so a label is a
+    round number and never "3600"."""
     step = enough_ticks(lo, hi, time_step(hi - lo, most))
     ticks = steps_over(lo, hi, step)
     unit, size = ("s", 1.0) if step < 60 else ("min", 60.0) if step < 3600 else ("h", 3600.0)

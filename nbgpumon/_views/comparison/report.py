@@ -1,7 +1,7 @@
-"""A comparison as a bqplot report: per metric (host RSS, GPU memory used) one figure with
-both runs on one axis aligned by cell (comparison_timeline), cell bands labelled, the
-regressions tinted; the comparison table below. Labels reach the browser as SVG text (d3's
-``.text()``); the table is escaped HTML."""
+"""A comparison as a bqplot report: per metric (host RSS, GPU memory used) one figure with both runs
+on one axis aligned by cell (comparison_timeline), cell bands labelled, the regressions tinted. The
+comparison table is below. Labels reach the browser as SVG text (d3's ``.text()``); the table is
+escaped HTML."""
 
 from __future__ import annotations
 

@@ -27,11 +27,10 @@ def comparison_table(
     thresholds_line: str,
     shown: Sequence[CellChange] | None = None,
 ) -> TextView:
-    """The comparison: a heading (the runs, the counts, the thresholds), then a row per cell
-    in A's order; a figure reads ``A → B``. Columns empty in every row are left out, and so
-    are a lone framework's, which are the GPU columns again (the frame keeps them).
-    ``shown``: the rows to show, of ``changes`` and in its order (all by default); the
-    heading counts them all."""
+    """The comparison as a table: a heading (the runs, the counts, the thresholds), then a row per
+    cell in A's order; a figure reads ``A → B``. Columns empty in every row are left out, and so are
+    a lone framework's, which are the GPU columns again (the frame keeps them). ``shown``: the rows
+    to show, of ``changes`` and in its order (all by default); the heading counts them all."""
     shown = changes if shown is None else shown
     frameworks = frameworks_of(shown)
     frameworks = frameworks if len(frameworks) > 1 else []
@@ -64,10 +63,10 @@ def short_comparison_table(
     thresholds_line: str,
     limit: int = REPR_LIMIT,
 ) -> TextView:
-    """:func:`comparison_table` short, whatever the number of cells: the heading, then the
-    regressions first and the other rows after them (in A's order) while the text stays
-    within ``limit`` characters and the HTML within ``HTML_ROWS`` rows; a last line says how
-    many rows are left out and where they all are."""
+    """:func:`comparison_table` short, whatever the number of cells. It gives the heading, then the
+    regressions first and the other rows after them (in A's order) while the text stays within
+    ``limit`` characters and the HTML within ``HTML_ROWS`` rows; a last line says how many rows are
+    left out and where they all are."""
     first = sorted(range(len(changes)), key=lambda i: changes[i].verdict != REGRESSION)
 
     def table(count: int) -> TextView:

@@ -1,6 +1,6 @@
-"""A comparison worded: each :class:`Shift` as the phrase the table, the frame and the API give
-(``GPU kept ×3.0 (+512 MiB)``, ``failed (error; was ok)``, ``children: python train.py peak
-≥3.0 GiB → ≥4.5 GiB``), and the thresholds' line."""
+"""A comparison worded: each :class:`Shift` as the phrase the table, the frame and the API give, and
+the thresholds' line. A phrase reads ``GPU kept ×3.0 (+512 MiB)``, ``failed (error; was ok)`` or
+``children: python train.py peak ≥3.0 GiB → ≥4.5 GiB``."""
 
 from __future__ import annotations
 

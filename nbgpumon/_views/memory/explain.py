@@ -7,11 +7,25 @@ import html
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from ..._forensics.explain import (
+    DRIVER,
+    FRAMEWORKS,
+    NO_AMOUNT,
+    NO_PROCESS_LISTS,
+    NOT_ANSWERING,
+    NOT_LISTED,
+    DriverBelow,
+    ExplainNote,
+    Fragmented,
+    NoProcessFigure,
+)
 from ..._foundation.wording import format_bytes
+from ..._ledger.kinds_notes import CarriedOver, KindsNote, KindsReadFailed, ScanCut, ScanFoundMore
 from ..._ledger.records import TRANSIENT
 from ..palette import CATEGORY_COLORS, RESERVE_GREYS
 from ..words.text_view import pre_html
 from ..words.traced import traced_line
+from .holders import scan_cut_words
 
 if TYPE_CHECKING:
     from ..._forensics.explain import CellExplained, MemoryExplained
@@ -28,9 +42,9 @@ def explain_lines(entries: Sequence[MemoryExplained]) -> list[str]:
         if not e.categories:
             lines.append(f"{head}: nothing of this kernel's")
             continue
-        lines.append(f"{head}: {format_bytes(e.total)}, {e.measured}")
+        lines.append(f"{head}: {format_bytes(e.total)}, {measured_words(e)}")
         lines += _category_lines(e.categories, e.total)
-        lines += [f"  ({note})" for note in e.notes]
+        lines += [f"  ({note_words(note)})" for note in e.notes]
     if not entries:
         lines.append("no GPU this kernel can use")
     return lines
@@ -68,7 +82,7 @@ def cell_explain_lines(entries: Sequence[CellExplained]) -> list[str]:
                 f"{format_bytes(size, signed=True)} {name}" for name, size in e.kept.items()
             )
             lines.append(f"  kept since its start: {kept}")
-        elif not any("unknown" in note for note in e.notes):
+        elif e.start_read:
             lines.append("  kept since its start: nothing")
         exact = "exact" if e.peak_exact else "sampled: at least"
         lines.append(f"gpu{e.index} ({e.device}) at its peak: {format_bytes(e.peak)} ({exact})")
@@ -81,8 +95,69 @@ def cell_explain_lines(entries: Sequence[CellExplained]) -> list[str]:
                 "  (%gpumon trace on names the lines of the activations and temporaries, "
                 "from the next cell on)"
             )
-        lines += [f"  ({note})" for note in e.notes]
+        if e.notes:
+            lines.append(f"  ({kinds_note_words(e.notes)})")
+        if not e.start_read:
+            lines.append("  (what it kept by kind is unknown: its start was not read by kind)")
     return lines
+
+
+def measured_words(e: MemoryExplained) -> str:
+    """Where a GPU's total comes from: the driver's figure for this process, or what the
+    frameworks hold and reserve (and why the driver gave no figure, where it gave none)."""
+    if e.measured == DRIVER:
+        return "the driver's figure for this process"
+    if e.measured == FRAMEWORKS:
+        return "what the frameworks hold and reserve"
+    why = "no figure of the driver's for this process"
+    return f"what the frameworks hold and reserve: {no_figure_words(e.no_figure) or why}"
+
+
+def no_figure_words(no_figure: NoProcessFigure | None) -> str:
+    """Why the device source gives no figure for this process ("" where not said)."""
+    if no_figure is None:
+        return ""
+    return {
+        NOT_ANSWERING: f"{no_figure.source} not answering",
+        NOT_LISTED: "the driver does not list this process on it",
+        NO_PROCESS_LISTS: f"{no_figure.source} lists no processes",
+        NO_AMOUNT: "the driver does not say how much this process uses",
+    }.get(no_figure.why, "")
+
+
+def note_words(note: ExplainNote | KindsNote) -> str:
+    """One note of a breakdown: how its figures were read, or where they disagree; a note of a
+    recording older than schema 7 (text) as it is."""
+    if isinstance(note, ScanCut):
+        return f"the scan {scan_cut_words(note)}"
+    if isinstance(note, ScanFoundMore):
+        return (
+            f"the scan found {format_bytes(note.bytes)} more of {note.framework}'s than it "
+            "counts in use: read moments apart"
+        )
+    if isinstance(note, Fragmented):
+        return (
+            f"{note.framework}: {format_bytes(note.bytes)} of its reserve is split blocks, too "
+            "small for large requests (fragmentation)"
+        )
+    if isinstance(note, DriverBelow):
+        return (
+            f"the driver's figure for this process ({format_bytes(note.driver)}) is below what "
+            f"the frameworks hold and reserve ({format_bytes(note.frameworks)}): read moments "
+            "apart"
+        )
+    if isinstance(note, CarriedOver):
+        if note.bound_names:
+            return "carried over: the cell allocated nothing and bound no GPU memory"
+        return "carried over: the cell moved no allocator and bound no name"
+    if isinstance(note, KindsReadFailed):
+        return f"reading the cell's memory by kind failed: {note.error}"
+    return note
+
+
+def kinds_note_words(notes: Sequence[KindsNote]) -> str:
+    """How a cell's memory by kind was read (its record's ``kinds_note``), in one line."""
+    return "; ".join(note_words(note) for note in notes)
 
 
 def cell_explain_text(entries: Sequence[CellExplained]) -> str:

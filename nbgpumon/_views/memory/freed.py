@@ -7,7 +7,8 @@ from ..._foundation.wording import format_bytes
 
 
 def freed_line(freed: Freed) -> str:
-    """``nbgpumon free: 1.0 GiB of GPU memory back (allocated -1.0 GiB, ...); cleared ...``."""
+    """The line that says what came back:
+    ``nbgpumon free: 1.0 GiB of GPU memory back (allocated -1.0 GiB, ...); cleared ...``."""
     before, after = freed.before, freed.after
     what = list(freed.cleared)
     if freed.frames:

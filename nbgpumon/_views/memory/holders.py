@@ -12,6 +12,7 @@ from ..words.text_view import TextView, pre_html
 
 if TYPE_CHECKING:
     from ..._forensics.holder_scan import HolderScan
+    from ..._ledger.kinds_notes import ScanCut
 
 
 def holders_lines(scan: HolderScan, limit: int = 20) -> list[str]:
@@ -36,13 +37,23 @@ def holders_lines(scan: HolderScan, limit: int = 20) -> list[str]:
     for place, kinds in scan.categories.items():
         parts = " · ".join(f"{kind} {format_bytes(size)}" for kind, size in kinds.items())
         lines.append(f"  by kind, {'host memory' if place == 'host' else place}: {parts}")
-    if scan.partial:
-        lines.append(f"  ({scan.partial})")
+    if scan.partial is not None:
+        lines.append(f"  ({scan_cut_words(scan.partial)})")
     for p in scan.processes:
         who = process_who(p)
         pid = "PID ?" if p.pid is None else f"PID {p.pid}"
         lines.append(f"  process on gpu{p.index}: {pid} {who} {format_bytes(p.used_memory)}")
     return lines
+
+
+def scan_cut_words(cut: ScanCut) -> str:
+    """Where a walk cut short stopped: ``stopped after 50 ms (120,000 objects looked at): some
+    holders may be missing``."""
+    looked = counted(cut.objects, "object")
+    return (
+        f"stopped after {cut.budget * 1000:.0f} ms ({looked} looked at): some holders may be "
+        "missing"
+    )
 
 
 def holders_text(scan: HolderScan) -> str:

@@ -10,6 +10,7 @@ from ..._forensics.postmortem import FRAGMENTED, OomFacts, PluginWords
 from ..._foundation.wording import format_bytes
 from ..words.processes import process_who
 from ..words.traced import format_live
+from .holders import scan_cut_words
 
 
 def report(facts: OomFacts) -> str:
@@ -38,8 +39,8 @@ def report(facts: OomFacts) -> str:
         kinds = _by_kind(facts)
         if kinds:
             lines.append(f"  by kind: {kinds}")
-        if scan.partial:
-            lines.append(f"  ({scan.partial})")
+        if scan.partial is not None:
+            lines.append(f"  ({scan_cut_words(scan.partial)})")
     elif scan is not None:
         lines.append("  held by: no tensor found in variables, outputs or tracebacks")
     for p in facts.processes:

@@ -101,9 +101,9 @@ class _ReportData:
 def band_paths(
     spans: Sequence[tuple[float, float, int]], rows: int
 ) -> tuple[np.ndarray, np.ndarray]:
-    """x and ``rows`` y-rows for a filled ``bq.Lines`` drawing each (start, end, row) span at
-    the top of its row's path; a NaN after each span lifts the pen, and every path ends on a
-    finite point (bqplot drops a curve that ends in NaN) of zero height."""
+    """x and ``rows`` y-rows for a filled ``bq.Lines`` drawing each (start, end, row) span at the
+    top of its row's path. A NaN after each span lifts the pen, and every path ends on a finite
+    point (bqplot drops a curve that ends in NaN) of zero height."""
     n = len(spans)
     x = np.empty(3 * n)
     y = np.full((rows, 3 * n), np.nan)

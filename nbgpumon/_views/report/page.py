@@ -42,9 +42,9 @@ def _samples(session: Recorded) -> str:
 
 
 def session_html(session: Recorded, max_points: int = 1200) -> str:
-    """The page for ``session``: its cells and marks, those of the recording (the file also
-    keeps the kernel's earlier ones, which its timeline has no samples for: counted, as
-    every view counts them, and left out)."""
+    """The page for ``session``, with its cells and marks, those of the recording. The file also
+    keeps the kernel's earlier ones, which its timeline has no samples for: they are counted, as
+    every view counts them, and left out."""
     window = session.window().downsample(max_points)
     records = session.records
     own_marks = session.marks

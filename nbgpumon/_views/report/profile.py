@@ -1,6 +1,6 @@
 """``%%gpumon profile``'s picture: the operators of one profiled cell that took memory, as HTML
-and text. The cell runs in ``_session/profile_run.py`` (under a framework plug-in's profiler);
-this module only draws what it returns."""
+and text. The cell runs in ``_session/controls/profile_run.py`` (under a framework plug-in's
+profiler); this module only draws what it returns."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """A list of cells and regions as a cell's end shows it (``nbgpumon.cells()``,
-``Recorded.cells()``): how many, then the newest as summary lines (text) or the ledger table
+``Recorded.cells()``). It says how many, then the newest as summary lines (text) or the ledger table
 (HTML), short however long the ledger is."""
 
 from __future__ import annotations

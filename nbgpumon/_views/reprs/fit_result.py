@@ -1,20 +1,59 @@
-"""``FitResult``: what ``nbgpumon.fit`` found, as data (``table``, ``fits``, ``prediction``,
-``size``, ``frame()``) and as the short text table its repr is (what a notebook shows): every
-size's row and every kind's line where they fit in ``REPR_LIMIT`` characters, else the first and
-last sizes; ``print`` gives the whole table."""
+"""What ``nbgpumon.fit`` found, shown: ``FitResult``, as data and as a short text table.
+
+Its data: ``table``, ``fits``, ``prediction``, ``size``, ``frame()``. Its repr (what a notebook
+shows) is every size's row and every kind's line where they fit in ``REPR_LIMIT`` characters,
+else the first and last sizes; ``print`` gives the whole table. The reasons, notes and limits
+that ``run_fit`` returns as facts are worded here (``words.fit``) into the strings users read."""
 
 from __future__ import annotations
 
+import dataclasses
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..._foundation.wording import counted, format_bytes, format_seconds
 from ..._ledger.peak_fit import LineFit, Prediction
+from ..._session.analysis.headroom import Headroom
 from ..._session.analysis.size_fit import HOST_CHURN, FitRun, SizeRow
+from ..words.fit import conclusion, limit_text, note_text, reason_text, reasons_text
 from ..words.text_view import pre_html
 from .short import REPR_LIMIT, short_text
 
 if TYPE_CHECKING:
     import pandas
+
+
+@dataclass(frozen=True, slots=True)
+class WordedLineFit(LineFit):
+    """A ``LineFit`` with its reason in words: why it is not trusted ("" when it is)."""
+
+    reason: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class WordedPrediction(Prediction):
+    """A ``Prediction`` in words: ``reason``, why no size or the caveats beside one ("" for
+    none); ``limit_note``, where the limit came from ("free 41.3 GiB + cache 0.2 GiB")."""
+
+    limit_note: str = ""
+    reason: str = ""
+
+
+def worded_fit(fit: LineFit) -> WordedLineFit:
+    """``fit`` with its reason in words."""
+    reason = reason_text(fit.why) if fit.why is not None else ""
+    return WordedLineFit(**_fields(fit), reason=reason)
+
+
+def worded_prediction(prediction: Prediction, room: Headroom | None) -> WordedPrediction:
+    """``prediction`` with its reasons and its limit (``room``, None: not known) in words."""
+    limit = limit_text(room)
+    reason = reasons_text(prediction.why, limit)
+    return WordedPrediction(**_fields(prediction), limit_note=limit, reason=reason)
+
+
+def _fields(fact: LineFit | Prediction) -> dict[str, object]:
+    return {f.name: getattr(fact, f.name) for f in dataclasses.fields(fact)}
 
 
 class FitResult:
@@ -23,7 +62,8 @@ class FitResult:
     ``table``: one :class:`SizeRow` per size run (size, peak growth per kind of memory in
     bytes, whether each peak is exact, seconds, outcome); ``fits``: a ``LineFit`` per kind
     (intercept and slope in bytes, r2, max_residual, ok, reason); ``prediction``: a
-    ``Prediction`` per kind (size, or None with the reason; limit, margin, usable, bytes);
+    ``Prediction`` per kind (size, or None with the reason; limit, margin, usable, bytes;
+    limit_note); ``notes``: what the table does not show, in words;
     ``size``: the largest size that fits every kind that grows with size, or None.
     """
 
@@ -32,9 +72,11 @@ class FitResult:
         self.label = run.label
         self.table: list[SizeRow] = list(run.rows)
         self.kinds: list[str] = list(run.kinds)
-        self.fits: dict[str, LineFit] = dict(run.fits)
-        self.prediction: dict[str, Prediction] = dict(run.predictions)
-        self.notes: list[str] = list(run.notes)
+        self.fits: dict[str, WordedLineFit] = {k: worded_fit(f) for k, f in run.fits.items()}
+        self.prediction: dict[str, WordedPrediction] = {
+            k: worded_prediction(p, run.limits.get(k)) for k, p in run.predictions.items()
+        }
+        self.notes: list[str] = [note_text(note) for note in run.notes]
 
     @property
     def size(self) -> int | None:
@@ -108,7 +150,8 @@ def fit_text(run: FitRun, rows: int | None = None) -> str:
         sizes = [*sizes[: rows // 2], more, *sizes[last:]]
     lines += sizes
     for kind in run.kinds:
-        lines.append(f"  {kind}: {_conclusion(run.fits[kind], run.predictions[kind])}")
+        limit = limit_text(run.limits.get(kind))
+        lines.append(f"  {kind}: {conclusion(run.fits[kind], run.predictions[kind], limit)}")
     deciding = run.deciding
     if len(deciding) > 1 and run.size is not None:
         lines.append(f"  all of them: up to size {run.size}")
@@ -118,7 +161,7 @@ def fit_text(run: FitRun, rows: int | None = None) -> str:
             f"  up to size {run.size}: {', '.join(ignored)} grew by less than "
             f"{format_bytes(HOST_CHURN)} across the sizes, so it does not decide"
         )
-    lines += [f"  note: {note}" for note in run.notes]
+    lines += [f"  note: {note_text(note)}" for note in run.notes]
     return "\n".join(lines)
 
 
@@ -126,22 +169,3 @@ def _peak(value: int | None, exact: bool) -> str:
     if value is None:
         return "—"
     return format_bytes(value) if exact else f"≥ {format_bytes(value)}"
-
-
-def _conclusion(fit: LineFit, prediction: Prediction) -> str:
-    if fit.intercept is None or fit.slope is None or not fit.grows:
-        return fit.reason
-    sign = "-" if fit.intercept < 0 else "+"
-    line = f"{format_bytes(fit.slope)} per size {sign} {format_bytes(abs(fit.intercept))}"
-    line += f" (R² {fit.r2:.3f})" if fit.r2 is not None else ""
-    if prediction.size is None:
-        return f"{line}: {prediction.reason}"
-    limit = prediction.limit_note or "limit"
-    line += (
-        f": fits up to size {prediction.size} under {format_bytes(prediction.usable)} "
-        f"({limit} - margin {format_bytes(prediction.margin)})"
-    )
-    if prediction.extrapolation is not None:
-        line += f"; {prediction.extrapolation:.1f}× the largest size tried"
-        line += ", far: check it by running a size nearer it" if prediction.far else ""
-    return f"{line}; {prediction.reason}" if prediction.reason else line

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from ..._foundation.wording import counted, format_bytes, format_seconds, format_utc
 from ..._ledger.records import CellRecord
 from ..._recording.reader import RecordedSession
-from ..words.damage import damage_line
+from ..status.damage import damage_line
 from ..words.recording_cells import cells_words, earlier_cells
 from ..words.text_view import pre_html
 from .short import cut, cut_middle, short_text

@@ -1,4 +1,4 @@
-"""Text that stays short however much there is behind it: what a repr shows when a cell ends
+"""Text that stays short however much there is behind it. It is what a repr shows when a cell ends
 with one of nbgpumon's objects (a recording, a comparison, a scan), at most ``REPR_LIMIT``
 characters whatever the size of the data."""
 

@@ -1,1 +1,1 @@
-"""The live chart: the anywidget and the traits it syncs to ``js/``."""
+"""The live chart, an anywidget, and the traits it syncs to ``js/``."""

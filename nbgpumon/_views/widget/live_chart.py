@@ -1,4 +1,4 @@
-"""The live chart: one anywidget per session, fed by a publisher (on the sampler's ticks, live).
+"""The live chart is one anywidget per session, fed by a publisher (on the sampler's ticks, live).
 
 The protocol (traits, the ``samples`` and ``cells`` messages, the packed history) is in
 docs/widget-protocol.md. The kernel sends only what is new: samples at most twice a second, the
@@ -27,6 +27,8 @@ from ..._foundation.wording import format_bytes
 from ..._ledger.records import CellRecord
 from ..chart.svg import timeline_svg
 from ..memory.explain import kinds_words
+from ..status.cluster import cluster_status
+from ..status.session_status import status_line
 from ..words.cell_summary import (
     framework_figures,
     retention_text,
@@ -34,8 +36,6 @@ from ..words.cell_summary import (
     summary_line,
 )
 from ..words.children import children_text
-from ..words.cluster import cluster_status
-from ..words.status import status_line
 from .traits import CELL, COLUMN, DEVICE, MARK, NODE, RUNNING, Row, Rows
 
 if TYPE_CHECKING:
@@ -43,7 +43,7 @@ if TYPE_CHECKING:
 
     from ..._session.facts.session_data import Cluster, Device, SessionData
 
-BUNDLE = Path(__file__).parent.parent / "static" / "widget.js"  # nbgpumon/static
+BUNDLE = Path(__file__).parents[2] / "static" / "widget.js"  # nbgpumon/static
 SEND_EVERY = 0.5  # seconds between samples messages: <= 2 messages/s, <= 1 s latency
 HISTORY_EVERY = 30.0  # at most one history refresh per this many seconds (it is ~1 MB a GPU)
 STATUS_EVERY = 2.0
@@ -90,10 +90,10 @@ class GPUMonWidget(anywidget.AnyWidget):
         _route_to_main_shell(self.comm)
 
     def get_state(self, key: Any = None, drop_defaults: bool = False) -> dict[str, Any]:
-        """The traits as ipywidgets sends them; the whole state (``key`` None: a page that
-        connects, or connects again, asks for it) with the history packed now, so that the
-        page starts where the stream is, not at the last snapshot (which may be minutes or
-        hours old on an idle kernel, older than the rows a resend could still give)."""
+        """The traits as ipywidgets sends them. The whole state (``key`` None: a page that connects,
+        or connects again, asks for it) comes with the history packed now, so that the page starts
+        where the stream is, not at the last snapshot (which may be minutes or hours old on an idle
+        kernel, older than the rows a resend could still give)."""
         state = super().get_state(key, drop_defaults)
         if key is None and self._fresh_history is not None:
             state.update(self._fresh_history())
@@ -181,10 +181,10 @@ class Publisher:
         self.sync_cluster(details=details)
 
     def send_new(self, after_cell: bool = False) -> None:
-        """Send every sample appended since the last call (one message, or none): from the
-        sampler's thread on its ticks, and from the main thread after each cell
-        (``after_cell``: the message says so, so that the browser can tell a front end that
-        drops the sampler thread's messages from a page that connected late)."""
+        """Send every sample appended since the last call (one message, or none). It is called from
+        the sampler's thread on its ticks, and from the main thread after each cell (``after_cell``:
+        the message says so, so that the browser can tell a front end that drops the sampler
+        thread's messages from a page that connected late)."""
         extra = {"after_cell": True} if after_cell else {}
         with self._lock:  # both threads send: one chunk at a time, the cursor moving forward
             chunk = self._data.since(self._cursor)
@@ -469,10 +469,10 @@ def static_svg(data: SessionData, seconds: float = 600.0) -> str:
 
 
 def describe_devices(devices: Sequence[Device]) -> list[dict]:
-    """The widget's ``devices``: each GPU's NVML index, name, total memory, CUDA index and how
-    the chart names the kernel's view of it (``cuda:0``, or ``not visible to this kernel``),
-    worded in Python so that the chart says what the text views say; for a MIG device, its
-    profile and GPU instance too (its name and memory are the MIG device's); and the NVML
+    """The widget's ``devices``: each GPU's NVML index, name, total memory, CUDA index and how the
+    chart names the kernel's view of it (``cuda:0``, or ``not visible to this kernel``). Its words
+    are made in Python so that the chart says what the text views say. A MIG device also has its
+    profile and GPU instance (its name and memory are the MIG device's). Each also lists the NVML
     metrics it cannot give (``unavailable``), which the chart then draws no line for."""
     return [
         {

@@ -1,4 +1,4 @@
-"""``%gpumon --static``: the chart as an SVG picture that one display updates in place; in a
+"""``%gpumon --static`` shows the chart as an SVG picture that one display updates in place; in a
 terminal, the chart's text, printed once."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from ..words.status import status_line
+from ..status.status import status_line
 from ..words.text_view import pre_html
 from .live_chart import plain_summary, static_svg
 
@@ -22,14 +22,14 @@ TERMINAL_NOTE = (
 
 
 def terminal_view(data: SessionData) -> str:
-    """``%gpumon`` and ``%gpumon --static`` in a terminal: the chart's text as of now (the
-    devices, the newest cells) and what a terminal can show; printed once, never updated (a
+    """What ``%gpumon`` and ``%gpumon --static`` show in a terminal: the chart's text as of now (the
+    devices, the newest cells) and what a terminal can show. It is printed once, never updated (a
     terminal cannot replace what it printed, so an update would print it all again)."""
     return f"{plain_summary(data)}\n{TERMINAL_NOTE}"
 
 
 class StaticView:
-    """``%gpumon --static``: an SVG picture updated in place at most once a second.
+    """The picture of ``%gpumon --static``, an SVG updated in place at most once a second.
 
     For front ends where widget messages from a background thread don't show (Colab). The
     update goes through a display id, so it replaces the picture instead of adding output. The

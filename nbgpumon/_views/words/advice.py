@@ -1,6 +1,6 @@
-"""``%gpumon advise``'s words: each finding of ``_session/advice.py`` as a hint that cites the
-numbers behind it. The findings of a framework plug-in carry its own words (templates); the
-generic rules' words are here."""
+"""The words of ``%gpumon advise``: each finding of ``_session/analysis/advice.py`` as a hint that
+cites the numbers behind it. The findings of a framework plug-in carry its own words (templates);
+the generic rules' words are here."""
 
 from __future__ import annotations
 

@@ -134,9 +134,9 @@ def _framework_groups(record: CellRecord, named: bool, where: str = "") -> list[
 
 
 def devices_used(record: CellRecord) -> list[DeviceUsage]:
-    """The GPUs whose allocator figures a view shows one by one: on a machine of more than one
-    GPU, each that the cell's frameworks hold memory on or changed; [] on a one-GPU machine,
-    or when no framework holds anything anywhere (the totals say it all)."""
+    """The GPUs whose allocator figures a view shows one by one. On a machine of more than one GPU,
+    they are each that the cell's frameworks hold memory on or changed; [] on a one-GPU machine, or
+    when no framework holds anything anywhere (the totals say it all)."""
     if len(record.devices) < 2:
         return []
     return [
@@ -156,10 +156,11 @@ def device_name(d: DeviceUsage) -> str:
 
 
 def summary_line(record: CellRecord) -> str:
-    """``[12] +1.0 GiB alloc · peak 3.2 GiB · kept 1.0 GiB · 12.3 s · GPU 87%``; with several
-    frameworks, ``[12] torch: peak 3.2 GiB, kept 1.0 GiB · JAX: peak ≥1.0 GiB, kept 0 B · …``;
-    a cell that started processes ends ``· children: python train.py ≥3.0 GiB on gpu0, 87%``
-    (before its status: ``… · children: … · error``)."""
+    """A cell's summary line, such as ``[12] +1.0 GiB alloc · peak 3.2 GiB · kept 1.0 GiB ·
+    12.3 s · GPU 87%``. With several frameworks, it reads ``[12] torch: peak 3.2 GiB, kept
+    1.0 GiB · JAX: peak ≥1.0 GiB, kept 0 B · …``; a cell that started processes ends
+    ``· children: python train.py ≥3.0 GiB on gpu0, 87%`` (before its status:
+    ``… · children: … · error``)."""
     parts: list[str] = _gpu_parts(record)
     if not parts:
         used = [d.device_used_delta for d in record.devices if d.device_used_delta is not None]
@@ -188,7 +189,7 @@ POOL_NEWS = 256 * 2**20  # a pool that grew this much beyond what the cell kept 
 
 
 def retention_text(retention: Retention) -> str:
-    """``y 1.0 GiB, Out[7] 12 MiB``: who holds what a cell kept."""
+    """Who holds what a cell kept: ``y 1.0 GiB, Out[7] 12 MiB``."""
     if not retention.holders:
         return "no holder found in variables, outputs or tracebacks"
     return ", ".join(f"{name} {format_bytes(size)}" for name, size in retention.holders)

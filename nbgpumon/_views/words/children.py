@@ -35,9 +35,10 @@ class _Unit:
 
 
 def children_text(children: Sequence[Any], devices_key: Callable[[int], str] | None = None) -> str:
-    """``python train.py ≥3.0 GiB on gpu0, 87%; bash run.sh 1.0 GiB on gpu1, exit 1``, the
-    biggest first; past three, ``and 2 more``; "" for no children. Ranks of one job are one
-    entry: ``job torchrun train.py: 2 ranks ≥2.0 GiB on gpu0+gpu1, 80%``."""
+    """The processes a cell started, the biggest first:
+    ``python train.py ≥3.0 GiB on gpu0, 87%; bash run.sh 1.0 GiB on gpu1, exit 1``. Past three,
+    ``and 2 more``; "" for no children. Ranks of one job are one entry:
+    ``job torchrun train.py: 2 ranks ≥2.0 GiB on gpu0+gpu1, 80%``."""
     key = devices_key or gpu_key
     units = sorted(_units(children), key=lambda u: -u.peak)
     words = [_unit_text(u, key) for u in units[:SHOWN]]
@@ -63,7 +64,8 @@ def job_lines(
 
 
 def children_count_and_peak(children: Sequence[Any]) -> str:
-    """``1: ≥3.0 GiB``: how many, and their peaks summed (the cells table's column); "" for none."""
+    """How many children, and their peaks summed (the cells table's column): ``1: ≥3.0 GiB``; "" for
+    none."""
     if not children:
         return ""
     exact = all(c.exact for c in children)

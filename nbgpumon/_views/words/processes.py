@@ -1,6 +1,6 @@
-"""Who a process on a GPU is, in words: this kernel, a child of it (and the cell that started
-it), a job's rank, another notebook's kernel (by its notebook, with its idle time), another
-user's process (nothing more), or its program."""
+"""Who a process on a GPU is, in words. It is this kernel, a child of it (and the cell that started
+it), a job's rank, another notebook's kernel (by its notebook, with its idle time), another user's
+process (nothing more), or its program."""
 
 from __future__ import annotations
 
@@ -10,8 +10,9 @@ from ..._foundation.wording import format_seconds
 
 
 def process_who(p: Any) -> str:
-    """``python train.py (child of this kernel, started by [5])``; ``p`` is any process
-    entry with the process facts' attributes (status's, the snapshot's, the post-mortem's)."""
+    """Who a process is, in words: ``python train.py (child of this kernel, started by [5])``; ``p``
+    is any process entry with the process facts' attributes (status's, the snapshot's, the
+    post-mortem's)."""
     if p.is_this_kernel:
         return "this kernel"
     if getattr(p, "other_user", False):
@@ -29,7 +30,8 @@ def process_who(p: Any) -> str:
 
 
 def kernel_words(kernel: Any) -> str:
-    """``Jupyter kernel of analysis.ipynb (idle 12 min 3 s)``, or by its kernel id."""
+    """A Jupyter kernel named by its notebook,
+    ``Jupyter kernel of analysis.ipynb (idle 12 min 3 s)``, or by its kernel id."""
     if kernel.notebook:
         head = f"Jupyter kernel of {kernel.notebook}"
     elif kernel.kernel_id:

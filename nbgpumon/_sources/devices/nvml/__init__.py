@@ -1,4 +1,4 @@
-"""NVML's device source: NVIDIA's management library, the device's own view (memory,
+"""NVML's device source reads NVIDIA's management library, the device's own view (memory,
 utilization, power, clocks, PCIe, processes, MIG devices, the CUDA numbering). Importing it
 registers its metrics and, with the line below, itself; nothing outside ``_sources/devices/``
 imports this package."""

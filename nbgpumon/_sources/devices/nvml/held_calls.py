@@ -44,7 +44,7 @@ STUCK_CALL_NS = 50_000_000
 
 
 class Memory(ctypes.Structure):
-    """nvmlMemory_t: bytes."""
+    """NVML's ``nvmlMemory_t``, in bytes."""
 
     _fields_ = [
         ("total", ctypes.c_ulonglong),
@@ -54,7 +54,7 @@ class Memory(ctypes.Structure):
 
 
 class MemoryV2(ctypes.Structure):
-    """nvmlMemory_v2_t: bytes, with what the driver and firmware reserve."""
+    """NVML's ``nvmlMemory_v2_t``, in bytes, with what the driver and firmware reserve."""
 
     _fields_ = [
         ("version", ctypes.c_uint),
@@ -66,7 +66,7 @@ class MemoryV2(ctypes.Structure):
 
 
 class Utilization(ctypes.Structure):
-    """nvmlUtilization_t: percent."""
+    """NVML's ``nvmlUtilization_t``, in percent."""
 
     _fields_ = [("gpu", ctypes.c_uint), ("memory", ctypes.c_uint)]
 
@@ -125,7 +125,8 @@ class _SlowWatch:
         self.name, self.on_slow, self.error, self.count = name, on_slow, error, 0
 
     def call(self, function: Any, handle: Any, out: Any) -> Any:
-        """``function(handle, &out)`` timed; ``out`` filled in, or the binding's NVMLError."""
+        """Calls ``function(handle, &out)``, timed; ``out`` filled in, or the binding's
+        NVMLError."""
         start = time.perf_counter_ns()
         ret = function(handle, ctypes.byref(out))
         took = time.perf_counter_ns() - start
@@ -151,8 +152,8 @@ def fast_tick_functions(binding: ModuleType) -> tuple[Any, Any] | None:
 
 class DeviceReads:
     """One device's every-tick calls bound once: the C functions, the device's handle and the
-    structures they fill, so that a tick builds nothing (no structure, no ``byref``, no
-    keyword arguments) and runs a few bytecodes around the two calls."""
+    structures they fill. A tick builds nothing (no structure, no ``byref``, no keyword arguments)
+    and runs a few bytecodes around the two calls."""
 
     __slots__ = (
         "_made",
@@ -190,9 +191,9 @@ class DeviceReads:
         self.failed = ""  # the metric whose call failed last ("memory_v2", "utilization")
 
     def call(self, utilization: bool = True) -> int:
-        """The memory call, then (if it answered, and ``utilization``) the utilization call:
-        0 when they answered (``memory`` and ``util`` filled in), else the failed call's NVML
-        error code, its metric in ``failed``. Never raises."""
+        """The memory call, then (if it answered, and ``utilization``) the utilization call. Returns
+        0 when they answered (``memory`` and ``util`` filled in), else the failed call's NVML error
+        code, its metric in ``failed``. Never raises."""
         start = time.perf_counter_ns()
         self.memory.version = self._version  # (an input: the driver checks it)
         code = self.memory_v2(self.handle, self._memory_ref)

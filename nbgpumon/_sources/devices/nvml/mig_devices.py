@@ -1,7 +1,7 @@
-"""A GPU's MIG devices, as NVML lists them: each a compute instance of a GPU instance, with its
-own UUID (``MIG-…``, what ``CUDA_VISIBLE_DEVICES`` takes), its own memory and a handle that
-memory reads take. Asked once, when NVML starts; a GPU that cannot do MIG, or a driver without
-the calls, has none, and says nothing about it.
+"""A GPU's MIG devices, as NVML lists them. Each is a compute instance of a GPU instance, with its
+own UUID (``MIG-…``, what ``CUDA_VISIBLE_DEVICES`` takes), its own memory and a handle that memory
+reads take. Asked once, when NVML starts; a GPU that cannot do MIG, or a driver without the calls,
+has none, and says nothing about it.
 """
 
 from __future__ import annotations
@@ -60,8 +60,9 @@ def mig_devices(lib: NvmlLibrary, handle: object) -> list[MigDevice] | None:
 
 
 def profile_of(name: str) -> str:
-    """``1g.18gb`` from ``NVIDIA H200 MIG 1g.18gb`` (how NVML and nvidia-smi name a MIG
-    device, and what DCGM calls its GPU instance); "" when the name carries none."""
+    """The MIG profile a device's name carries, ``1g.18gb`` from ``NVIDIA H200 MIG 1g.18gb`` (how
+    NVML and nvidia-smi name a MIG device, and what DCGM calls its GPU instance); "" when the name
+    carries none."""
     head, found, profile = name.rpartition("MIG ")
     if not found or (head and not head.endswith(" ")):
         return ""

@@ -24,10 +24,10 @@ _SUCCESS = 0
 
 
 class BoundQuery:
-    """:meth:`NvmlLibrary.query` bound to one GPU's handle and one read: ``ask(function,
-    *args)`` calls ``function(handle, *args)`` as that read and returns its answer, or None
-    (``NA``) where NVML gave none; NotSupported disables the read on this GPU, which then asks
-    no more. ``kept`` is the reader's, to keep between calls (a counter's last value)."""
+    """:meth:`NvmlLibrary.query` bound to one GPU's handle and one read. ``ask(function, *args)``
+    calls ``function(handle, *args)`` as that read and returns its answer, or None (``NA``) where
+    NVML gave none; NotSupported disables the read on this GPU, which then asks no more. ``kept`` is
+    the reader's, to keep between calls (a counter's last value)."""
 
     __slots__ = ("_handle", "_index", "_query", "kept", "read")
 

@@ -1,4 +1,5 @@
-"""NVML: the device's view (memory, utilization, power, clocks, PCIe, other processes)."""
+"""The NVML device source reads the device's view (memory, utilization, power, clocks, PCIe, other
+processes)."""
 
 from __future__ import annotations
 

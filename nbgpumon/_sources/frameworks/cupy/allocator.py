@@ -113,7 +113,7 @@ class CupyAllocatorSource:
         return [stats.metric_value(m.name) for m in self.metrics]
 
     def release_cache(self) -> None:
-        """``free_all_blocks()`` on each device's pool and on the pinned host pool."""
+        """Calls ``free_all_blocks()`` on each device's pool and on the pinned host pool."""
         cupy = self._cupy()
         if cupy is None:
             return

@@ -1,7 +1,7 @@
-"""What CuPy's pool means for status, ``fit`` and the outcome of a cell: its peaks are exact
-only with the memory hook (``GPUMon.cupy_peak_hook``, a setting of this plug-in's own, or
-armed for the length of a ``fit``), and its out-of-memory error is a ``MemoryError`` of the GPU,
-not of the host."""
+"""What CuPy's pool means for status, ``fit`` and the outcome of a cell. Its peaks are exact only
+with the memory hook (``GPUMon.cupy_peak_hook``, a setting of this plug-in's own, or armed for the
+length of a ``fit``), and its out-of-memory error is a ``MemoryError`` of the GPU, not of the
+host."""
 
 from __future__ import annotations
 

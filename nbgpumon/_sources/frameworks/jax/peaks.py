@@ -1,6 +1,6 @@
-"""What JAX's counters mean for status, ``fit`` and the outcome of a cell: its peak counts
-from the process's start and cannot be reset; an out-of-memory error is an XLA runtime error
-whose text says ``RESOURCE_EXHAUSTED``."""
+"""What JAX's counters mean for status, ``fit`` and the outcome of a cell. Its peak counts from the
+process's start and cannot be reset; an out-of-memory error is an XLA runtime error whose text says
+``RESOURCE_EXHAUSTED``."""
 
 from __future__ import annotations
 

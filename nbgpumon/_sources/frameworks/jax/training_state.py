@@ -1,8 +1,8 @@
-"""What flax's and optax's training objects hold, by kind, for the holder walk: an nnx
-``Param`` is parameters, a ``BatchStat`` buffers, an nnx optimizer's ``OptState`` and every
-optax state (``ScaleByAdamState``: its count, mu and nu) optimizer state, and a flax
-``TrainState`` its ``params`` and its ``opt_state``. Read from the modules the user imported
-(never imported here); a plain dict of parameters (linen's ``init``) is just arrays held."""
+"""What flax's and optax's training objects hold, by kind, for the holder walk. An nnx ``Param`` is
+parameters, a ``BatchStat`` buffers, an nnx optimizer's ``OptState`` and every optax state
+(``ScaleByAdamState``: its count, mu and nu) optimizer state, and a flax ``TrainState`` its
+``params`` and its ``opt_state``. Read from the modules the user imported (never imported here); a
+plain dict of parameters (linen's ``init``) is just arrays held."""
 
 from __future__ import annotations
 

@@ -108,9 +108,9 @@ class TorchAllocatorSource:
 
     def memory_cap(self, cuda_index: int) -> int | None:
         """The bytes torch may reserve on one device under
-        ``torch.cuda.set_per_process_memory_fraction``; None when no fraction below 1 is set,
-        CUDA is not up, or this torch cannot say (``get_per_process_memory_fraction`` came in
-        torch 2.6)."""
+        ``torch.cuda.set_per_process_memory_fraction``. None when no fraction below 1 is set, CUDA
+        is not up, or this torch cannot say (``get_per_process_memory_fraction`` came in torch
+        2.6)."""
         cuda = self._cuda()
         getter = getattr(getattr(cuda, "memory", None), "get_per_process_memory_fraction", None)
         if cuda is None or getter is None:

@@ -1,6 +1,6 @@
-"""How the holder scan walks torch's objects: a tensor holds its storage (and a leaf its
-``.grad``), a module its parameters, gradients and buffers, an optimizer its state; each
-credited as what it is (the categories of ``holder_walk``)."""
+"""How the holder scan walks torch's objects: a tensor holds its storage (and a leaf its ``.grad``),
+a module its parameters, gradients and buffers, an optimizer its state. Each is credited as what it
+is (the categories of ``holder_walk``)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""What torch's counters mean for the ledger, status, ``fit`` and the outcome of a cell: its
-peak counter is reset per cell (``torch.cuda.reset_peak_memory_stats``) in peak_mode "reset",
-and ``set_per_process_memory_fraction`` caps what it may reserve."""
+"""What torch's counters mean for the ledger, status, ``fit`` and the outcome of a cell. Its peak
+counter is reset per cell (``torch.cuda.reset_peak_memory_stats``) in peak_mode "reset", and
+``set_per_process_memory_fraction`` caps what it may reserve."""
 
 from __future__ import annotations
 

@@ -10,10 +10,10 @@ from typing import TYPE_CHECKING
 
 from ..._foundation.metrics import device_of, metric, metric_of
 from ..._foundation.wording import format_bytes, format_value
-from .cells_table import cells_table
+from ..words.cells_table import cells_table
+from ..words.text_view import TextView, pre_html
 from .cluster import cluster_lines
 from .status import process_lines, status_line, status_lines
-from .text_view import TextView, pre_html
 
 RSS = metric("host", "rss")
 
@@ -27,7 +27,7 @@ def status_view(data: SessionData) -> TextView:
 
 
 def cluster_view(data: SessionData) -> TextView:
-    """``%gpumon cluster``: the cluster's status, every node and each of its GPUs."""
+    """What ``%gpumon cluster`` prints: the cluster's status, every node and each of its GPUs."""
     lines = cluster_lines(data.cluster, per_gpu=True, limit=None)
     text = (
         "\n".join(lines)

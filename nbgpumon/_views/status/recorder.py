@@ -1,6 +1,6 @@
-"""The recorder in words, from its facts (``_recording/notices.py``): what a start or a stop
-did (``%gpumon record``), what it is doing (status, the monitor's repr), and what it met
-while recording (a full disk, the file gone from its path), said under the cell."""
+"""The recorder in words, from its facts (``_recording/notices.py``). They say what a start or a
+stop did (``%gpumon record``), what it is doing (status, the monitor's repr), and what it met while
+recording (a full disk, the file gone from its path), said under the cell."""
 
 from __future__ import annotations
 
@@ -19,8 +19,8 @@ from ..._recording.notices import (
 
 
 def recording_change_line(change: RecordingChange) -> str:
-    """``recording to run.sqlite (session 2)``, ``recording stopped; 1,200 samples in
-    run.sqlite``, or the fault that had stopped it already."""
+    """What a start or a stop did, in one line: ``recording to run.sqlite (session 2)``,
+    ``recording stopped; 1,200 samples in run.sqlite``, or the fault that had stopped it already."""
     if change.path is None:
         return "not recording"
     if change.started:

@@ -8,8 +8,8 @@ from ..._recording.salvage import Damage, Lost
 
 
 def damage_line(damage: Damage) -> str:
-    """``run.sqlite: the file is cut short: …; samples after 2026-12-01 12:03:05 UTC and the
-    cells after the first 4 could not be read``."""
+    """A recording cut short, as one line: ``run.sqlite: the file is cut short: …; samples
+    after 2026-12-01 12:03:05 UTC and the cells after the first 4 could not be read``."""
     lost = lost_words(damage.lost)
     read = f"{lost} could not be read" if lost else f"session {damage.session_id} was read in full"
     return f"{damage.path}: {damage.cut_short}; {read}"

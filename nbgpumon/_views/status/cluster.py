@@ -81,7 +81,8 @@ def _sum(values: list[float | None]) -> float | None:
 
 
 def node_line(n: NodeNow, now: float) -> str:
-    """``node-a: 2 GPUs, 41.0 GiB of 159 GiB used, utilization 44% (max 87%), 1.2 s ago``."""
+    """A node as one line:
+    ``node-a: 2 GPUs, 41.0 GiB of 159 GiB used, utilization 44% (max 87%), 1.2 s ago``."""
     gpus = len(n.gpus)
     parts = [f"{gpus} GPU{'' if gpus == 1 else 's'}"]
     if n.used is not None:
@@ -94,7 +95,8 @@ def node_line(n: NodeNow, now: float) -> str:
 
 
 def gpu_line(g: GpuNow) -> str:
-    """``gpu0 NVIDIA H100 80GB HBM3: 40.0 GiB of 79.6 GiB, 87%, 612 W, 61 °C, pod research/x``."""
+    """A node's GPU as one line:
+    ``gpu0 NVIDIA H100 80GB HBM3: 40.0 GiB of 79.6 GiB, 87%, 612 W, 61 °C, pod research/x``."""
     parts = []
     if g.used is not None:
         parts.append(format_bytes(g.used) + (f" of {format_bytes(g.total)}" if g.total else ""))

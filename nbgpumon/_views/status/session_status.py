@@ -1,7 +1,7 @@
-"""A session's status in words, from its facts (``SessionData.status()``): the widget's status
-bar and the static picture's line (:func:`status_line`), ``%gpumon status``
-(:func:`status_lines`) and the processes in the snapshot (:func:`process_lines`). A live
-session and a recording say it the same way."""
+"""A session's status in words, from its facts (``SessionData.status()``). It words the widget's
+status bar and the static picture's line (:func:`status_line`), ``%gpumon status``
+(:func:`status_lines`) and the processes in the snapshot (:func:`process_lines`). A live session and
+a recording say it the same way."""
 
 from __future__ import annotations
 
@@ -10,9 +10,11 @@ from typing import TYPE_CHECKING
 from ..._foundation.gpu_names import cuda_label, hidden_gpus
 from ..._foundation.metrics import metric
 from ..._foundation.wording import counted, format_bytes
+from ..._session.device_open import OPEN_WAIT
+from ..words.processes import process_who
+from ..words.traced import tracing_state_words
 from .damage import damage_line
 from .nvtx import nvtx_state_words
-from .processes import process_who
 from .recorder import recorder_line
 from .sampler_cost import cost_line
 
@@ -69,7 +71,8 @@ def status_line(status: Status) -> str:
 
 
 def status_lines(status: Status) -> list[str]:
-    """``%gpumon status``: what is running, what is measured, and what is unavailable and why."""
+    """What ``%gpumon status`` prints: what is running, what is measured, and what is unavailable
+    and why."""
     if status.recorded is not None:
         return _recorded_lines(status.recorded)
     live = status.live
@@ -101,6 +104,15 @@ def not_answering(devices: DeviceSourceFacts) -> str:
         f"{devices.label} has not answered for {silent:.1f} s (figures unavailable)"
         if silent
         else ""
+    )
+
+
+def not_started_line(label: str) -> str:
+    """Why a device source whose start did not answer by the load's wait reads nothing: its
+    status from then on."""
+    return (
+        f"{label} is not answering: not started {OPEN_WAIT:g} s after loading; %gpumon status "
+        "says when it answers"
     )
 
 
@@ -161,7 +173,7 @@ def _live_lines(state: str, live: LiveStatus) -> list[str]:
     lines.append("allocators (each framework's own view of this kernel's GPU memory):")
     lines += [f"  {f.label}: {_framework_state(f, detail=True)}" for f in live.frameworks]
     traced = f" ({', '.join(live.traced_by)})" if live.traced_by else ""
-    lines.append(f"allocation tracing {live.tracing}{traced}")
+    lines.append(f"allocation tracing {tracing_state_words(live.tracing)}{traced}")
     lines.append(f"NVTX cell ranges {nvtx_state_words(live.nvtx)}")
     lines.append(
         f"host: {live.host}; per-cell host peak "

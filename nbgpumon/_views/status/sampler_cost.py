@@ -14,8 +14,8 @@ SHARE_AFTER = 1.0  # seconds of ticking before the share of a core is worth sayi
 
 
 def cost_line(report: CostReport) -> str:
-    """``sampler cost: 0.03% of a core over 60 s (fast 14 µs CPU/tick ×600; …), 41 NVML
-    calls/s (20 keeping the GIL)``."""
+    """What the sampler costs, as one line: ``sampler cost: 0.03% of a core over 60 s (fast
+    14 µs CPU/tick ×600; …), 41 NVML calls/s (20 keeping the GIL)``."""
     if not report.ticks:
         return "sampler cost: no tick yet"
     parts = [
