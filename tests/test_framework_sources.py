@@ -15,7 +15,7 @@ from nbgpumon._sources.cuda_contexts import CudaContexts
 from nbgpumon._sources.frameworks.cupy.allocator import CupyAllocatorSource
 from nbgpumon._sources.frameworks.jax.allocator import JaxAllocatorSource
 from nbgpumon._views.memory.freed import freed_line
-from nbgpumon._views.status.status import status_lines
+from nbgpumon._views.status.session_status import status_lines
 from nbgpumon._views.words.cell_summary import summary_line
 from nbgpumon._views.words.cells_table import cells_table
 

@@ -12,7 +12,7 @@ import pytest
 from nbgpumon import Monitor
 from nbgpumon._sources.devices.nvml.source import FAST_METRICS, NvmlSource
 from nbgpumon._sources.processes.source import ProcessSource
-from nbgpumon._views.status.status import status_lines
+from nbgpumon._views.status.session_status import status_lines
 
 from notebook_runner import fake_nvml_env, fake_pynvml, run_cells
 

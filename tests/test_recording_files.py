@@ -34,7 +34,7 @@ from nbgpumon._recording.writer import RecordingWriter, open_database
 from nbgpumon._sampling.timeline import Timeline
 from nbgpumon._session.config import GPUMon
 from nbgpumon._views.status.damage import damage_line
-from nbgpumon._views.status.status import status_line
+from nbgpumon._views.status.session_status import status_line
 
 from notebook_runner import fake_pynvml, run_cells
 

@@ -19,7 +19,7 @@ from nbgpumon._session.facts.status import (
     SamplerFacts,
     Status,
 )
-from nbgpumon._views.status.status import (
+from nbgpumon._views.status.session_status import (
     not_answering,
     not_started_line,
     process_lines,

@@ -64,7 +64,7 @@ SOURCE_CELL = (
 )
 SHOWN_CELL = (
     "import base64, json, math, urllib.request\n"
-    "from nbgpumon._views.status.status import status_line\n"
+    "from nbgpumon._views.status.session_status import status_line\n"
     "_w = _m.widget()\n"
     "_row = _m.timeline.latest()\n"
     "print('SHOWN=' + json.dumps({\n"
@@ -266,7 +266,7 @@ import nbgpumon
 from nbgpumon._api.monitor import Monitor
 from nbgpumon._foundation.metrics import describe_columns
 from nbgpumon._views.chart.panels import chart_panels
-from nbgpumon._views.status.status import status_line, status_lines
+from nbgpumon._views.status.session_status import status_line, status_lines
 from nbgpumon._sources.devices.protocol import DeviceSource, ProcessRole, role
 from nbgpumon._api.exporter_families import SessionCollector
 from nbgpumon._views.memory.explain import measured_words

@@ -30,7 +30,7 @@ COLUMNS_CELL = (
     "from nbgpumon._foundation.metrics import describe_columns\n"
     "m = nbgpumon.monitor()\n"
     "print('COLUMNS=' + json.dumps(describe_columns(m.data.columns)))\n"
-    "from nbgpumon._views.status.status import status_line\n"
+    "from nbgpumon._views.status.session_status import status_line\n"
     "print('LINE=' + status_line(m.data.status()))"
 )
 EXPORT_CELL = (

@@ -272,7 +272,7 @@ BOTH_LISTED = (
     "_seen = lambda: {p.pid for p in _m._session.process_source.processes} & set(PIDS)\n"
     "while len(_seen()) < 2 and time.monotonic() < _d:\n"
     "    time.sleep(0.05)\n"
-    "from nbgpumon._views.status.status import process_lines\n"
+    "from nbgpumon._views.status.session_status import process_lines\n"
     "print('\\n'.join(process_lines(_m.data.status())))"
 )
 

@@ -15,7 +15,7 @@ from nbgpumon._foundation.wording import MINUS, counted, format_bytes, format_pe
 from nbgpumon._ledger.records import CellRecord
 from nbgpumon._session.facts.status import RecordedStatus, Status
 from nbgpumon._views.memory.holders import holders_text
-from nbgpumon._views.status.status import status_line
+from nbgpumon._views.status.session_status import status_line
 from nbgpumon._views.words.cell_summary import summary_line
 from nbgpumon._views.words.cells_table import cells_table
 

@@ -48,7 +48,7 @@ class Monitor:
         self._session = session = Session(*args, **options)
         late = session.devices_started_late()
         if late is not None:  # its start did not answer in time: the source says so, in words
-            from .._views.status.status import not_started_line
+            from .._views.status.session_status import not_started_line
 
             session.device_source.not_started(not_started_line(late.label))
         self.config = session.config

@@ -1,5 +1,5 @@
 """What went wrong when a recording's write failed, as a kind a user acts on (the words:
-``_views/words/recorder.py``).
+``_views/status/recorder.py``).
 
 SQLite reports a full disk as SQLITE_FULL, but a file system that turned read-only or a
 permission taken away both come back as one I/O error code (the system's errno is not

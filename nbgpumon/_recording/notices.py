@@ -1,6 +1,6 @@
 """What a recording met and did, as facts: a fault that stopped it, its file gone from its path
 (and whether it goes on in a new one), a start or a stop. The writer's thread keeps the
-notices for the main thread, which has the views word them (``_views/words/recorder.py``)
+notices for the main thread, which has the views word them (``_views/status/recorder.py``)
 under the cell during which it happened (invariant 14)."""
 
 from __future__ import annotations

@@ -76,7 +76,7 @@ class Lost:
 
 @dataclass(frozen=True, slots=True)
 class Damage:
-    """A recording cut short and read as far as it goes (the words: ``_views/words/damage.py``)."""
+    """A recording cut short and read as far as it goes (the words: ``_views/status/damage.py``)."""
 
     path: Path
     cut_short: str  # how it is cut short, as the file check says it

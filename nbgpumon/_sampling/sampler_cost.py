@@ -47,7 +47,7 @@ class GroupCost:
 
 @dataclass(frozen=True, slots=True)
 class CostReport:
-    """The sampler's cost since it (last) started (in words: ``_views/words/sampler_cost.py``)."""
+    """The sampler's cost since it (last) started (in words: ``_views/status/sampler_cost.py``)."""
 
     seconds: float  # wall time from the first tick counted to the end of the latest
     ticks: int

@@ -1,6 +1,6 @@
 """A live session's :class:`~.facts.status.Status`, read from its sampler and sources at one
 instant. Views say from it what is running and what is unavailable without reaching into them (the
-words: ``_views/words/status.py``)."""
+words: ``_views/status/session_status.py``)."""
 
 from __future__ import annotations
 

@@ -48,7 +48,7 @@ def test_status_text_wraps_between_words_in_a_narrow_notebook(page, open_noteboo
             "%gpumon status",
             # the same words in a bare <pre>, as the front end styles it: the control
             "from IPython.display import HTML\nimport html, nbgpumon\n"
-            "from nbgpumon._views.status.status import status_line\n"
+            "from nbgpumon._views.status.session_status import status_line\n"
             "HTML(f'<pre>{html.escape(status_line(nbgpumon.monitor().data.status()))}</pre>')",
         ]
     )

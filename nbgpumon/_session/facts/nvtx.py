@@ -1,5 +1,5 @@
 """Whether NVTX cell ranges are on, and what turning them on or off did, as facts (the
-words: ``_views/words/nvtx.py``; the ranges: ``controls/nvtx_ranges.py``)."""
+words: ``_views/status/nvtx.py``; the ranges: ``controls/nvtx_ranges.py``)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ ASKED_ON, ASKED_OFF, ASKED_STATE = "on", "off", "state"  # NvtxAnswer.asked
 
 @dataclass(frozen=True, slots=True)
 class NvtxState:
-    """Whether NVTX cell ranges are on (the views word it: ``words/nvtx.py``)."""
+    """Whether NVTX cell ranges are on (the views word it: ``_views/status/nvtx.py``)."""
 
     on: bool
     waiting_for: str = ""  # on, but no range until this framework initialises CUDA: its label

@@ -61,7 +61,7 @@ class Node:
 
 @dataclass(frozen=True, slots=True)
 class ClusterState:
-    """What the reading of other nodes is doing (the views word it: ``words/cluster.py``)."""
+    """What the reading of other nodes is doing (worded in ``_views/status/cluster.py``)."""
 
     remote: RemoteState | None  # the server's source now (or when it stopped); None: none read
     refused_gpus: int = 0  # GPUs the server listed beyond what nbgpumon keeps

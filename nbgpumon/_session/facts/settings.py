@@ -1,6 +1,6 @@
 """What a ``%config GPUMon.<name> = value`` (or the shell's configuration at load) did, as
 facts: a setting that started or stopped something, a value not taken. The layer above words
-them (``_views/words/settings.py``) and prints them in the user's cell."""
+them (``_views/status/settings.py``) and prints them in the user's cell."""
 
 from __future__ import annotations
 

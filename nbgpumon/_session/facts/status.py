@@ -1,8 +1,8 @@
 """What a view says about a session's machinery, as facts read at one instant. They cover the
 sampler and its cadences, the devices and what is unavailable and why, each framework, the
-recording, the exporter, tracing and NVTX, the processes on the GPUs. The words are the views'
-(``_views/words/status.py``); strings here are the sources' own (a source's status, a failure's
-message), never sentences made for a view."""
+recording, the exporter, tracing and NVTX, the processes on the GPUs. The words are the
+views' (``_views/status/session_status.py``); strings here are the sources' own (a source's
+status, a failure's message), never sentences made for a view."""
 
 from __future__ import annotations
 

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from ..._ledger.records import CellRecord
 from ..._session.facts.status import Status
 from ..status.recorder import recorder_line
-from ..status.status import status_line
+from ..status.session_status import status_line
 from ..words.recording_cells import cells_words
 from ..words.text_view import pre_html
 from .short import short_text

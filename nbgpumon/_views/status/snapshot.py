@@ -13,7 +13,7 @@ from ..._foundation.wording import format_bytes, format_value
 from ..words.cells_table import cells_table
 from ..words.text_view import TextView, pre_html
 from .cluster import cluster_lines
-from .status import process_lines, status_line, status_lines
+from .session_status import process_lines, status_line, status_lines
 
 RSS = metric("host", "rss")
 

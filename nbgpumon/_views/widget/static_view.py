@@ -7,7 +7,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from ..status.status import status_line
+from ..status.session_status import status_line
 from ..words.text_view import pre_html
 from .live_chart import plain_summary, static_svg
 

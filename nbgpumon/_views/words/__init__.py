@@ -1,1 +1,2 @@
-"""Every sentence nbgpumon says about a session, a cell, a process or a fault, from facts."""
+"""Sentences about cells, regions and processes, from facts: a cell's summary line, the cells
+table, what a cell started, traced allocations, advice and a fit."""
