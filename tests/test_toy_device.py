@@ -19,6 +19,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from traitlets import TraitError
@@ -32,7 +33,10 @@ from nbgpumon._sources.devices import register_device_source as register
 from nbgpumon._sources.devices.nvml import LABEL, NvmlSource
 from nbgpumon._sources.devices.protocol import (
     CallCountRole,
+    CudaMappingRole,
     DeviceSource,
+    DiagnosticsRole,
+    HangWatchRole,
     MigRole,
     ProcessRole,
     role,
@@ -45,6 +49,7 @@ from prometheus_server import free_port, samples
 TESTS = Path(__file__).resolve().parent
 NVML_PACKAGE = Path(nbgpumon.__file__).resolve().parent / "_sources" / "devices" / "nvml"
 GIB = 2**30
+ROLES = (MigRole, ProcessRole, CallCountRole, HangWatchRole, DiagnosticsRole, CudaMappingRole)
 
 GROW_CELL = "nbgpumon.monitor()._session.device_source.used += 2 * 2**30  # the toy grows"
 # Waits (a condition, with a deadline) for the fan, read at the toy's detail cadence, and a few
@@ -124,7 +129,8 @@ def test_the_setting_before_the_load_picks_the_toy(toy_run):
 def test_status_says_the_toy_and_its_own_metrics_in_its_words(toy_run):
     runs, shown, _ = toy_run
     status = runs[6].text.splitlines()
-    assert "Toy: driver toy-driver 1.0, binding toy-binding 0.1, 1 GPU" in status, status
+    # (no binding: the toy has no diagnostics role)
+    assert "Toy: driver toy-driver 1.0, 1 GPU" in status, status
     assert any(ln.startswith("  gpu0: Toy GPU, TOY-0000, cuda:0, 8.0 GiB") for ln in status)
     # its cadences are its registration's, worded by its metrics' labels; it lists no
     # processes, so no process list's cadence and no children's
@@ -247,10 +253,32 @@ def test_nvml_s_source_has_the_core_and_every_role_the_session_asks_for():
         source = mon._session.device_source
         assert isinstance(source, DeviceSource)
         assert (source.name, source.label) == ("nvml", "NVML")
-        for kind in (MigRole, ProcessRole, CallCountRole):
-            assert role(source, kind) is source
+        for kind in ROLES:
+            assert role(source, kind) is source, kind.__name__
     finally:
         mon.close()
+
+
+def test_a_role_is_found_by_all_its_members_without_running_them():
+    class Told:  # the diagnostics role, whose binding a lookup must not read (it may cost ms)
+        @property
+        def binding_version(self) -> str:
+            raise AssertionError("a role's property was run")
+
+        def notes(self) -> list[str]:
+            return []
+
+        def disabled_reads(self) -> dict[tuple[int, str], str]:
+            return {}
+
+    class HalfTold:  # one member short
+        def notes(self) -> list[str]:
+            return []
+
+    told = Told()
+    assert role(told, DiagnosticsRole) is told
+    assert role(HalfTold(), DiagnosticsRole) is None
+    assert role(told, CudaMappingRole) is None
 
 
 def test_this_process_registers_no_toy():
@@ -267,14 +295,15 @@ from nbgpumon._api.monitor import Monitor
 from nbgpumon._foundation.metrics import describe_columns
 from nbgpumon._views.chart.panels import chart_panels
 from nbgpumon._views.status.session_status import status_line, status_lines
-from nbgpumon._sources.devices.protocol import DeviceSource, ProcessRole, role
+from nbgpumon._sources.devices import protocol
 from nbgpumon._api.exporter_families import SessionCollector
 from nbgpumon._views.memory.explain import measured_words
 
 mon = Monitor(new_device_source=toy_device.ToyDevices)
 toy = mon._session.device_source
-assert isinstance(toy, DeviceSource), "the toy does not implement the protocol"
-assert role(toy, ProcessRole) is None, "the toy has no process role"
+assert isinstance(toy, protocol.DeviceSource), "the toy does not implement the protocol"
+for kind in sys.argv[2:]:  # the optional roles' names
+    assert protocol.role(toy, getattr(protocol, kind)) is None, f"the toy has {kind}"
 mon.start()
 assert mon.wait_for_samples(), "no sample"
 recorded = mon.record(sys.argv[1])
@@ -308,10 +337,11 @@ print("RESULT=" + json.dumps(out))
 """
 
 
-def _run_toy(tmp_path: Path) -> dict:
+def _run_child(script: str, *args: str) -> Any:
+    """What ``script``, run in a child process that can import the toy, printed after RESULT=."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(TESTS), str(TESTS.parent)])}
     done = subprocess.run(
-        [sys.executable, "-c", CHILD, str(tmp_path / "toy.sqlite")],
+        [sys.executable, "-c", script, *args],
         capture_output=True, text=True, env=env, timeout=120, check=False,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
@@ -320,10 +350,11 @@ def _run_toy(tmp_path: Path) -> dict:
 
 
 def test_a_toy_given_to_a_monitor_is_found_everywhere_the_device_is(tmp_path):
-    got = _run_toy(tmp_path)
+    got = _run_child(CHILD, str(tmp_path / "toy.sqlite"), *(kind.__name__ for kind in ROLES))
     assert got["type"] == "ToyDevices"
-    # status: the source's own line, in its label's words, and its GPU
-    assert "Toy: driver toy-driver 1.0, binding toy-binding 0.1, 1 GPU" in got["status"]
+    # status: the source's own line, in its label's words (no binding: it has no diagnostics
+    # role), and its GPU
+    assert "Toy: driver toy-driver 1.0, 1 GPU" in got["status"], got["status"]
     assert any(ln.startswith("  gpu0: Toy GPU, TOY-0000, cuda:0, 8.0 GiB") for ln in got["status"])
     # the timeline's and the chart's columns, by the source's name
     assert got["columns"][:3] == ["gpu0.toy.mem_used", "gpu0.toy.mem_total", "gpu0.toy.gpu_util"]
@@ -341,3 +372,37 @@ def test_a_toy_given_to_a_monitor_is_found_everywhere_the_device_is(tmp_path):
     assert got["loaded_delta"] == got["loaded_used"] == [2 * GIB]
     # explain: a source that lists no processes has no figure for this one, and says so
     assert got["explained"] == "what the frameworks hold and reserve: Toy lists no processes"
+
+
+# -- a late start, told without the hang watch role: the session times the start itself ------
+LATE_CHILD = """
+import json, time
+import toy_device
+from nbgpumon._api.monitor import Monitor
+from nbgpumon._session.device_open import OPEN_WAIT
+from nbgpumon._views.status.session_status import not_answering
+
+class SlowToy(toy_device.ToyDevices):  # its start takes longer than the load waits
+    def open(self):
+        time.sleep(OPEN_WAIT + 0.5)
+        return super().open()
+
+mon = Monitor(new_device_source=SlowToy)
+said = [not_answering(mon.data.status().live.devices)]
+deadline = time.monotonic() + 30
+while not getattr(mon._session.devices_started_late(), "answered", False):
+    if time.monotonic() > deadline:
+        break
+    time.sleep(0.02)
+said.append(not_answering(mon.data.status().live.devices))
+mon.close()
+print("RESULT=" + json.dumps(said))
+"""
+
+
+def test_a_toy_that_starts_late_is_told_still_starting_then_answered():
+    still, answered = _run_child(LATE_CHILD)
+    assert re.fullmatch(r"Toy has not answered for [0-9.]+ s \(still starting\)", still), still
+    assert re.fullmatch(
+        r"Toy answered after [0-9.]+ s, with 1 GPU: %reload_ext nbgpumon watches them", answered
+    ), answered

@@ -97,7 +97,8 @@ class Monitor:
     @property
     def device_mapping_note(self) -> str:
         """How the CUDA numbering was worked out, where that needs saying ("" else)."""
-        return self._session.device_source.mapping_note
+        mapping = self._session.cuda_mapping  # (None: the source numbers devices as CUDA does)
+        return mapping.mapping_note if mapping is not None else ""
 
     def start(self) -> None:
         """Start sampling (no-op when running)."""

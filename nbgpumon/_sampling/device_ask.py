@@ -8,7 +8,14 @@ import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from .._sources.devices.protocol import DeviceSource, GpuProcess, MigRole, ProcessRole, role
+from .._sources.devices.protocol import (
+    DeviceSource,
+    GpuProcess,
+    HangWatchRole,
+    MigRole,
+    ProcessRole,
+    role,
+)
 from .bounded_call import NO_ANSWER, BoundedCall
 
 T = TypeVar("T")
@@ -27,6 +34,10 @@ class DeviceAsk:
         # its optional roles, asked once: None where it has none
         self.mig: MigRole | None = role(devices, MigRole)
         self.lister: ProcessRole | None = role(devices, ProcessRole)
+        self.hang_watch: HangWatchRole | None = role(devices, HangWatchRole)
+        watch = self.hang_watch
+        # bound once, so that an ask pays one call either way (no role: always answering)
+        self._silent = watch.not_answering_for if watch is not None else _always_answering
         self._call = BoundedCall(f"nbgpumon-{devices.name}-ask")
         # what a record and a view say of a figure it lacks: "NVML not answering"
         self.not_answering = f"{devices.label} not answering"
@@ -36,7 +47,7 @@ class DeviceAsk:
         while it answers)."""
         now = time.monotonic()
         busy = self._call.busy_for(now)  # an ask left running past its deadline
-        silent = self.device_source.not_answering_for(now)
+        silent = self._silent(now)
         return max(silent, busy) if silent or busy > self.wait else 0.0
 
     def memory_used(self) -> list[int | None] | None:
@@ -57,6 +68,10 @@ class DeviceAsk:
         """Each of ``migs``' memory in use now, bytes (None from a source without MIG)."""
         mig = self.mig
         return self._ask(lambda: mig.read_mig_used(migs)) if mig is not None else None
+
+    def asking(self) -> bool:
+        """Whether its worker is in a call to the device source now (an ask, or the start)."""
+        return bool(self._call.since)
 
     def close(self) -> None:
         """The worker ends after the call it is in, if any; nothing is waited for."""
@@ -80,3 +95,8 @@ class DeviceAsk:
             return None
         got: Any = self._call.call(work, self.wait)
         return None if got is NO_ANSWER else got
+
+
+def _always_answering(now: float | None = None) -> float:
+    """How long a source without the hang watch role keeps a caller waiting: never."""
+    return 0.0

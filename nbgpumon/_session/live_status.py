@@ -73,27 +73,27 @@ def _sampler(mon: Session) -> SamplerFacts:
 
 
 def _device_source(mon: Session, devices: tuple[Device, ...]) -> DeviceSourceFacts:
-    source = mon.device_source
+    source, told, mapping = mon.device_source, mon.diagnostics, mon.cuda_mapping  # (roles)
     facts = source.facts() if source.available else None
     lost = facts.lost_devices if facts is not None else frozenset()
+    stopped = sorted(told.disabled_reads().items()) if told is not None else []
     return DeviceSourceFacts(
         label=source.label,
         status=source.status,
         available=facts is not None,
         driver_version=facts.driver_version if facts is not None else None,
-        binding_version=source.binding_version,
+        binding_version=told.binding_version if told is not None else None,
         gpus=tuple(_gpu(mon, d, d.index in lost) for d in devices),
-        unavailable=tuple(
-            (dev, name, why) for (dev, name), why in sorted(source.disabled_reads().items())
-        ),
-        mapping_note=source.mapping_note or "",
-        notes=tuple(source.notes()),
+        unavailable=tuple((dev, name, why) for (dev, name), why in stopped),
+        mapping_note=mapping.mapping_note if mapping is not None else "",
+        notes=tuple(told.notes()) if told is not None else (),
         started_late=mon.devices_started_late(),
         silent_for=mon.device_ask.silent_for() or 0.0,
         source=source.name,
         detail=_read_at(source.name, DETAIL),
         slow=_read_at(source.name, SLOW),
         lists_processes=mon.device_ask.lister is not None,
+        tells_library=told is not None,
     )
 
 

@@ -27,7 +27,13 @@ from .._sampling.timeline import Timeline
 from .._sources.allocator_columns import AllocatorColumns
 from .._sources.base import ALLOCATOR, DETAIL, SLOW, AllocatorSource
 from .._sources.devices import source_maker
-from .._sources.devices.protocol import CallCountRole, DeviceSource, role
+from .._sources.devices.protocol import (
+    CallCountRole,
+    CudaMappingRole,
+    DeviceSource,
+    DiagnosticsRole,
+    role,
+)
 from .._sources.frameworks import frameworks, plugin_settings
 from .._sources.host import HostSource
 from .._sources.processes.source import ProcessSource
@@ -81,9 +87,12 @@ class Session:
         # ``shell``: the running shell (namespace, Out, tracebacks), or None.
         # The device source: the plug-in GPUMon.device_source names, given ``nvml_module``
         # (the fault tests' fake library), or what ``new_device_source`` makes. The main thread
-        # asks it with a deadline; _late_source: one still starting.
+        # asks it with a deadline; _late_start: one not started by then.
         new_source = new_device_source or source_maker(cfg.take_device_source(), nvml_module)
-        self.device_source, self.device_ask, self._late_source = open_devices(new_source)
+        self.device_source, self.device_ask, self._late_start = open_devices(new_source)
+        # its optional roles of status's and the allocators', asked once (None: it has none)
+        self.diagnostics = role(self.device_source, DiagnosticsRole)
+        self.cuda_mapping = role(self.device_source, CudaMappingRole)
         # each framework's own view, one allocator source per registered plug-in
         self.allocators = tuple(
             f.new_allocator(len(self.device_source.devices)) for f in frameworks()
@@ -97,7 +106,7 @@ class Session:
         sources = [
             self.device_source,
             self.process_source,
-            *(AllocatorColumns(allocator, self.device_source) for allocator in self.allocators),
+            *(AllocatorColumns(a, self.device_source, self.cuda_mapping) for a in self.allocators),
             self.host,
         ]
         self.timeline = Timeline(timeline_columns(sources))
@@ -204,8 +213,9 @@ class Session:
             if close is not None:
                 close()
         close_devices(self.device_source, self.device_ask, self.sampler, stopped)
-        if self._late_source is not None and not self._late_source.reading_since:
-            self._late_source.close()
+        late = self._late_start
+        if late is not None and late.took is not None:  # (one still starting is left to end)
+            late.source.close()
         self.host.close()
         self.process_source.close()
         _open_sessions.discard(self)
@@ -215,7 +225,7 @@ class Session:
         return self.exporter_line_of()
 
     def devices_started_late(self) -> LateStart | None:
-        return started_late(self._late_source)
+        return started_late(self._late_start)
 
     @property
     def has_gpu(self) -> bool:

@@ -6,7 +6,7 @@ from collections.abc import Iterable
 
 from .._foundation.metrics import columns_for
 from .base import ALLOCATOR, AllocatorSource, AllocatorStats
-from .devices.protocol import DeviceSource, GpuDevice
+from .devices.protocol import CudaMappingRole, DeviceSource, GpuDevice
 
 
 def read_by_cuda_index(
@@ -28,13 +28,18 @@ class AllocatorColumns:
 
     It is read at the allocator cadence, and only once the framework is up (never
     initialising it); the first read also maps the device source's devices to the framework's
-    by UUID.
+    by UUID, where the source has the CUDA mapping role (``mapping``: the session asked it once).
     """
 
     changes_on = frozenset({ALLOCATOR})  # (Source): on other ticks the sampler keeps its row
 
-    def __init__(self, allocator: AllocatorSource, devices: DeviceSource) -> None:
-        self.allocator, self.device_source = allocator, devices
+    def __init__(
+        self,
+        allocator: AllocatorSource,
+        devices: DeviceSource,
+        mapping: CudaMappingRole | None,
+    ) -> None:
+        self.allocator, self.device_source, self._mapping = allocator, devices, mapping
         self.name = allocator.name
         self.metrics = allocator.metrics
         self._width = len(self.metrics)
@@ -50,8 +55,9 @@ class AllocatorColumns:
 
     def read(self, due: frozenset[str]) -> list[float | None]:
         if ALLOCATOR in due and self.allocator.active():
-            if not self._mapped:
-                self.device_source.remap_cuda(self.allocator.device_uuids())
+            if not self._mapped:  # (once: an exact numbering, where the source can make one)
+                if self._mapping is not None:
+                    self._mapping.remap_cuda(self.allocator.device_uuids())
                 self._mapped = True
             stats = read_by_cuda_index(self.allocator, self.device_source.devices)
             for device in self.device_source.devices:

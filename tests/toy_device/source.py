@@ -23,8 +23,6 @@ class ToyDevices:
         self.total, self.used, self.util, self.fan = total, GIB, 42.0, 30.0
         self._fan_read: float | None = None  # the fan as last read (at the detail cadence)
         self.devices: list[GpuDevice] = []
-        self.mapping_note = ""
-        self.reading_since = self.asking_since = self.last_took = 0.0
         self._reason = ""
 
     # identity and status
@@ -39,21 +37,8 @@ class ToyDevices:
     def facts(self) -> DeviceFacts:
         return DeviceFacts("toy-driver 1.0", frozenset())
 
-    @property
-    def binding_version(self) -> str | None:
-        return "toy-binding 0.1"
-
-    def disabled_reads(self) -> dict[tuple[int, str], str]:
-        return {}
-
-    def notes(self) -> list[str]:
-        return []
-
     def unavailable(self, index: int) -> tuple[str, ...]:
         return ()
-
-    def not_answering_for(self, now: float | None = None) -> float:
-        return 0.0
 
     # lifecycle
     def open(self) -> bool:
@@ -65,9 +50,6 @@ class ToyDevices:
 
     def not_started(self, reason: str) -> None:
         self._reason = reason
-
-    def remap_cuda(self, cuda_uuids: list[str]) -> None:
-        pass
 
     # the tick and the asks
     def columns(self) -> list[str]:

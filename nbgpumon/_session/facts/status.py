@@ -76,6 +76,7 @@ class DeviceSourceFacts:
     detail: tuple[str, ...] = ()
     slow: tuple[str, ...] = ()
     lists_processes: bool = True  # it has the process role (lists read at the slow cadence)
+    tells_library: bool = True  # it has the diagnostics role (its binding, notes, reads stopped)
 
 
 @dataclass(frozen=True, slots=True)

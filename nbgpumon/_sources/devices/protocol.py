@@ -1,16 +1,19 @@
 """What a device source offers: a small core every source has and optional roles a source may leave
-out. The core is its devices and their identity, a reading, status, what it cannot give and why, the
-CUDA numbering; the roles are MIG devices, the processes on a device, library call counts.
+out. The core is its devices, a reading, status and what it cannot give; the roles are MIG devices,
+the processes on a device, library call counts, how long it keeps a caller waiting, what status
+tells of its library, and the exact CUDA numbering.
 
-NVML's source (``devices/nvml/``) is one implementation; the session, the ledger, status,
-headroom and the post-mortem ask a :class:`DeviceSource`, never NVML by name, and ask for a
+NVML's source (``devices/nvml/``) is one implementation, with every role; the session, the ledger,
+status, headroom and the post-mortem ask a :class:`DeviceSource`, never NVML by name, and ask for a
 role with :func:`role` once, when the session starts: where a source has none, nothing of that
-role is shown (no process list, no MIG lines, no call counts in the sampler's cost). A device
-source's per-GPU metrics are registered in the registry's DEVICE group under its ``name``.
+role is shown (no process list, no MIG lines, no call counts in the sampler's cost, no library
+notes) or it is taken as the simplest case (always answering; CUDA numbers its devices as it does).
+A device source's per-GPU metrics are registered in the registry's DEVICE group under its ``name``.
 """
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar, runtime_checkable
@@ -71,12 +74,6 @@ class DeviceSource(Protocol):
     label: str  # how users write it, in the words views show ("NVML")
     metrics: tuple[Any, ...]
     devices: list[GpuDevice]  # dense by ``index``; empty: no GPU (``status`` says why)
-    mapping_note: str  # how the CUDA numbering was worked out, where that needs saying ("")
-    # monotonic seconds since a read (the sampler's) or an ask (another thread's) started, 0.0
-    # when none waits; and how long the last one to return took
-    reading_since: float
-    asking_since: float
-    last_took: float
 
     # -- identity and status --------------------------------------------------------------
     @property
@@ -93,26 +90,8 @@ class DeviceSource(Protocol):
         """What status and a recording say of the source itself: its driver, lost devices."""
         ...
 
-    @property
-    def binding_version(self) -> str | None:
-        """Its library binding's version, None where it has none (asked by ``%gpumon
-        status``: may cost ms)."""
-        ...
-
-    def disabled_reads(self) -> dict[tuple[int, str], str]:
-        """(device index, read) -> why: the reads it stopped making on a device."""
-        ...
-
-    def notes(self) -> list[str]:
-        """Things to know about the source, for status (may cost milliseconds)."""
-        ...
-
     def unavailable(self, index: int) -> tuple[str, ...]:
         """The metrics it cannot give for device ``index``, in registry order."""
-        ...
-
-    def not_answering_for(self, now: float | None = None) -> float:
-        """Seconds it has kept a caller waiting once that is too long; 0.0 while it answers."""
         ...
 
     # -- lifecycle ------------------------------------------------------------------------
@@ -124,10 +103,6 @@ class DeviceSource(Protocol):
 
     def not_started(self, reason: str) -> None:
         """Never to be opened: ``status`` says ``reason`` (a start that did not answer)."""
-        ...
-
-    def remap_cuda(self, cuda_uuids: list[str]) -> None:
-        """The exact CUDA numbering, from the UUIDs a framework reports in its own order."""
         ...
 
     # -- the tick and the asks (off the sampler's thread, bounded by a deadline) -----------
@@ -186,13 +161,61 @@ class CallCountRole(Protocol):
         ...
 
 
+@runtime_checkable
+class HangWatchRole(Protocol):
+    """A source that times its own calls, so that a driver keeping its callers waiting is told
+    (status says so; the main thread stops waiting on it until it answers). A source without it
+    is taken as always answering: each ask is still bounded by ``DeviceAsk``'s deadline."""
+
+    def not_answering_for(self, now: float | None = None) -> float:
+        """Seconds it has kept a caller (a read or an ask) waiting, once that is too long;
+        0.0 while it answers. ``now``: ``time.monotonic()``, where the caller has it."""
+        ...
+
+
+@runtime_checkable
+class DiagnosticsRole(Protocol):
+    """A source that tells ``%gpumon status`` about its library: its binding, what to know,
+    the reads it stopped making."""
+
+    @property
+    def binding_version(self) -> str | None:
+        """Its library binding's version, None where it cannot tell (may cost ms)."""
+        ...
+
+    def notes(self) -> list[str]:
+        """Things to know about the source (may cost milliseconds)."""
+        ...
+
+    def disabled_reads(self) -> dict[tuple[int, str], str]:
+        """(device index, read) -> why: the reads it stopped making on a device."""
+        ...
+
+
+@runtime_checkable
+class CudaMappingRole(Protocol):
+    """A source whose own device numbering may differ from CUDA's (``GpuDevice.cuda_index``),
+    worked out at its start and made exact once a framework reports its devices' UUIDs. A
+    source without it has numbered its devices as CUDA does."""
+
+    mapping_note: str  # how the CUDA numbering was worked out, where that needs saying ("")
+
+    def remap_cuda(self, cuda_uuids: list[str]) -> None:
+        """The exact CUDA numbering, from the UUIDs a framework reports in its own order."""
+        ...
+
+
 R = TypeVar("R")
+_ABSENT = object()
 
 
 def role(source: object, kind: type[R]) -> R | None:
-    """``source`` as a ``kind`` (one of the roles above) where it has that role's members,
-    else None. An isinstance check of a protocol (µs): ask once, when a session starts."""
-    return source if isinstance(source, kind) else None  # type: ignore[return-value]
+    """``source`` as a ``kind`` (one of the roles above) where it has every member of that role,
+    else None. Members are looked up, never run (``isinstance`` would run a property, which may
+    cost milliseconds); still, ask once, when a session starts, never on a tick or a cell."""
+    members = {*vars(kind).get("__annotations__", {}), *(n for n in vars(kind) if n[0] != "_")}
+    found = all(inspect.getattr_static(source, n, _ABSENT) is not _ABSENT for n in members)
+    return source if found else None  # type: ignore[return-value]
 
 
 @dataclass(frozen=True, slots=True)

@@ -148,9 +148,10 @@ def _live_lines(state: str, live: LiveStatus) -> list[str]:
     if silent:
         lines.append(silent)
     if devices.available:
+        binding = f", binding {devices.binding_version or '?'}" if devices.tells_library else ""
         lines.append(
-            f"{devices.label}: driver {devices.driver_version or '?'}, binding "
-            f"{devices.binding_version or '?'}, {counted(len(devices.gpus), 'GPU')}"
+            f"{devices.label}: driver {devices.driver_version or '?'}{binding}, "
+            f"{counted(len(devices.gpus), 'GPU')}"
         )
     else:
         lines.append(f"{devices.label}: unavailable: {devices.status}")
