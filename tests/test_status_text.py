@@ -63,7 +63,7 @@ def _live(**devices) -> Status:
         reset_means=(),
         preserve_means=(),
         recording=None,
-        exporter="",
+        exporter=None,
         summary=True,
         records=3,
     )  # fmt: skip

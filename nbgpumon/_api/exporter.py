@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from .._foundation.errors import UsageError
-from .._foundation.wording import counted
+from .._session.facts.status import ExporterFacts
 
 DEFAULT_PORT = 9476
 DEFAULT_HOST = "127.0.0.1"
@@ -59,17 +59,12 @@ class Exporter:
     def running(self) -> bool:
         return self._server is not None
 
-    @property
-    def line(self) -> str:
-        """Where the exporter serves and what it served, in one line:
-        ``http://127.0.0.1:9476/metrics, 3 scrapes served``."""
-        n = self.collector.scrapes
-        text = f"{self.url}, {counted(n, 'scrape')} served"
-        if self.failed_requests:
-            text += f", {counted(self.failed_requests, 'failed request')}"
-        if self.collector.error:
-            text += f"; last scrape failed: {self.collector.error}"
-        return text
+    def facts(self) -> ExporterFacts:
+        """Where the exporter serves and what it has served (worded by the views)."""
+        collector = self.collector
+        return ExporterFacts(
+            self.url, collector.scrapes, self.failed_requests, collector.error or ""
+        )
 
     def stop(self) -> None:
         """Stop serving: the port is free when this returns."""

@@ -19,6 +19,7 @@ from .._sampling.timeline import Timeline
 from .._session.analysis.fit_arguments import FitArguments
 from .._session.cell_pipeline import CellPipeline
 from .._session.controls.cluster import ClusterControl
+from .._session.facts.status import ExporterFacts
 from .._session.live_data import LiveData
 from .._session.region import Region
 from .._session.session import FIRST_SAMPLE_WAIT, Session
@@ -52,7 +53,7 @@ class Monitor:
 
             session.device_source.not_started(not_started_line(late.label))
         self.config = session.config
-        session.exporter_line_of = lambda: self.exporter_line
+        session.exporter_facts_of = self._exporter_facts
         session.cells_pipeline.on_changed = self._ledger_changed
         session.cells_pipeline.on_opened = self._cell_opened
         self._publisher: Publisher | None = None
@@ -264,7 +265,7 @@ class Monitor:
             return "exporter stopped" if old is not None else "not exporting"
         host = self.config.export_host if host is None else host
         if old is not None and (old.host, old.port) == (host, port):
-            return f"exporting on {old.line}"
+            return f"exporting on {self.exporter_line}"
         if old is not None and old.port == port:
             old.stop()  # the same port on another address: let it go first
         try:
@@ -283,7 +284,13 @@ class Monitor:
     @property
     def exporter_line(self) -> str:
         """Where the exporter serves and how many scrapes it answered; "" when it is off."""
-        return self._exporter.line if self._exporter is not None else ""
+        from .._views.status.session_status import exporter_line
+
+        facts = self._exporter_facts()
+        return exporter_line(facts) if facts is not None else ""
+
+    def _exporter_facts(self) -> ExporterFacts | None:
+        return self._exporter.facts() if self._exporter is not None else None
 
     def _exporter_collector(self) -> Any:
         if self._collector is None:

@@ -49,7 +49,7 @@ def live_status(mon: Session) -> Status:
         reset_means=tuple(f.reset_means for f in plugins if f.reset_means),
         preserve_means=tuple(f.preserve_means for f in plugins if f.preserve_means),
         recording=mon.recording,
-        exporter=mon.exporter_line or "",
+        exporter=mon.exporter_facts_of(),
         summary=bool(cfg.summary),
         records=len(mon.ledger.records()),
     )

@@ -48,6 +48,7 @@ from .controls.recording import RecordingControl
 from .controls.tracing import TracingControl
 from .device_open import LateStart, close_devices, open_devices, started_late
 from .facts.settings import SettingOutcome
+from .facts.status import ExporterFacts
 from .info import session_info
 from .live_data import LiveData
 from .live_status import live_status
@@ -66,6 +67,10 @@ FIRST_SAMPLE_WAIT = 2.0  # seconds a snapshot or a new exporter waits for the fi
 # Seconds close() (%unload_ext) waits for the sampler's thread; one stuck in the driver ends
 # when its call returns, writing nothing.
 CLOSE_WAIT = 0.5
+
+
+def _no_exporter() -> ExporterFacts | None:
+    return None
 
 
 def no_shell() -> Any:
@@ -147,8 +152,9 @@ class Session:
             self.device_source, self.timeline, self.ledger, self.sampler, cluster,
             lambda: live_status(self),
         )  # fmt: skip
-        # where the Monitor one layer up serves the exporter, for status: never a socket here
-        self.exporter_line_of: Callable[[], str] = str
+        # what the exporter the Monitor one layer up serves has served, for status (None: off);
+        # never a socket here
+        self.exporter_facts_of: Callable[[], ExporterFacts | None] = _no_exporter
         _open_sessions.add(self)
 
     def _config_changed(self, change: dict) -> None:
@@ -219,10 +225,6 @@ class Session:
         self.host.close()
         self.process_source.close()
         _open_sessions.discard(self)
-
-    @property
-    def exporter_line(self) -> str:
-        return self.exporter_line_of()
 
     def devices_started_late(self) -> LateStart | None:
         return started_late(self._late_start)

@@ -119,6 +119,16 @@ class ProcessFacts:
 
 
 @dataclass(frozen=True, slots=True)
+class ExporterFacts:
+    """Where the Prometheus exporter serves and what it has served."""
+
+    url: str
+    scrapes: int
+    failed_requests: int
+    last_error: str  # the last scrape's failure, "" when it served
+
+
+@dataclass(frozen=True, slots=True)
 class LiveStatus:
     """A live session's machinery."""
 
@@ -134,7 +144,7 @@ class LiveStatus:
     reset_means: tuple[str, ...]  # each plug-in's words on what resetting does to its users
     preserve_means: tuple[str, ...]  # ... and on what preserving means
     recording: RecorderState | None  # what the recorder is doing, None when not recording
-    exporter: str  # the exporter's line, "" when off
+    exporter: ExporterFacts | None  # what the exporter serves, None when it is off
     summary: bool  # a summary line after each cell
     records: int  # in the ledger
 

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from ..._ledger.records import CellRecord
 from ..._session.facts.status import Status
 from ..status.recorder import recorder_line
-from ..status.session_status import status_line
+from ..status.session_status import exporter_line, status_line
 from ..words.recording_cells import cells_words
 from ..words.text_view import pre_html
 from .short import short_text
@@ -22,8 +22,8 @@ def monitor_lines(status: Status, cells: Sequence[CellRecord]) -> list[str]:
     live = status.live
     if live is not None and live.recording is not None:
         lines.append(f"  recording: {recorder_line(live.recording)}")
-    if live is not None and live.exporter:
-        lines.append(f"  exporter: {live.exporter}")
+    if live is not None and live.exporter is not None:
+        lines.append(f"  exporter: {exporter_line(live.exporter)}")
     return [*lines, f"  {_NEXT}"]
 
 

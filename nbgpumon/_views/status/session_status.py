@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from ..._session.device_open import LateStart
     from ..._session.facts.status import (
         DeviceSourceFacts,
+        ExporterFacts,
         FrameworkFacts,
         GpuFacts,
         LiveStatus,
@@ -193,8 +194,8 @@ def _live_lines(state: str, live: LiveStatus) -> list[str]:
         )
     recording = recorder_line(live.recording) if live.recording is not None else ""
     lines.append(f"recording: {recording or 'off (%gpumon record PATH starts one)'}")
-    if live.exporter:
-        lines.append(f"exporter: {live.exporter}")
+    if live.exporter is not None:
+        lines.append(f"exporter: {exporter_line(live.exporter)}")
     lines.append(
         f"summary after each cell: {'on' if live.summary else 'off'}; "
         f"{counted(live.records, 'record')} in the ledger"
@@ -285,3 +286,14 @@ def _recorded_line(r: RecordedStatus) -> str:
 def _recorded_lines(r: RecordedStatus) -> list[str]:
     lines = [_recorded_line(r), f"host: {r.host or '?'}; driver {r.driver or '?'}"]
     return lines + [f"  gpu{d.index}: {d.name}" for d in r.devices]
+
+
+def exporter_line(exporter: ExporterFacts) -> str:
+    """Where the exporter serves and what it served, in one line:
+    ``http://127.0.0.1:9476/metrics, 3 scrapes served``."""
+    text = f"{exporter.url}, {counted(exporter.scrapes, 'scrape')} served"
+    if exporter.failed_requests:
+        text += f", {counted(exporter.failed_requests, 'failed request')}"
+    if exporter.last_error:
+        text += f"; last scrape failed: {exporter.last_error}"
+    return text
