@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import queue
 import time
+from collections.abc import Callable
 
 from jupyter_client.manager import start_new_kernel
 
@@ -42,6 +43,22 @@ class Kernel:
                 if msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
                     return got
         raise TimeoutError(f"no idle after request {msg_id}")
+
+    def wait_for(self, found: Callable[[dict], bool], timeout: float = 60) -> list[dict]:
+        """The iopub messages from now until one for which ``found`` is true (whatever request
+        it answers: the sampler's thread sends between requests too), that one last."""
+        got: list[dict] = []
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            try:
+                msg = self.client.get_iopub_msg(timeout=1)
+            except queue.Empty:
+                continue
+            self.messages.append(msg)
+            got.append(msg)
+            if found(msg):
+                return got
+        raise TimeoutError(f"no such message in {timeout} s")
 
     def stop(self) -> None:
         self.client.stop_channels()

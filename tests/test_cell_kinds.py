@@ -276,12 +276,27 @@ def test_a_cells_notes_are_worded_as_one_line_under_its_breakdown():
     )
 
 
-def test_a_remembering_walk_finds_what_a_fresh_one_finds_as_the_tensors_change():
+def _same_addresses(tensors: list, data_ptrs: list, indices: list) -> bool:
+    """torch's ``_C._tensors_data_ptrs_at_indices_equal`` (CUDA builds) as its C++ reads."""
+    return all(tensors[i].data_ptr() == data_ptrs[i] for i in indices)
+
+
+@pytest.mark.parametrize("c_comparison", [False, True], ids=["python", "torch's C comparison"])
+def test_a_remembering_walk_finds_what_a_fresh_one_finds_as_the_tensors_change(
+    monkeypatch, c_comparison
+):
     """The memo's readings are reused only while their tensors stay put: after each change
     (new gradients, a parameter given new data, the optimizer's state reset, a shared storage
-    counted by another holder first) a walk that remembers finds what a fresh walk finds."""
+    counted by another holder first) a walk that remembers finds what a fresh walk finds. So
+    it does where the addresses are compared in one C call (torch's CUDA builds; on a CPU
+    build, the same comparison in Python stands for it, at the library's boundary)."""
     torch = pytest.importorskip("torch")
     from nbgpumon._forensics import holder_scan
+
+    if c_comparison and not hasattr(torch._C, "_tensors_data_ptrs_at_indices_equal"):
+        monkeypatch.setattr(
+            torch._C, "_tensors_data_ptrs_at_indices_equal", _same_addresses, raising=False
+        )
 
     model = torch.nn.Sequential(torch.nn.Linear(64, 64), torch.nn.Linear(64, 8))
     opt = torch.optim.AdamW(model.parameters())
@@ -354,3 +369,33 @@ def test_the_widgets_rows_carry_each_cells_peak_by_kind_and_refuse_a_malformed_o
     CELL.check(row, "cells")  # (a well-formed row passes)
     with pytest.raises(Exception, match="gpu, kind, bytes"):
         CELL.check({**row, "kinds": [{"gpu": "0", "kind": "x", "bytes": 1}]}, "cells")
+
+
+@pytest.mark.gpu
+def test_on_a_gpu_torch_compares_a_models_addresses_in_one_call_and_the_readings_hold():
+    """On a CUDA build the C comparison is there, and a remembering walk of a model and its
+    optimizer on the GPU reuses its readings while nothing moves, finding what a fresh walk
+    finds after a step."""
+    torch = pytest.importorskip("torch")
+    from gpu_required import needs_cuda
+
+    needs_cuda()
+    from nbgpumon._forensics import holder_scan
+    from nbgpumon._sources.frameworks.torch import holders
+
+    assert holders._addresses_equal() is not None
+    model = torch.nn.Sequential(*[torch.nn.Linear(32, 32) for _ in range(50)]).cuda()
+    opt = torch.optim.AdamW(model.parameters())
+    model(torch.randn(4, 32, device="cuda")).sum().backward()
+    opt.step()
+    shell = shell_with(model=model, opt=opt)
+    memo = holder_scan.OwnMemo()
+    first = holder_scan.scan(shell, "cuda", memo=memo)
+    reused = memo.reused
+    again = holder_scan.scan(shell, "cuda", memo=memo)
+    assert memo.reused > reused and again.categories == first.categories
+    opt.zero_grad(set_to_none=True)
+    model(torch.randn(4, 32, device="cuda")).sum().backward()  # new gradients
+    assert holder_scan.scan(shell, "cuda", memo=memo).categories == (
+        holder_scan.scan(shell, "cuda").categories
+    )

@@ -51,10 +51,11 @@ def test_a_resend_request_gets_the_rows_asked_for_as_one_fill_message(sent_widge
 def test_after_a_cell_the_main_thread_says_where_the_stream_is_even_with_no_new_rows(
     sent_widget,
 ):
-    # The sampler's thread sent every row (into a front end that may have dropped them all):
-    # the main thread's message after the cell still comes, reaching the cursor (the newest
-    # row sent again), so that such a front end sees the rows it lacks and asks for them.
+    # The sampler's thread sent every row (into a front end that drops them all, as Colab's
+    # does): the main thread's message after the cell still comes, reaching the cursor (the
+    # newest row sent again), so that such a front end sees the rows it lacks and asks for them.
     mon, _widget, sent = sent_widget
+    mon._publisher.main_thread_sends = True  # (what a kernel in Colab's runtime gets)
     mon._publisher.ledger_changed()
     samples = [(h, b) for h, b in sent if h.get("type") == "samples"]
     [(header, _buffers)] = samples
@@ -109,3 +110,31 @@ def test_after_a_cell_the_main_thread_sends_the_newest_row_even_if_the_sampler_j
     [(header, buffers)] = sent
     assert (header["start"], header["rows"], header["after_cell"]) == (mon.data.cursor - 1, 1, True)
     assert list(np.frombuffer(buffers[0], "<f8")) == list(mon.data.since(mon.data.cursor - 1).times)
+
+
+def test_a_cell_s_start_and_end_send_nothing_from_the_main_thread_the_next_tick_sends_them(
+    sent_widget,
+):
+    """Issue 43: with the chart shown, a cell's start and end cost the main thread two flags;
+    the sampler's thread sends the running cell, the new row and the marks at its next tick
+    (the thread is stopped here: the test makes the tick's call itself)."""
+    mon, widget, sent = sent_widget
+    publisher = mon._publisher
+    assert publisher.main_thread_sends is False  # (no google.colab in this process)
+    opened = mon._session.ledger.begin("cell", "x = 1", 7)
+    publisher.running_changed()
+    assert sent == []
+    publisher(mon.data.cursor)  # the sampler's next tick
+    assert widget.running["count"] == 7
+    record = mon._session.ledger.end(opened, execution_count=7)
+    mon._session.cells_pipeline.store(record)  # (the monitor's listener: ledger_changed)
+    mon.mark("done")
+    assert [h for h, _ in sent if h.get("type") == "cells"] == []
+    deadline = time.monotonic() + 30  # (the tick after a cell sends at most CELL_SEND_GAP on)
+    while not [h for h, _ in sent if h.get("type") == "cells"] and time.monotonic() < deadline:
+        publisher(mon.data.cursor)
+        time.sleep(0.02)
+    [cells] = [h for h, _ in sent if h.get("type") == "cells"]
+    assert [row["count"] for row in cells["rows"]] == [7]
+    assert widget.running == {}
+    assert [m["label"] for m in widget.marks] == ["done"]

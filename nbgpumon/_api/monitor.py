@@ -335,10 +335,16 @@ class Monitor:
     # -- views ----------------------------------------------------------------------------
     def widget(self) -> GPUMonWidget:
         """The live chart; one per monitor, so showing it twice gives two views of one model."""
-        from .._views.widget.live_chart import GPUMonWidget, Publisher
+        from .._views.widget.live_chart import (
+            GPUMonWidget,
+            Publisher,
+            front_end_drops_thread_messages,
+        )
 
         if self._publisher is None:
-            self._publisher = Publisher(self.data, GPUMonWidget(self.data))
+            widget = GPUMonWidget(self.data)
+            main = front_end_drops_thread_messages()
+            self._publisher = Publisher(self.data, widget, main_thread_sends=main)
         else:
             self._publisher.refresh_history()  # a new view starts from a recent snapshot
         return self._publisher.widget

@@ -220,6 +220,12 @@ class _Walk:
         owners = self.by_framework.setdefault(place, {})
         owners[self.framework] = owners.get(self.framework, 0) + size
 
+    def known_fingerprint(self, holder: str, category: str, owner: Any) -> Hashable | None:
+        if self.memo is None:
+            return None
+        own = self.memo.entries.get((id(owner), holder, category))
+        return None if own is None else own.fingerprint
+
     def credit_own(
         self,
         holder: str,

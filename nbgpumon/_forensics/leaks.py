@@ -30,7 +30,7 @@ class LeakWatch:
         self.shell = shell
         self._before: dict[str, int] = {}
         self._ids = NamespaceIds()
-        self._outputs_before: set[Any] = set()
+        self._newest_output: Any = None  # Out's newest key at the cell's start (None: empty)
         self._last_sizes: dict[str, int] = {}  # holder -> bytes at the last scan
         self.scan_of_cell: holder_scan.HolderScan | None = None  # the verdict's, this cell
 
@@ -38,25 +38,33 @@ class LeakWatch:
         ns = getattr(self.shell, "user_ns", None) or {}
         self._before = self._ids.note(ns)
         out = ns.get("Out")
-        self._outputs_before = set(out) if isinstance(out, dict) else set()
+        # its newest key, not all of them: IPython numbers outputs by cell, and a set of its
+        # keys would cost a notebook of many outputs more at every cell
+        self._newest_output = next(reversed(out), None) if isinstance(out, dict) else None
         self.scan_of_cell = None
 
     def changes(self) -> tuple[set[str], set[int]]:
         """Since the cell's start: the user's names it bound, bound again or deleted, and the
         ``Out`` entries it added (at a cost that does not grow with the cells run)."""
         ns = getattr(self.shell, "user_ns", None) or {}
-        after = self._ids.note(ns)
-        names = {n for n, i in after.items() if self._before.get(n) != i}
-        names.update(n for n in self._before if n not in after)
+        after, before = self._ids.note(ns), self._before
+        # (set operations on the dicts' views, in C: bound, bound again, then deleted)
+        names = {n for n, _ in after.items() - before.items()} | (before.keys() - after.keys())
         out = ns.get("Out")
         outputs: set[int] = set()
-        if isinstance(out, dict) and len(out) != len(self._outputs_before):
-            # (IPython numbers outputs by cell: the new ones are the newest keys)
-            for n in reversed(out):
-                if n in self._outputs_before:
+        if isinstance(out, dict):
+            for n in reversed(out):  # (the new ones are the newest keys)
+                if not self._new_output(n):
                     break
                 outputs.add(n)
         return names, outputs
+
+    def _new_output(self, number: Any) -> bool:
+        """Whether ``Out[number]`` came after the cell's start."""
+        newest = self._newest_output
+        if newest is None:
+            return number is not None
+        return isinstance(number, int) and isinstance(newest, int) and number > newest
 
     def verdict(self, record: CellRecord, threshold: int, budget: float = 0.05) -> Retention | None:
         """Who holds what ``record`` kept, or None when it kept less than ``threshold``."""
@@ -89,7 +97,7 @@ class LeakWatch:
         for h in found.holders:
             root = _root(h.name)
             if root.startswith("Out["):
-                new = _output_number(root) not in self._outputs_before
+                new = self._new_output(_output_number(root))
             elif root.startswith("traceback frame"):
                 new = failed  # a stale traceback from an earlier cell is not this cell's
             elif root in ns and not h.hidden:

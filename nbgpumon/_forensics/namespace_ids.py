@@ -38,7 +38,8 @@ class NamespaceIds:
             self._names = dict.fromkeys(n for n in ns if not _history(n))
         self._size = len(ns)
         self._last = next(reversed(ns), None)
-        return {name: id(ns[name]) for name in self._names}
+        names = self._names
+        return dict(zip(names, map(id, map(ns.__getitem__, names)), strict=True))  # (in C)
 
     def _caught_up(self, ns: dict[str, Any]) -> bool:
         """Bring the user's names up to date from the names added since the last note; False

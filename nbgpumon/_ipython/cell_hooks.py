@@ -8,6 +8,7 @@ from typing import Any
 
 from .._ledger.ledger import Measurement
 from .._ledger.outcome import classify_exception
+from .._session.cell_clock import LINES
 from .._session.cell_pipeline import CellOutcome, CellPipeline
 
 
@@ -82,6 +83,9 @@ class CellHooks:
         outcome = self.pipeline.end(opened, status, error, count, raised(result))
         if self.on_outcome is not None:
             self.on_outcome(outcome)
+        clock = self.pipeline.clock
+        clock.lap(LINES)
+        clock.done()
 
 
 def users_cell(info: Any) -> bool:

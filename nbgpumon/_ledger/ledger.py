@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import threading
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -91,6 +92,12 @@ class Ledger:
         # driver must not stall the cell): Session shares its DeviceAsk
         self.ask = ask if ask is not None else DeviceAsk(devices)
         self._gpu_util = metric(devices.name, "gpu_util")
+        used = metric(devices.name, "mem_used")
+        self._used_columns = [used.column(d.index) for d in devices.devices]
+        # seconds the sampler's newest reading of the device stands for now at a cell's edge;
+        # Session keeps it in step with GPUMon.interval
+        self.reading_fresh_for = 1.0
+        self._asked: tuple[float, list[int | None]] | None = None  # the last asked, and when
         self.allocators = tuple(allocators)
         self._allocated = {a.name: metric(a.name, "allocated") for a in self.allocators}
         self.peak_mode = peak_mode
@@ -98,6 +105,9 @@ class Ledger:
         # once (their interval and a tick); Session keeps it in step with GPUMon
         self.allocator_lag = 0.6
         self._records: collections.deque[CellRecord] = collections.deque(maxlen=capacity)
+        # the live chart's publisher reads the newest records on the sampler's thread while
+        # the main thread stores them
+        self._records_lock = threading.Lock()
         self._count = 0
         self._sources = SourceTable(source_budget)
         self._sourceless = 0  # how many of the oldest records had their source let go
@@ -116,8 +126,9 @@ class Ledger:
         return reversed(self._records)
 
     def records_after(self, index: int) -> tuple[int, list[CellRecord]]:
-        """The oldest record's index and the records newer than ``index`` (main thread)."""
-        return records_after(self._records, index)
+        """The oldest record's index and the records newer than ``index`` (any thread)."""
+        with self._records_lock:
+            return records_after(self._records, index)
 
     # -- measuring ------------------------------------------------------------------------
     def begin(
@@ -134,7 +145,7 @@ class Ledger:
             allocator.watch_thread()  # thread-local peak hooks (CuPy's) go on the cells' thread
         allocators = self.read_allocators()
         host = self.host
-        used = self.ask.memory_used()
+        used = self._device_used(ask=False)
         opened = Measurement(
             kind=kind,
             label=label,
@@ -192,15 +203,15 @@ class Ledger:
         if opened.start + self.allocator_lag >= end:
             sampled.update(dict.fromkeys(self._allocated_columns()))
         after = self.read_allocators()
-        answered = self.ask.memory_used()
+        answered = self._device_used(ask=_moved(opened.allocators, after))
         used_after = answered if answered is not None else [None] * len(self.device_source.devices)
         unanswered = self.device_source.devices and (answered is None or not opened.device_answered)
         devices = tuple(
             self._device_usage(opened, d.index, d.cuda_index, d.name, after, used_after, sampled)
             for d in self.device_source.devices
         )
-        rss_after = self.host.rss()
-        rss_peak, rss_exact = self._rss_peak(opened, rss_after, sampled[RSS.column()])
+        rss_after, mark = self.host.rss_and_peak()
+        rss_peak, rss_exact = self._rss_peak(opened, rss_after, mark, sampled[RSS.column()])
         # after the readings: hashing a long source costs the cell nothing
         source = bound_source(opened.source) if opened.source is not None else None
         record = CellRecord(
@@ -231,7 +242,8 @@ class Ledger:
         if len(self._records) == self._records.maxlen:
             self._sources.release(self._records[0].source)
             self._sourceless = max(0, self._sourceless - 1)
-        self._records.append(record)
+        with self._records_lock:
+            self._records.append(record)
         while self._sources.over_budget and self._sourceless < len(self._records) - 1:
             old = self._records[self._sourceless]
             if old.source:
@@ -271,6 +283,29 @@ class Ledger:
         return opened.execution_count if opened is not None else None
 
     # -- helpers --------------------------------------------------------------------------
+    def _device_used(self, ask: bool) -> list[int | None] | None:
+        """The devices' used memory at a cell's edge; None where the device did not answer.
+
+        Asked now (a hand-off to the ask's worker, ~70 µs) when ``ask``: an allocator moved
+        its reservation during the cell, so the driver's figure moved too. Otherwise the
+        sampler's newest reading stands for it (at most an interval old: what moved since
+        belongs to no framework of this kernel's), or the last one asked where that is newer;
+        asked all the same when the sampler has not read for ``reading_fresh_for`` seconds, or
+        the device is not answering (then the ask says so: never a reading from before).
+        """
+        now = wall_clock()
+        if not ask and self._used_columns and not self.ask.silent_for():
+            newest = self.timeline.newest_values(self._used_columns)
+            if newest is not None and now - newest[0] <= self.reading_fresh_for:
+                asked = self._asked
+                if asked is not None and asked[0] > newest[0]:
+                    return asked[1]
+                return [None if v is None else int(v) for v in newest[1]]
+        used = self.ask.memory_used()
+        if used is not None:
+            self._asked = (now, used)
+        return used
+
     def _reset_peak(
         self, source: AllocatorSource, cuda: int, stats: AllocatorStats, opened: Measurement
     ) -> None:
@@ -412,15 +447,34 @@ class Ledger:
         )
 
     def _rss_peak(
-        self, opened: Measurement, rss_after: int | None, sampled: tuple[float, float] | None
+        self,
+        opened: Measurement,
+        rss_after: int | None,
+        mark: int | None,
+        sampled: tuple[float, float] | None,
     ) -> tuple[int | None, bool]:
-        mark = self.host.peak_rss()
         if mark is not None and (
             opened.rss_reset or (opened.rss_peak_start is not None and mark > opened.rss_peak_start)
         ):
             return max(mark, opened.carried_rss_peak), True
         values = [v for v in (opened.rss, rss_after, sampled and int(sampled[1])) if v]
         return (max(values) if values else None), False
+
+
+def _moved(
+    before: dict[str, dict[int, AllocatorStats]], after: dict[str, dict[int, AllocatorStats]]
+) -> bool:
+    """Whether any framework's reservation on any device changed between two reads (one that
+    came up or went down counts)."""
+    if before.keys() != after.keys():
+        return True
+    for name, stats in after.items():
+        was = before[name]
+        if was.keys() != stats.keys():
+            return True
+        if any(was[cuda].reserved != s.reserved for cuda, s in stats.items()):
+            return True
+    return False
 
 
 def _source_fields(source: BoundedSource | None, table: SourceTable) -> dict[str, Any]:

@@ -86,6 +86,8 @@ class Timeline:
         self._store: RingStore | None = None  # built by the first row or reader (_rings)
         self._trackers: list[RunningStats] = []
         self._lock = threading.Lock()
+        # the newest row as its writer gave it (exact: the rings keep float32), and its time
+        self._newest: tuple[float, Sequence[float | None]] | None = None
 
     def prepare(self) -> None:
         """Build the rings now (a few MB of buffers): the sampler's thread does, before its
@@ -109,7 +111,19 @@ class Timeline:
         with self._lock:
             for tracker in self._trackers:
                 tracker.add(t, values)
+            self._newest = (t, values)
             return store.append(t, values)
+
+    def newest_values(self, columns: Sequence[str]) -> tuple[float, list[float | None]] | None:
+        """The newest row's values of ``columns`` as its writer gave them (None for a column it
+        lacks), and that row's unix time; None before the first row. No lock: a writer that
+        updates its row in place after appending it gives values at least that new."""
+        newest = self._newest
+        if newest is None:
+            return None
+        t, row = newest
+        at, width = self._col, len(row)
+        return t, [row[i] if (i := at.get(c, width)) < width else None for c in columns]
 
     def add_columns(self, names: Sequence[str]) -> None:
         """Append columns (missing in every row so far); names it already has are skipped.

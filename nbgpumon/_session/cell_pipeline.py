@@ -19,6 +19,8 @@ from .._ledger.records import CellRecord, Retention
 from .._ledger.traced import TracedItem
 from .._sampling.rings import warm_numpy_fold
 from .._sampling.sampler import PREPARE_WAIT, Sampler
+from . import cell_clock as stage
+from .cell_clock import CellClock
 from .config import GPUMon
 from .controls.memory import MemoryControl
 from .controls.recording import RecordingControl
@@ -64,6 +66,7 @@ class CellPipeline:
         self._tracing, self._memory, self._recording = tracing, memory, recording
         self._leak_watch: LeakWatch | None = None
         self._cell_kinds: CellKinds | None = None  # each cell's memory by kind
+        self.clock = CellClock()  # what each stage of the cell path costs
         # what views hear of: a record stored or a mark set; a cell's measurement begun
         self.on_changed: Callable[[], None] = _nothing
         self.on_opened: Callable[[], None] = _nothing
@@ -74,21 +77,27 @@ class CellPipeline:
         """Before a cell, notes the namespace (ids only) for the leak verdict, what is alive on the
         GPU when tracing and the start readings. Its NVTX range comes last: it covers the cell, not
         nbgpumon's work before it."""
+        clock = self.clock
+        clock.start()
         self._sampler.wait_until_prepared(PREPARE_WAIT)  # (a cell run at once after loading)
         if self.children is not None:
             self.children.settle()  # (what an earlier cell's children did since)
         warm_numpy_fold()  # numpy's first fold, before the start readings: not the cell's
+        clock.lap(stage.WAITS)
         shell = self._shell()
         if shell is not None:
             self._leaks(shell).cell_started()
             self._tracing.cell_started(execution_count)
+        clock.lap(stage.NAMESPACE)
         opened = self.ledger.begin(
             "cell", first_line(source), execution_count, cell_id, source=source
         )
+        clock.lap(stage.START_READINGS)
         if self.children is not None:
             self.children.began(opened.start)  # (which PIDs are this cell's children)
         self._tracing.open_range(execution_count, source)
         self.on_opened()  # after begin: the cell's start readings exist now
+        clock.lap(stage.OPENED)
         return opened
 
     def end(
@@ -102,13 +111,17 @@ class CellPipeline:
         """After a cell, ends its range first (it covers the cell's work). Then come the end
         readings, who holds what it kept (over the threshold), what it left alive by line (tracing
         on), an out-of-memory post-mortem's facts; then its record stored, recorded, told."""
+        clock = self.clock
+        clock.resume()
         self._tracing.close_range()
         # whether the recorder was on while the cell ran (a cell that initialised CUDA turns
         # it on at its end)
         traced_during_cell = self._tracing.active
         record = self.ledger.end(opened, status, error, execution_count=execution_count)
+        clock.lap(stage.END_READINGS)
         if self.children is not None:
             record = self.children.charge(record)  # (the processes it started)
+        clock.lap(stage.CHILDREN)
         shell = self._shell()
         outcome = CellOutcome(record)
         try:
@@ -116,7 +129,11 @@ class CellPipeline:
                 outcome = self._forensics(shell, record, exception, traced_during_cell)
         finally:  # a forensics that failed still leaves the cell's record
             del exception  # keep no reference to the failing frames past this point
-            self.store(outcome.record)
+            self.ledger.add(outcome.record)
+            self._recording.add_cell(outcome.record)
+            clock.lap(stage.STORE)
+            self.on_changed()
+            clock.lap(stage.VIEWS)
         notices = tuple(self._recording.notices()) if shell is not None else ()
         reset_notice = ""
         if self.ledger.reset_notice_due:
@@ -153,13 +170,17 @@ class CellPipeline:
     def _forensics(
         self, shell: Any, record: CellRecord, exception: BaseException | None, traced: bool
     ) -> CellOutcome:
+        clock = self.clock
         range_error = self._tracing.range_error_news()
         leaks = self._leaks(shell)
         retention: Retention | None = leaks.verdict(record, self.config.leak_threshold)
+        clock.lap(stage.HOLDERS)
         record = self._read_kinds(shell, record, leaks)
+        clock.lap(stage.KINDS)
         # what it left alive and what its peak held, as data: the views word them when shown
         found = self._tracing.cell_finished(record.execution_count)
         peak = self._peak_items(record)
+        clock.lap(stage.TRACING)
         if retention is not None or found or peak:  # (a copy only when there is news)
             record = dataclasses.replace(
                 record, retention=retention, traced=found, traced_peak=peak
@@ -178,6 +199,7 @@ class CellPipeline:
             if _flight_records(oom.framework):
                 flight = self._tracing.oom_flight_record(shell, record, traced)
                 oom = dataclasses.replace(oom, **flight)
+            clock.lap(stage.POST_MORTEM)
         return CellOutcome(record, oom, range_error=range_error)
 
     def _peak_items(self, record: CellRecord) -> tuple[TracedItem, ...]:

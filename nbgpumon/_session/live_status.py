@@ -52,6 +52,7 @@ def live_status(mon: Session) -> Status:
         exporter=mon.exporter_facts_of(),
         summary=bool(cfg.summary),
         records=len(mon.ledger.records()),
+        cell_path=mon.cells_pipeline.clock.report(),
     )
     return Status(state, cfg.interval, live=live, processes=_processes(mon, devices))
 

@@ -128,7 +128,7 @@ class Session:
             self.device_source, self.allocators, self.host, self.timeline,
             peak_mode=cfg.peak_mode, capacity=cfg.history, ask=self.device_ask,
         )  # fmt: skip
-        self.ledger.allocator_lag = cfg.allocator_interval + cfg.interval
+        self._ledger_in_step()
         cfg.observe(self._config_changed, names=_LIVE_SETTINGS)
         self.closed = False
         self.cluster_control = cluster = ClusterControl(cfg, self.sampler)
@@ -157,10 +157,17 @@ class Session:
         self.exporter_facts_of: Callable[[], ExporterFacts | None] = _no_exporter
         _open_sessions.add(self)
 
+    def _ledger_in_step(self) -> None:
+        """The ledger's cadences from GPUMon's: how late the allocators' first read in a cell may
+        come, how long the sampler's reading of the device stands for now."""
+        cfg = self.config
+        self.ledger.allocator_lag = cfg.allocator_interval + cfg.interval
+        self.ledger.reading_fresh_for = max(1.0, 3 * cfg.interval)
+
     def _config_changed(self, change: dict) -> None:
         name, value = change["name"], change["new"]
         if name in ("interval", "allocator_interval"):
-            self.ledger.allocator_lag = self.config.allocator_interval + self.config.interval
+            self._ledger_in_step()
         if name == "interval":
             self.sampler.set_interval(value)
         elif name in _INTERVALS:

@@ -88,12 +88,16 @@ class HostSource:
 
     def peak_rss(self) -> int | None:
         """High-water RSS since the last :meth:`reset_peak` (or process start), in bytes."""
+        return self.rss_and_peak()[1]
+
+    def rss_and_peak(self) -> tuple[int | None, int | None]:
+        """The resident set and its high-water mark, in bytes, from one read (a cell's end);
+        the resident set as :meth:`rss` reads it where the mark cannot be read."""
         try:
             text = self._status_file.read(_STATUS_BYTES)
-            at = text.index(b"VmHWM:")
-            return int(text[at + 6 : text.index(b"\n", at)].split()[0]) * 1024
+            return _kib(text, b"VmRSS:"), _kib(text, b"VmHWM:")
         except (OSError, ValueError, IndexError):
-            return None
+            return self.rss(), None
 
     def reset_peak(self) -> bool:
         """Restart the high-water RSS mark at the current RSS; False where the OS can't."""
@@ -105,6 +109,12 @@ class HostSource:
         except OSError:
             self.can_reset_peak = False
             return False
+
+
+def _kib(status: bytes, field: bytes) -> int:
+    """The figure of ``field`` in /proc/self/status (kB), in bytes; raises where it lacks it."""
+    at = status.index(field) + len(field)
+    return int(status[at : status.index(b"\n", at)].split()[0]) * 1024
 
 
 def _meminfo() -> tuple[int, int] | None:

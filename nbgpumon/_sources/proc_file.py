@@ -5,14 +5,72 @@ cost 40 µs a read on the development VM against 8 µs for a ``pread`` on a kept
 and every system call gives up the GIL. ``ProcFile`` is one file of this process;
 ``KeptProcFiles`` is a bounded set of other processes' files (the children the process source
 follows). Both let go of their descriptors in a forked child and when closed.
+
+``ProcFile`` reads and writes through libc with the GIL kept (``ctypes.PyDLL``): these files are
+made in memory and answer in microseconds, but a call that gives the GIL up at a cell's start
+or end hands it to the kernel's other threads (the one sending the cell's messages, the
+sampler's), and the main thread waited 20-60 µs to get it back, on the development VM, against
+1-4 µs for the read itself (issue 43).
 """
 
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import os
 import threading
 import weakref
+from collections.abc import Callable
+from typing import Any
+
+
+def _libc_calls() -> tuple[Any, Any] | tuple[None, None]:
+    """libc's ``pread`` and ``write`` as calls that keep the GIL, or (None, None) where they
+    cannot be had (then ``os``'s are used)."""
+    if ctypes.sizeof(ctypes.c_long) != 8:
+        return None, None  # (an offset type to get right for a 32-bit libc: not worth it)
+    try:
+        libc = ctypes.PyDLL(None, use_errno=True)
+        pread, write = libc.pread, libc.write
+    except (OSError, AttributeError, TypeError):
+        return None, None
+    pread.argtypes = (ctypes.c_int, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_long)
+    pread.restype = ctypes.c_ssize_t
+    write.argtypes = (ctypes.c_int, ctypes.c_char_p, ctypes.c_size_t)
+    write.restype = ctypes.c_ssize_t
+    return pread, write
+
+
+_PREAD, _WRITE = _libc_calls()
+
+
+def _read_kept(fd: int, size: int) -> bytes:
+    """``os.pread(fd, size, 0)`` with the GIL kept; raises OSError as it does."""
+    buffer = ctypes.create_string_buffer(size)  # (one per call: two threads may read)
+    n = _PREAD(fd, buffer, size, 0)
+    if n < 0:
+        errno = ctypes.get_errno()
+        raise OSError(errno, os.strerror(errno))
+    return ctypes.string_at(buffer, n)
+
+
+def _write_kept(fd: int, data: bytes) -> None:
+    """``os.write(fd, data)`` with the GIL kept; raises OSError as it does."""
+    if _WRITE(fd, data, len(data)) < 0:
+        errno = ctypes.get_errno()
+        raise OSError(errno, os.strerror(errno))
+
+
+def _os_read(fd: int, size: int) -> bytes:
+    return os.pread(fd, size, 0)
+
+
+def _os_write(fd: int, data: bytes) -> None:
+    os.write(fd, data)
+
+
+_read: Callable[[int, int], bytes] = _read_kept if _PREAD is not None else _os_read
+_write: Callable[[int, bytes], None] = _write_kept if _WRITE is not None else _os_write
 
 
 class ProcFile:
@@ -39,11 +97,11 @@ class ProcFile:
     def read(self, size: int) -> bytes:
         """The file's first ``size`` bytes; raises OSError as ``os.pread`` does."""
         fd = self.kept
-        return os.pread(fd if fd is not None else self._fd(), size, 0)
+        return _read(fd if fd is not None else self._fd(), size)
 
     def write(self, data: bytes) -> None:
         """Write ``data`` (for a control file such as ``clear_refs``); raises OSError."""
-        os.write(self._fd(), data)
+        _write(self._fd(), data)
 
     def close(self) -> None:
         """Close the descriptor; a later use opens it again."""

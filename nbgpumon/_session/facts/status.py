@@ -13,6 +13,7 @@ from ..._forensics.tracing_answer import TracingState
 from ..._recording.notices import RecorderState
 from ..._recording.salvage import Damage
 from ..._sampling.sampler_cost import CostReport
+from ..cell_clock import CellPathCost
 from ..device_open import LateStart
 from .devices import Device
 from .nvtx import NvtxState
@@ -147,6 +148,7 @@ class LiveStatus:
     exporter: ExporterFacts | None  # what the exporter serves, None when it is off
     summary: bool  # a summary line after each cell
     records: int  # in the ledger
+    cell_path: CellPathCost | None = None  # what the last cells' start and end cost; None: none yet
 
 
 @dataclass(frozen=True, slots=True)

@@ -51,6 +51,13 @@ class Reach(Protocol):
         ``category``, where given)."""
         ...
 
+    def known_fingerprint(self, holder: str, category: str, owner: Any) -> Hashable | None:
+        """The ``fingerprint`` that :meth:`credit_own` got for the same ``owner``, ``holder`` and
+        ``category`` at the last walk that remembers; None where there is none. A reader that
+        can check its tensors against it more cheaply than it can make a new one gives it back
+        as it is when they match."""
+        ...
+
     def credit_own(
         self,
         holder: str,

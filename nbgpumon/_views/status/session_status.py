@@ -13,6 +13,7 @@ from ..._foundation.wording import counted, format_bytes
 from ..._session.device_open import OPEN_WAIT
 from ..words.processes import process_who
 from ..words.traced import tracing_state_words
+from .cell_path import cell_path_line
 from .damage import damage_line
 from .nvtx import nvtx_state_words
 from .recorder import recorder_line
@@ -142,6 +143,7 @@ def _live_lines(state: str, live: LiveStatus) -> list[str]:
         f"sampler: {running}, {fast} ({', '.join(_cadences(s, devices))}), "
         f"{counted(s.ticks, 'tick')}, last tick {s.last_tick_seconds * 1e6:.0f} µs",
         cost_line(s.cost),
+        cell_path_line(live.cell_path),
     ]
     if s.error:
         lines.append(f"sampler error: {s.error}")

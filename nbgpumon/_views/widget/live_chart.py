@@ -4,14 +4,19 @@ The protocol (traits, the ``samples`` and ``cells`` messages, the packed history
 docs/widget-protocol.md. The kernel sends only what is new: samples at most twice a second, the
 ledger a row per record after each cell; every view of the widget shares the browser model's
 copy, so views cost the kernel nothing. Widget state
-changes happen under one lock, whichever thread makes them (the sampler thread publishes
-samples; the main thread publishes the running cell when one starts, and the ledger after it
-ends).
+changes happen under one lock, whichever thread makes them.
+
+The sampler's thread publishes everything: the samples, the running cell, the ledger's new
+rows and the marks, on its ticks, so that a cell's start and end cost the main thread two
+flags (issue 43). A front end that drops what other threads send (Colab) gets the running cell,
+the samples and the ledger from the main thread as well, at each cell's start and end
+(``main_thread_sends``).
 """
 
 from __future__ import annotations
 
 import struct
+import sys
 import threading
 import time
 import uuid
@@ -47,6 +52,8 @@ BUNDLE = Path(__file__).parents[2] / "static" / "widget.js"  # nbgpumon/static
 SEND_EVERY = 0.5  # seconds between samples messages: <= 2 messages/s, <= 1 s latency
 HISTORY_EVERY = 30.0  # at most one history refresh per this many seconds (it is ~1 MB a GPU)
 STATUS_EVERY = 2.0
+STALLED_AFTER = 2.0  # seconds without a tick (or three intervals) before the main thread sends
+CELL_SEND_GAP = 0.2  # after a cell's start or end, the next tick this long after a send sends
 HISTORY_ROWS = 4000
 NODE_HISTORY_ROWS = 1500  # the cluster's rows come every scrape interval: fewer of them
 
@@ -119,6 +126,12 @@ class GPUMonWidget(anywidget.AnyWidget):
         return bundle
 
 
+def front_end_drops_thread_messages() -> bool:
+    """Whether this kernel's front end drops widget messages sent from a thread other than the
+    main one: Colab's (colabtools#3373), known by its package in the kernel."""
+    return "google.colab" in sys.modules
+
+
 def _route_to_main_shell(comm: Any) -> None:
     """Have the kernel handle what the browser sends this widget on its main shell.
 
@@ -142,11 +155,21 @@ class Publisher:
     """Keeps one widget current with a session: a live one calls it after each tick, on the
     sampler's thread; a recording's is complete at once (its history is everything)."""
 
-    def __init__(self, data: SessionData, widget: GPUMonWidget) -> None:
+    def __init__(
+        self, data: SessionData, widget: GPUMonWidget, main_thread_sends: bool = False
+    ) -> None:
         self._data, self.widget = data, widget
+        # a front end that drops other threads' messages (Colab) hears the main thread's
+        self.main_thread_sends = main_thread_sends
         self._lock = threading.Lock()
         self._cursor = data.cursor
         self._next_send = self._next_history = self._next_status = 0.0
+        self._last_send = 0.0
+        # set by the main thread when a cell starts or ends (a mark is set): the sampler's
+        # thread publishes the running cell, the ledger and the marks at its next tick
+        self._cells_due = False
+        self._history_due = False  # a cell ended since the history snapshot was packed
+        self._ticked = time.monotonic()  # the sampler's last tick, as this heard of it
         self.bytes_sent = 0  # payload bytes of samples messages, for the benchmark
         self.messages_sent = 0
         # the cluster's: its version when its columns were last sent (None: never), the
@@ -169,11 +192,19 @@ class Publisher:
         self._unsubscribe = data.subscribe(self)
 
     def __call__(self, cursor: int) -> None:
-        now = time.monotonic()
-        if now < self._next_send:
+        """After a tick (the sampler's thread): what is new, at most every SEND_EVERY seconds,
+        and soon after a cell starts or ends."""
+        now = self._ticked = time.monotonic()
+        cells_due = self._cells_due and now >= self._last_send + CELL_SEND_GAP
+        if now < self._next_send and not cells_due:
             return
-        self._next_send = now + SEND_EVERY
+        self._next_send, self._last_send = now + SEND_EVERY, now
         self.send_new()
+        self._cells_due = False  # before the read: a cell that ends meanwhile sets it again
+        self._publish_ledger()
+        if self._history_due and now >= self._next_history:
+            self._history_due = False
+            self.refresh_history()
         details = now >= self._next_status
         if details:
             self._next_status = now + STATUS_EVERY
@@ -268,27 +299,47 @@ class Publisher:
         self.node_messages_sent += 1
 
     def running_changed(self) -> None:
-        """A cell began (main thread): show it as running, growing, until the ledger has it."""
+        """A cell began (main thread): it shows as running, growing, until the ledger has it;
+        the sampler's thread sends it at its next tick."""
+        if not self._main_thread_now():
+            self._cells_due = True
+            return
         running = running_row(self._data)
         with self._lock:
             self.widget.running = running
 
     def ledger_changed(self) -> None:
-        """After a cell or a mark (main thread): the samples so far, then the ledger and marks
-        as the widget shows them.
+        """After a cell or a mark (main thread): the ledger and marks as the widget shows them,
+        sent by the sampler's thread at its next tick.
 
-        The samples go from the main thread too, so that a front end that drops messages from
-        other threads (Colab) hears of the rows it missed and asks for them (``resend``). The
-        history snapshot (for views opened or pages reloaded later) is refreshed here, not
-        while cells run, and at most every HISTORY_EVERY seconds: live views never need it.
+        Where the front end drops other threads' messages (``main_thread_sends``), the main
+        thread sends them now, after the samples so far: then that front end hears of the rows
+        it missed and asks for them (``resend``). The history snapshot (for views opened or
+        pages reloaded later) is refreshed after cells, not while they run, and at most every
+        HISTORY_EVERY seconds: live views never need it.
         """
+        self._history_due = True
+        if not self._main_thread_now():
+            self._cells_due = True
+            return
         self.send_new(after_cell=True)
         self._publish_ledger()
         self.refresh_history()
         now = time.monotonic()
-        if now >= self._next_status + STATUS_EVERY:  # no tick has published it for a while:
-            self._next_status = now + STATUS_EVERY  # a sampler stopped, or in a stuck call
+        # no tick has published it for a while: a sampler stopped, or in a stuck call
+        if self._stalled(now) or now >= self._next_status + STATUS_EVERY:
+            self._next_status = now + STATUS_EVERY
             self._publish_status()
+
+    def _main_thread_now(self) -> bool:
+        """Whether the main thread publishes what a cell's start or end changed: where the front
+        end drops other threads' messages, and while no tick has published for a while (a
+        sampler stopped, or in a driver call that does not return: the status line says so)."""
+        return self.main_thread_sends or self._stalled(time.monotonic())
+
+    def _stalled(self, now: float) -> bool:
+        """Whether the sampler has not ticked for a while (its thread stopped, or stuck)."""
+        return now - self._ticked > max(STALLED_AFTER, 3 * self.widget.interval)
 
     def _publish_all_cells(self) -> None:
         """The whole ledger as the ``cells`` trait: the state a view starts from."""
@@ -305,13 +356,13 @@ class Publisher:
         (traitlets sees no change): a page loaded later asks for the widget's state and gets the
         whole ledger, while a new cell costs the wire its own row, not the ledger's 10,000.
         """
-        first, new = self._data.records_after(self._newest_row)
-        rows = [cell_row(r) for r in new]
-        # they join the trait's list in place (no assignment for traitlets to validate)
-        GPUMonWidget.cells.check_rows(self.widget, rows)
-        marks = [{"time": t, "label": label} for t, label in self._data.marks]
-        running = running_row(self._data)
-        with self._lock:
+        with self._lock:  # (both threads publish: each row once, in order)
+            first, new = self._data.records_after(self._newest_row)
+            rows = [cell_row(r) for r in new]
+            # they join the trait's list in place (no assignment for traitlets to validate)
+            GPUMonWidget.cells.check_rows(self.widget, rows)
+            marks = [{"time": t, "label": label} for t, label in self._data.marks]
+            running = running_row(self._data)
             held = self.widget.cells
             held.extend(rows)
             dropped = 0  # what the ledger let go of (it keeps GPUMon.history records)

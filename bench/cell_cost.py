@@ -1,0 +1,265 @@
+"""What nbgpumon adds to a cell, as the client sees it (issue 43's budgets).
+
+Fresh ipykernels, driven through jupyter_client as a front end drives them: with
+``%load_ext nbgpumon`` (``nbgpumon``), and with the live chart shown too (``nbgpumon, chart``:
+``%gpumon`` in a cell, as a user opens it), each beside a fresh kernel without nbgpumon; ``--base
+DIR`` adds the same two arms with another checkout's nbgpumon first on the kernel's path, for a
+before/after on one machine. Each arm and kind of cell gets its own pair of kernels: the kind's
+setup cells, a warm-up, then the two take turns, a cell each, so that whatever else the machine
+does weighs on both alike; the arms' pairs run one after the other, in the opposite order each
+round, and each round starts fresh kernels. A cell is timed from the execute request to the
+kernel's idle status after it. (Two kernels at a time: more, on a small machine, would charge
+each the others' cache misses.)
+
+The kinds (torch on the GPU when one is usable, else on the CPU; without torch, the dict alone):
+
+* ``trivial``: ``x = i`` with 2,000 small tensors and a 5,000-key dict alive;
+* ``step``: one AdamW step of a 96-parameter-tensor model, its loss read (``.item()``);
+* ``kinds``: ``t = torch.ones(1024)`` with a 1,000-parameter-tensor model and its AdamW state
+  alive (a cell whose memory must be read by kind).
+
+The added cost is an arm's median (and p99) minus that of the bare kernels beside it, pooled
+over the rounds, with a bootstrap interval of the medians' difference. At the end, each
+nbgpumon kernel's own account of its cell path (``%gpumon status``) is kept in the JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import queue
+import random
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import result_file
+import stats
+from jupyter_client.manager import start_new_kernel
+
+# issue 43, as the client sees a cell: (median, p99) added, in ms; None: no target
+GPU_TARGETS = {"trivial": (0.2, 0.4), "step": (0.3, None), "kinds": (1.5, None)}
+CPU_TARGETS = {"trivial": (0.15, None), "step": (None, None), "kinds": (None, None)}
+
+_DEVICE = """
+try:
+    import torch
+    dev = "cuda" if torch.cuda.is_available() else "cpu"
+except ImportError:
+    torch = None
+"""
+
+
+@dataclass(frozen=True)
+class CellKind:
+    setup: tuple[str, ...]
+    cell: str
+
+
+KINDS = {
+    "trivial": CellKind(
+        (
+            _DEVICE,
+            "table = {k: str(k) for k in range(5000)}\n"
+            "small = [torch.ones(8, device=dev) for _ in range(2000)] if torch else []\ni = 1",
+        ),
+        "x = i",
+    ),
+    "step": CellKind(
+        (
+            _DEVICE,
+            "model = torch.nn.Sequential(*[torch.nn.Linear(64, 64) for _ in range(48)]).to(dev)\n"
+            "opt = torch.optim.AdamW(model.parameters())\n"
+            "batch = torch.randn(32, 64, device=dev)\n"
+            "def step():\n"
+            "    opt.zero_grad(set_to_none=True)\n"
+            "    loss = model(batch).square().mean()\n"
+            "    loss.backward()\n"
+            "    opt.step()\n"
+            "    return loss\n"
+            "step().item()",
+        ),
+        "loss = step().item()",
+    ),
+    "kinds": CellKind(
+        (
+            _DEVICE,
+            "big = torch.nn.ModuleList([torch.nn.Linear(32, 32) for _ in range(500)]).to(dev)\n"
+            "bopt = torch.optim.AdamW(big.parameters())\n"
+            "for p in big.parameters():\n"
+            "    p.grad = torch.zeros_like(p)\n"
+            "bopt.step()",
+        ),
+        "t = torch.ones(1024, device=dev)",
+    ),
+}
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--cells", type=int, default=300, help="timed cells per kernel a round")
+    parser.add_argument("--warmup", type=int, default=30, help="untimed cells first")
+    parser.add_argument("--rounds", type=int, default=2, help="fresh kernels each round")
+    parser.add_argument(
+        "--kinds", default=",".join(KINDS), help=f"comma-separated, of {', '.join(KINDS)}"
+    )
+    parser.add_argument(
+        "--arms", default="nbgpumon,chart", help="comma-separated, of nbgpumon, chart"
+    )
+    parser.add_argument(
+        "--base", default=None, help="another checkout: its nbgpumon as arms 'base', 'base, chart'"
+    )
+
+
+def run(client: Any, code: str, timeout: float = 120.0) -> tuple[float, str]:
+    """Seconds from sending ``code`` to the kernel's idle status after it, and its text output
+    (a traceback's too)."""
+    started = time.perf_counter()
+    msg_id = client.execute(code)
+    deadline = started + timeout
+    text: list[str] = []
+    while time.perf_counter() < deadline:
+        try:
+            msg = client.get_iopub_msg(timeout=1)
+        except queue.Empty:
+            continue
+        if msg["parent_header"].get("msg_id") != msg_id:
+            continue
+        kind, content = msg["msg_type"], msg["content"]
+        if kind == "status" and content["execution_state"] == "idle":
+            return time.perf_counter() - started, "".join(text)
+        if kind == "stream":
+            text.append(content["text"])
+        elif kind == "error":
+            text.append("\n".join(content["traceback"]))
+        elif kind in ("execute_result", "display_data"):
+            text.append(content["data"].get("text/plain", ""))
+    raise TimeoutError(f"no idle within {timeout} s after {code!r}")
+
+
+Setup = tuple[list[str], "str | None"]
+BARE: Setup = ([], None)
+
+
+def arm_setups(arms: list[str], base: str | None) -> dict[str, Setup]:
+    """Each arm's first cells and the checkout first on its kernel's path (None: this one's)."""
+    known = {
+        "nbgpumon": ("nbgpumon", ["%load_ext nbgpumon"]),
+        "chart": ("nbgpumon, chart", ["%load_ext nbgpumon", "%gpumon"]),
+    }
+    out: dict[str, Setup] = {}
+    for arm in arms:
+        if arm not in known:
+            raise SystemExit(f"unknown arm {arm!r}: nbgpumon or chart")
+        name, cells = known[arm]
+        out[name] = (cells, None)
+        if base is not None:
+            out[name.replace("nbgpumon", "base")] = (cells, base)
+    return out
+
+
+def start(path_first: str | None) -> tuple[Any, Any]:
+    env = dict(os.environ)
+    if path_first is not None:
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (path_first, env.get("PYTHONPATH")) if p)
+    return start_new_kernel(kernel_name="python3", env=env)
+
+
+def one_pair(
+    kind: CellKind, setup: Setup, bare_first: bool, cells: int, warmup: int
+) -> tuple[list[float], list[float], str]:
+    """Milliseconds of ``cells`` cells in a fresh kernel set up by ``setup`` and in a fresh bare
+    one, taking turns, and the first's ``%gpumon status`` at the end."""
+    pair = {"arm": setup, "bare": BARE}
+    order = ["bare", "arm"] if bare_first else ["arm", "bare"]
+    kernels = {side: start(pair[side][1]) for side in order}
+    try:
+        for side in order:
+            client = kernels[side][1]
+            for code in [*pair[side][0], *kind.setup]:
+                _, text = run(client, code)
+                if "Error" in text or "Traceback" in text:
+                    raise RuntimeError(f"{side}: {code!r} failed:\n{text}")
+        times: dict[str, list[float]] = {side: [] for side in order}
+        for n in range(warmup + cells):
+            for side in order:
+                seconds, _ = run(kernels[side][1], kind.cell)
+                if n >= warmup:
+                    times[side].append(seconds * 1e3)
+        status = run(kernels["arm"][1], "%gpumon status")[1]
+        return times["arm"], times["bare"], status
+    finally:
+        for manager, client in kernels.values():
+            client.stop_channels()
+            manager.shutdown_kernel(now=True)
+
+
+def added_ci(arm: list[float], bare: list[float], resamples: int = 1000) -> tuple[float, float]:
+    """95% bootstrap interval of median(arm) - median(bare)."""
+    rng = random.Random(0)
+    diffs = sorted(
+        stats.median(rng.choices(arm, k=len(arm))) - stats.median(rng.choices(bare, k=len(bare)))
+        for _ in range(resamples)
+    )
+    return stats.percentile(diffs, 2.5), stats.percentile(diffs, 97.5)
+
+
+def on_gpu() -> bool:
+    try:
+        import torch
+    except ImportError:
+        return False
+    return bool(torch.cuda.is_available())
+
+
+def main() -> None:
+    args = result_file.parse_args(__doc__.splitlines()[0], add_arguments)
+    if args.quick:
+        args.cells, args.warmup, args.rounds = 40, 5, 1
+    result = result_file.Result("cell_cost", args)
+    gpu = on_gpu()
+    targets = GPU_TARGETS if gpu else CPU_TARGETS
+    setups = arm_setups(args.arms.split(","), args.base)
+    result.details.update(
+        gpu=gpu, cells=args.cells, rounds=args.rounds, warmup=args.warmup, base=args.base
+    )
+    for name in args.kinds.split(","):
+        kind = KINDS[name]
+        pooled = {arm: ([], []) for arm in setups}  # arm -> (its times, its bare kernels')
+        statuses: dict[str, list[str]] = {arm: [] for arm in setups}
+        for r in range(args.rounds):
+            order = list(setups) if r % 2 == 0 else list(reversed(setups))
+            result.log(f"{name}: round {r + 1}, {' / '.join(order)}")
+            for arm in order:
+                mine, bare, status = one_pair(
+                    kind, setups[arm], r % 2 == 1, args.cells, args.warmup
+                )
+                pooled[arm][0].extend(mine)
+                pooled[arm][1].extend(bare)
+                statuses[arm].append(status)
+        median_target, p99_target = targets[name]
+        details = {}
+        for arm, (mine, bare) in pooled.items():
+            arm_stats, bare_stats = stats.describe(mine), stats.describe(bare)
+            details[arm] = {"arm": arm_stats, "bare": bare_stats, "status": statuses[arm]}
+            ours = not arm.startswith("base")
+            note = f"{arm_stats['median']:.2f} ms vs bare {bare_stats['median']:.2f} ms"
+            result.add(
+                f"{name}: added, {arm}, median",
+                arm_stats["median"] - bare_stats["median"],
+                "ms",
+                median_target if ours else None,
+                note,
+                added_ci(mine, bare),
+            )
+            result.add(
+                f"{name}: added, {arm}, p99",
+                arm_stats["p99"] - bare_stats["p99"],
+                "ms",
+                p99_target if ours else None,
+            )
+        result.details[name] = {"cell": kind.cell, "arms": details}
+    result.finish()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,124 @@
+"""What the cell path costs: each cell's start and end timed by stage, on the main thread.
+
+The last ``KEEP`` cells' times stay in one fixed array of integers, so that timing costs cell
+10,000 what it cost cell 10 (a clock read and an addition a stage) and the figures are there for
+``%gpumon status`` beside the sampler's share. A stage's time is from the end of the one before
+it; the time the cell's own code runs is no stage.
+"""
+
+from __future__ import annotations
+
+from array import array
+from dataclasses import dataclass
+from time import perf_counter_ns
+
+# the stages, in the order a cell meets them; the index of each is its column
+STAGES = (
+    "waits",  # the sampler's preparation, the children of earlier cells, numpy's first fold
+    "namespace",  # the namespace's ids, for the leak verdict
+    "start readings",  # the allocators, the device, RSS; peaks reset
+    "opened",  # the NVTX range, the children's baseline, the views told
+    "end readings",
+    "children",  # the processes it started, charged to it
+    "holders",  # the leak verdict
+    "kinds",  # its memory by kind
+    "tracing",  # what it left alive by line, what its peak held
+    "post-mortem",  # after an out-of-memory error
+    "store",  # the ledger, the recorder's queue
+    "views",  # the views told
+    "lines",  # the lines printed under it
+)
+(
+    WAITS,
+    NAMESPACE,
+    START_READINGS,
+    OPENED,
+    END_READINGS,
+    CHILDREN,
+    HOLDERS,
+    KINDS,
+    TRACING,
+    POST_MORTEM,
+    STORE,
+    VIEWS,
+    LINES,
+) = range(len(STAGES))
+KEEP = 1000  # cells whose times are kept
+
+
+@dataclass(frozen=True)
+class StageCost:
+    """One stage's cost over the cells kept, in seconds."""
+
+    stage: str
+    median: float
+    p99: float
+
+
+@dataclass(frozen=True)
+class CellPathCost:
+    """What the cell path cost the last ``cells`` cells, start and end together, in seconds;
+    ``stages``: each stage's, the costliest (by median) first, those that cost nothing left out."""
+
+    cells: int
+    median: float
+    p99: float
+    stages: tuple[StageCost, ...]
+
+
+class CellClock:
+    """Times each cell's stages (main thread) and keeps the last ``keep`` cells'."""
+
+    def __init__(self, keep: int = KEEP) -> None:
+        self._keep = keep
+        width = len(STAGES)
+        self._times = array("q", bytes(8 * width * keep))  # nanoseconds, a row per cell
+        self._row = [0] * width  # the cell being timed
+        self._last = 0
+        self._cells = 0  # cells timed in all
+
+    def start(self) -> None:
+        """A cell's start begins: its stages from now."""
+        self._row = [0] * len(STAGES)
+        self._last = perf_counter_ns()
+
+    def resume(self) -> None:
+        """A cell's end begins: what ran since the last lap was the cell's own code."""
+        self._last = perf_counter_ns()
+
+    def lap(self, stage: int) -> None:
+        """``stage`` ends now: the time since the last lap is its."""
+        now = perf_counter_ns()
+        self._row[stage] += now - self._last
+        self._last = now
+
+    def done(self) -> None:
+        """The cell's end is over: keep its times, over the oldest kept."""
+        width = len(STAGES)
+        at = (self._cells % self._keep) * width
+        self._times[at : at + width] = array("q", self._row)
+        self._cells += 1
+
+    def report(self) -> CellPathCost | None:
+        """The kept cells' costs; None before the first cell's end."""
+        n = min(self._cells, self._keep)
+        if not n:
+            return None
+        width = len(STAGES)
+        rows = [self._times[k * width : (k + 1) * width] for k in range(n)]
+        totals = sorted(sum(row) for row in rows)
+        stages = []
+        for index, name in enumerate(STAGES):
+            values = sorted(row[index] for row in rows)
+            if values[-1]:
+                stages.append(StageCost(name, _at(values, 50) / 1e9, _at(values, 99) / 1e9))
+        stages.sort(key=lambda s: (-s.median, -s.p99))
+        return CellPathCost(n, _at(totals, 50) / 1e9, _at(totals, 99) / 1e9, tuple(stages))
+
+
+def _at(ordered: list[int], q: float) -> float:
+    """The ``q``-th percentile of ``ordered`` (linear interpolation)."""
+    pos = (len(ordered) - 1) * q / 100
+    lo = int(pos)
+    hi = min(lo + 1, len(ordered) - 1)
+    return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
