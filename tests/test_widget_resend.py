@@ -138,3 +138,42 @@ def test_a_cell_s_start_and_end_send_nothing_from_the_main_thread_the_next_tick_
     assert [row["count"] for row in cells["rows"]] == [7]
     assert widget.running == {}
     assert [m["label"] for m in widget.marks] == ["done"]
+
+
+def test_a_page_that_hears_no_thread_asks_for_the_main_thread_and_is_caught_up_at_once(
+    sent_widget,
+):
+    """``main_thread`` (docs/widget-protocol.md): the page heard none of the sampler thread's
+    messages. The main thread sends a cell's changes from then on, and the samples so far now,
+    marked after_cell, so that the page asks for the rows it missed."""
+    mon, widget, sent = sent_widget
+    widget._handle_custom_msg({"type": "main_thread"}, [])
+    assert mon._publisher.main_thread_sends is True
+    [(header, _)] = [(h, b) for h, b in sent if h.get("type") == "samples"]
+    assert header["after_cell"] is True and header["start"] + header["rows"] == mon.data.cursor
+    sent.clear()
+    widget._handle_custom_msg({"type": "main_thread"}, [])  # (asked again: nothing more)
+    assert sent == []
+    opened = mon._session.ledger.begin("cell", "x = 1", 3)
+    mon._session.cells_pipeline.store(mon._session.ledger.end(opened, execution_count=3))
+    [cells] = [h for h, _ in sent if h.get("type") == "cells"]  # sent by the main thread now
+    assert [row["count"] for row in cells["rows"]] == [3]
+
+
+def test_a_recordings_widget_ignores_a_request_for_the_main_thread(tmp_path):
+    import nbgpumon
+
+    mon = Monitor(nvml_module=fake_pynvml())
+    try:
+        mon.start()
+        assert mon.wait_for_samples()
+        mon.record(str(tmp_path / "run.sqlite"))
+        mon.mark("m")
+        mon.record(None)
+    finally:
+        mon.close()
+    widget = nbgpumon.load(tmp_path / "run.sqlite").widget()
+    sent: list = []
+    widget.send = lambda content, buffers=None: sent.append(content)
+    widget._handle_custom_msg({"type": "main_thread"}, [])
+    assert sent == []

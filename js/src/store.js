@@ -341,6 +341,23 @@ export function forgetStore(model) {
 // missed one is just a break.
 const TIMELINE = { columns: "columns", history: "history", samples: "samples", resend: true };
 
+// How long a page waits for the sampler's thread's first `samples` message before it asks the
+// kernel to send from its main thread too (`main_thread`): at least this, or four intervals.
+export const QUIET_MS = 3000;
+
+/**
+ * After `wait` ms, if no `samples` message of the sampler's thread has come, ask the kernel to
+ * send what a cell's start and end change from its main thread too: this front end drops what
+ * other threads send (Colab does). Once, per connection; returns what cancels it.
+ */
+function askForTheMainThreadIfQuiet(model, store, wait) {
+  if (typeof model.send !== "function") return () => {};
+  const timer = setTimeout(() => {
+    if (store.stats.fromThread === 0) model.send({ type: "main_thread" });
+  }, wait);
+  return () => clearTimeout(timer);
+}
+
 /**
  * Feed `model`'s store from the kernel: `columns` and `history` now and on change, `samples`
  * custom messages as they come. Returns the cleanup that removes every listener it added.
@@ -393,8 +410,13 @@ export function connectStore(model, store, names) {
   model.on(`change:${names.columns}`, onColumns);
   model.on(`change:${names.history}`, onHistory);
   model.on("msg:custom", onMessage);
+  const interval = Number(model.get("interval")) || 0;
+  const cancelAsk = names.resend
+    ? askForTheMainThreadIfQuiet(model, store, Math.max(QUIET_MS, 4000 * interval))
+    : () => {};
 
   const disconnect = () => {
+    cancelAsk();
     model.off(`change:${names.columns}`, onColumns);
     model.off(`change:${names.history}`, onHistory);
     model.off("msg:custom", onMessage);

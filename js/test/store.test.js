@@ -1,6 +1,6 @@
-import { describe, expect, test } from "vitest";
+import { describe, expect, test, vi } from "vitest";
 import { decodeSamples } from "../src/messages.js";
-import { Store, connectModel, droppedByFrontEnd, storeFor } from "../src/store.js";
+import { QUIET_MS, Store, connectModel, droppedByFrontEnd, storeFor } from "../src/store.js";
 import { FakeModel } from "./fake-model.js";
 import { packHistory, samples } from "./protocol.js";
 
@@ -292,5 +292,44 @@ describe("which holes a front end dropped, and which a page missed by connecting
     expect(Array.from(store.values("host.rss"))).toEqual([100, 200, 300, NaN, 600]);
     expect(Array.from(store.values("gpu0.mem_used"))).toEqual([10, 20, 30, NaN, 60]);
     expect(Array.from(store.values("no.such"))).toEqual([NaN, NaN, NaN, NaN, NaN]);
+  });
+});
+
+describe("a front end that drops what the kernel's other threads send", () => {
+  test("a page that hears none of the sampler's messages asks for the main thread's, once", () => {
+    vi.useFakeTimers();
+    try {
+      const model = new FakeModel({ columns: COLUMNS, interval: 0.1 });
+      connectModel(model);
+      send(model, 0, [1], [[1, 1]], { afterCell: true }); // the main thread's, not the sampler's
+      vi.advanceTimersByTime(QUIET_MS - 1);
+      expect(model.sent).toEqual([]);
+      vi.advanceTimersByTime(1);
+      expect(model.sent).toEqual([{ type: "main_thread" }]);
+      vi.advanceTimersByTime(10 * QUIET_MS);
+      expect(model.sent).toEqual([{ type: "main_thread" }]);
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
+  test("a page that hears the sampler's thread, or waits longer at a slow interval, never asks", () => {
+    vi.useFakeTimers();
+    try {
+      const heard = new FakeModel({ columns: COLUMNS, interval: 0.1 });
+      connectModel(heard);
+      send(heard, 0, [1], [[1, 1]]);
+      vi.advanceTimersByTime(10 * QUIET_MS);
+      expect(heard.sent).toEqual([]);
+      const slow = new FakeModel({ columns: COLUMNS, interval: 2 });
+      const cleanup = connectModel(slow);
+      vi.advanceTimersByTime(4000 * 2 - 1);
+      expect(slow.sent).toEqual([]);
+      cleanup(); // a page that goes before the wait is over asks nothing
+      vi.advanceTimersByTime(10 * QUIET_MS);
+      expect(slow.sent).toEqual([]);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 });

@@ -73,9 +73,11 @@ class CellClock:
         self._keep = keep
         width = len(STAGES)
         self._times = array("q", bytes(8 * width * keep))  # nanoseconds, a row per cell
+        self._totals = array("q", bytes(8 * keep))  # each row's sum
         self._row = [0] * width  # the cell being timed
         self._last = 0
         self._cells = 0  # cells timed in all
+        self._report: tuple[int, CellPathCost | None] = (0, None)  # the last, and of how many
 
     def start(self) -> None:
         """A cell's start begins: its stages from now."""
@@ -94,26 +96,31 @@ class CellClock:
 
     def done(self) -> None:
         """The cell's end is over: keep its times, over the oldest kept."""
-        width = len(STAGES)
-        at = (self._cells % self._keep) * width
-        self._times[at : at + width] = array("q", self._row)
+        width, row = len(STAGES), self._row
+        at = self._cells % self._keep
+        self._times[at * width : (at + 1) * width] = array("q", row)
+        self._totals[at] = sum(row)
         self._cells += 1
 
     def report(self) -> CellPathCost | None:
-        """The kept cells' costs; None before the first cell's end."""
+        """The kept cells' costs; None before the first cell's end. (The status the live chart
+        reads every 2 s asks too: the same cells' report is not made again.)"""
+        cells, made = self._report
+        if cells == self._cells:
+            return made
         n = min(self._cells, self._keep)
-        if not n:
-            return None
-        width = len(STAGES)
-        rows = [self._times[k * width : (k + 1) * width] for k in range(n)]
-        totals = sorted(sum(row) for row in rows)
+        width, times = len(STAGES), self._times
+        columns = [times[index : n * width : width] for index in range(width)]  # (C slices)
+        totals = sorted(self._totals[:n])
         stages = []
-        for index, name in enumerate(STAGES):
-            values = sorted(row[index] for row in rows)
-            if values[-1]:
+        for name, column in zip(STAGES, columns, strict=True):
+            if any(column):
+                values = sorted(column)
                 stages.append(StageCost(name, _at(values, 50) / 1e9, _at(values, 99) / 1e9))
         stages.sort(key=lambda s: (-s.median, -s.p99))
-        return CellPathCost(n, _at(totals, 50) / 1e9, _at(totals, 99) / 1e9, tuple(stages))
+        made = CellPathCost(n, _at(totals, 50) / 1e9, _at(totals, 99) / 1e9, tuple(stages))
+        self._report = (self._cells, made)
+        return made
 
 
 def _at(ordered: list[int], q: float) -> float:

@@ -195,13 +195,14 @@ class Publisher:
         """After a tick (the sampler's thread): what is new, at most every SEND_EVERY seconds,
         and soon after a cell starts or ends."""
         now = self._ticked = time.monotonic()
-        cells_due = self._cells_due and now >= self._last_send + CELL_SEND_GAP
-        if now < self._next_send and not cells_due:
+        cells_due = self._cells_due
+        if now < self._next_send and not (cells_due and now >= self._last_send + CELL_SEND_GAP):
             return
         self._next_send, self._last_send = now + SEND_EVERY, now
         self.send_new()
-        self._cells_due = False  # before the read: a cell that ends meanwhile sets it again
-        self._publish_ledger()
+        if cells_due:  # (only then: the marks alone may be thousands)
+            self._cells_due = False  # before the read: a cell that ends meanwhile sets it again
+            self._publish_ledger()
         if self._history_due and now >= self._next_history:
             self._history_due = False
             self.refresh_history()
@@ -232,11 +233,15 @@ class Publisher:
         self.messages_sent += 1
 
     def _on_browser_message(self, _widget: Any, content: Any, _buffers: Any) -> None:
-        """A ``resend`` request (main thread): the browser saw a ``samples`` message start past
+        """A ``main_thread`` request (below), or a ``resend`` request (main thread): the
+        browser saw a ``samples`` message start past
         what it held, so messages sent before it never arrived (a front end that drops what
         the sampler's thread sends, as Colab does): the rows ``[from, to)`` again, as one
         ``samples`` message marked ``fill``. Anything else, or a range not sent yet, is
         ignored: the browser asks again at the next gap."""
+        if isinstance(content, dict) and content.get("type") == "main_thread":
+            self._main_thread_asked()
+            return
         if not isinstance(content, dict) or content.get("type") != "resend":
             return
         start, stop = content.get("from"), content.get("to")
@@ -251,6 +256,19 @@ class Publisher:
             header, buffers = _chunk_message("samples", chunk, fill=True)
             self.widget.send(header, buffers=buffers)
         self.resent_rows += chunk.end - chunk.start
+
+    def _main_thread_asked(self) -> None:
+        """A page heard none of the sampler thread's messages (main thread): its front end
+        drops them. From now on the main thread sends a cell's changes too, and it catches the
+        page up at once (the samples so far, the ledger, the status), so that it asks for the
+        rows it missed. A recording's widget has no stream: nothing to do."""
+        if self.main_thread_sends or self._data.status().live is None:
+            return
+        self.main_thread_sends = True
+        self.send_new(after_cell=True)
+        self._publish_ledger()
+        self._next_status = time.monotonic() + STATUS_EVERY
+        self._publish_status()
 
     def sync_cluster(self, details: bool = False, history: bool = False) -> None:
         """Other nodes' GPUs, if a cluster is read (it may start after the widget was made).
