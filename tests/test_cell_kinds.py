@@ -121,6 +121,11 @@ def test_a_training_run_is_told_apart_by_kind_cell_by_cell():
     assert quiet.kept_by_kind == {}
 
 
+def _walked(cells) -> int:
+    """The walks the cells' reads made: narrow ones, and those of a cell's new names alone."""
+    return cells.kinds.narrow_walks + cells.kinds.new_name_walks
+
+
 def test_a_cell_that_allocated_nothing_and_bound_no_memory_is_carried_over_without_a_walk():
     """``lr = 0.1`` after a model is built: torch handed out nothing during the cell and the
     name it bound reaches no memory of the device, so no storage can have changed hands. A
@@ -131,38 +136,38 @@ def test_a_cell_that_allocated_nothing_and_bound_no_memory_is_carried_over_witho
     shell = shell_with(model=model, x=torch.ones(MIB // 4))
     cells = _Cells(shell, torch)
     built = cells.run({"model", "x"}).devices[0]
-    walks = cells.kinds.narrow_walks
+    walks = _walked(cells)
 
     shell.user_ns["lr"] = 0.1
     lr = cells.run({"lr"}, total=0).devices[0]
     assert (lr.kinds_after, lr.kinds_note) == (built.kinds_after, (UNTOUCHED,))
-    assert cells.kinds.narrow_walks == walks  # not walked
+    assert _walked(cells) == walks  # not walked
     assert lr.kept_by_kind == {}
 
     shell.user_ns["w"] = model.weight  # memory there already, held by a new name
     assert cells.run({"w"}, total=0).devices[0].kinds_note != (UNTOUCHED,)
-    assert cells.kinds.narrow_walks == walks + 1
+    assert _walked(cells) == walks + 1
     shell.user_ns["y"] = shell.user_ns["x"]
     cells.run({"y"}, total=0)
     shell.user_ns["x"] = 1  # a known holder bound again (its tensor still held, by y)
     assert cells.run({"x"}, total=0).devices[0].kinds_note != (UNTOUCHED,)
-    assert cells.kinds.narrow_walks == walks + 3
+    assert _walked(cells) == walks + 3
 
     shell.user_ns["epochs"] = 3
     assert cells.run({"epochs"}, total=None).devices[0].kinds_note != (UNTOUCHED,)  # unknown
-    assert cells.kinds.narrow_walks == walks + 4
+    assert _walked(cells) == walks + 4
     after = cells.held()
     failed = dataclasses.replace(torch_record(after, after, after, cells.n, 0), status="error")
     shell.user_ns["n"] = 4
     read = cells.kinds.read(failed, lambda: ({"n"}, set()))
-    assert read.devices[0].kinds_note != (UNTOUCHED,) and cells.kinds.narrow_walks == walks + 5
+    assert read.devices[0].kinds_note != (UNTOUCHED,) and _walked(cells) == walks + 5
 
     shell.user_ns["lr"] = 0.2
     assert cells.run({"lr"}, total=0).devices[0].kinds_note == (UNTOUCHED,)
-    assert cells.kinds.narrow_walks == walks + 5
+    assert _walked(cells) == walks + 5
     shell.user_ns["Out"][9] = model.bias  # an output of memory there already
     shown = cells.kinds.read(torch_record(after, after, after, cells.n, 0), lambda: (set(), {9}))
-    assert shown.devices[0].kinds_note != (UNTOUCHED,) and cells.kinds.narrow_walks == walks + 6
+    assert shown.devices[0].kinds_note != (UNTOUCHED,) and _walked(cells) == walks + 6
 
 
 def test_memory_that_the_known_holders_miss_sends_one_whole_walk():
@@ -399,3 +404,50 @@ def test_on_a_gpu_torch_compares_a_models_addresses_in_one_call_and_the_readings
     assert holder_scan.scan(shell, "cuda", memo=memo).categories == (
         holder_scan.scan(shell, "cuda").categories
     )
+
+
+def test_a_cell_whose_new_names_hold_all_it_allocated_walks_them_alone_and_agrees():
+    """``t = torch.ones(n)`` beside a model and its optimizer: the cell freed nothing and its
+    new name holds all it allocated, so the kinds at its end are those at its start and ``t``'s,
+    from a walk of ``t`` alone (issue 43: not the model's thousands of tensors). Each read
+    agrees with a fresh read of everything; a cell that also grew a known holder, freed
+    something, or bound a name to memory the last walk did not count is walked as before."""
+    torch = pytest.importorskip("torch")
+    model = torch.nn.Sequential(*(torch.nn.Linear(32, 32) for _ in range(20)))
+    opt = torch.optim.AdamW(model.parameters())
+    model(torch.randn(2, 32)).sum().backward()
+    opt.step()
+    shell = shell_with(model=model, opt=opt, keep=[torch.ones(8)])  # (a holder, so walked)
+    cells = _Cells(shell, torch)
+    cells.run({"model", "opt", "keep"})
+
+    def agrees(record: CellRecord) -> None:
+        fresh = CellKinds(shell, device="host").read(record, lambda: (set(shell.user_ns), set()))
+        assert record.devices[0].kinds_after == fresh.devices[0].kinds_after
+
+    def run(changed: set[str], grew: int, freed: int = 0) -> CellRecord:
+        return cells.run(changed, total=grew + freed)
+
+    narrow, arrays = cells.kinds.narrow_walks, "arrays held by variables"
+    held = dict(
+        cells.kinds.read(torch_record(*[cells.held()] * 3, 99, 0), lambda: (set(), set()))
+        .devices[0]
+        .kinds_after
+    )
+    shell.user_ns["t"] = torch.ones(4096)
+    first = run({"t"}, grew=4096 * 4)
+    assert (cells.kinds.narrow_walks, cells.kinds.new_name_walks) == (narrow, 1)
+    assert dict(first.devices[0].kinds_after)[arrays] == held[arrays] + 4096 * 4
+    agrees(first)
+    shell.user_ns["u"] = torch.ones(128)
+    agrees(run({"u"}, grew=128 * 4))
+    assert cells.kinds.narrow_walks == narrow  # (again only the new name)
+
+    shell.user_ns["v"] = torch.ones(64)  # ... and the cell grew a known holder too:
+    shell.user_ns["keep"].append(torch.ones(256))  # the new name's storage is not all it added
+    agrees(run({"v"}, grew=64 * 4 + 256 * 4))
+    assert cells.kinds.narrow_walks == narrow + 1
+    shell.user_ns["w"] = torch.ones(512)
+    del shell.user_ns["u"]  # it freed u's tensor: walked
+    agrees(run({"w", "u"}, grew=512 * 4 - 128 * 4, freed=128 * 4))
+    assert cells.kinds.narrow_walks == narrow + 2

@@ -25,10 +25,12 @@ from typing import Any
 
 from .._ledger.kinds_notes import CarriedOver, KindsNote
 from .._ledger.records import CellRecord, DeviceUsage
+from .._sources.frameworks.holder_walk import CATEGORIES
 from . import holder_scan
 from .explain import UNEXPLAINED, allocated_by_kind
 
 WALK_AGAIN = 4 * 2**20  # unexplained growth (bytes, or 1% of allocated) that walks it all
+KEYS_KEPT = 200_000  # storages remembered for the walk of new names (a few MB at most)
 CARRIED = CarriedOver(bound_names=False)  # the cell moved no allocator and bound no name
 UNTOUCHED = CarriedOver(bound_names=True)  # it allocated nothing and bound no GPU memory
 _OUTPUT = re.compile(r"^Out\[(\d+)\]$")
@@ -60,8 +62,12 @@ class CellKinds:
         self._outputs: set[int] = set()  # Out entries that did
         # what the models and optimizers read themselves, reused while their tensors stay put
         self.memo = holder_scan.OwnMemo()
+        # the storages the last walk counted (and the cells since added): what a walk of a
+        # cell's new names alone leaves out; empty past KEYS_KEPT
+        self._keys: frozenset[Any] = frozenset()
         self.whole_walks = 0  # (for tests and bench/)
         self.narrow_walks = 0
+        self.new_name_walks = 0
 
     def read(
         self,
@@ -104,6 +110,11 @@ class CellKinds:
             kept = {p: (self._places[p].kinds, (UNTOUCHED,)) for p in targets}
             return self._replace(record, targets, kept, before)
 
+        if whole is None:
+            added = self._only_new_names(record, targets, before, changed, new_outputs)
+            if added is not None:
+                return self._replace(record, targets, added, before)
+
         def by_kind(scan: holder_scan.HolderScan) -> dict[str, tuple[Kinds, Notes]]:
             return {p: self._kinds(scan, p, a) for p, (_, a) in targets.items()}
 
@@ -118,16 +129,78 @@ class CellKinds:
                 names=self._roots | changed,
                 outputs=self._outputs | new_outputs,
                 memo=self.memo,
+                keys=True,
             )
             found, is_whole = by_kind(scan), False
             if self._grew(found, targets):
                 self.whole_walks += 1
-                scan = holder_scan.scan(self.shell, self.device, self.budget, memo=self.memo)
+                scan = holder_scan.scan(
+                    self.shell, self.device, self.budget, memo=self.memo, keys=True
+                )
                 found, is_whole = by_kind(scan), True
         self._learn(scan, targets, found, is_whole)
         return self._replace(record, targets, found, before)
 
     # -- the pieces ---------------------------------------------------------------------
+    def _only_new_names(
+        self,
+        record: CellRecord,
+        targets: dict[str, tuple[DeviceUsage, dict[str, int]]],
+        before: dict[str, Kinds],
+        changed: set[str],
+        new_outputs: set[int],
+    ) -> dict[str, tuple[Kinds, Notes]] | None:
+        """The kinds at the cell's end where everything it allocated is held by what it bound:
+        the kinds at its start and those storages, found by walking its new names alone. That
+        is where it freed nothing (each framework's allocated grew by all it handed out), bound
+        no name that held memory before, and the new names' storages that no earlier walk
+        counted add up, on each GPU, to exactly that growth (``t = torch.ones(1024)`` beside a
+        large model: its 4 KiB, not the model's thousands of tensors). None otherwise: the
+        usual walk decides."""
+        if not self._keys or record.status != "ok" or changed & self._roots:
+            return None
+        if before.keys() != targets.keys():
+            return None
+        growth: dict[str, int] = {}
+        for place, (d, _) in targets.items():
+            total = 0
+            for f in d.frameworks:
+                grew = (f.allocated_after or 0) - (f.allocated_before or 0)
+                if f.allocated_total is None or f.allocated_total != grew:
+                    return None  # (it freed something, or its framework cannot say)
+                total += grew
+            growth[place] = total
+        self.new_name_walks += 1
+        scan = holder_scan.scan_new(
+            self.shell, self.device, changed, new_outputs, self._keys, self.budget
+        )
+        if scan.partial is not None:
+            return None
+        new = {p: sum(scan.categories.get(p, {}).values()) for p in targets}
+        if new != growth or set(scan.categories) - targets.keys():
+            return None
+        found: dict[str, tuple[Kinds, Notes]] = {}
+        for place, (_, allocated) in targets.items():
+            kinds = dict(before[place])
+            for kind, size in scan.categories.get(place, {}).items():
+                kinds[kind] = kinds.get(kind, 0) + size
+            ordered = tuple((k, kinds[k]) for k in (*CATEGORIES, UNEXPLAINED) if kinds.get(k))
+            found[place] = (ordered, ())
+            known = self._places[place]
+            self._places[place] = _Place(dict(allocated), ordered, known.unexplained_at_walk)
+        for name in scan.reached:
+            root = name.split(" (", 1)[0]
+            output = _OUTPUT.match(root)
+            if output is not None:
+                self._outputs.add(int(output.group(1)))
+            elif not _HIDDEN_ROOT.match(root):
+                self._roots.add(root)
+        self._keep_keys(self._keys | scan.storages)
+        return found
+
+    def _keep_keys(self, keys: frozenset[Any]) -> None:
+        self._keys = keys if len(keys) <= KEYS_KEPT else frozenset()
+
     def _place_of(self, d: DeviceUsage) -> str | None:
         if self.device == "host":
             return "host"
@@ -185,9 +258,11 @@ class CellKinds:
         found: dict[str, tuple[Kinds, Notes]],
         is_whole: bool,
     ) -> None:
-        """Keep what the next read starts from: the holders found, each device's figures."""
+        """Keep what the next read starts from: the holders found, each device's figures, the
+        storages counted."""
         self._roots = set()
         self._outputs = set()
+        self._keep_keys(scan.storages)
         hidden = {h.name for h in scan.holders if h.hidden}
         for name in scan.reached:
             root = name.split(" (", 1)[0]

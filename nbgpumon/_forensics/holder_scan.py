@@ -90,6 +90,8 @@ class HolderScan:
     # every holder name that reached memory of ``device``, also where another holder was
     # credited with it first (an optimizer's parameters, after its model's)
     reached: frozenset[str] = frozenset()
+    # the storages counted (``keys=True``): what a later walk of new names leaves out
+    storages: frozenset[StorageKey] = frozenset()
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,8 +139,15 @@ class OwnMemo:
 class _Walk:
     """State of one scan: storages already counted, containers already entered, budget."""
 
-    def __init__(self, device: str, budget: float, memo: OwnMemo | None = None) -> None:
+    def __init__(
+        self,
+        device: str,
+        budget: float,
+        memo: OwnMemo | None = None,
+        known: Collection[StorageKey] = (),
+    ) -> None:
         self.memo = memo
+        self.known = known  # storages counted already, by an earlier walk: not again
         self.read_own: dict[tuple[int, str, str], _Own] = {}  # this walk's, for the memo
         self.device = device
         self.deadline = time.perf_counter() + budget
@@ -201,7 +210,7 @@ class _Walk:
             return
         key, size = key_size
         self.reached.add(holder)
-        if key in self.seen_storages or size <= 0:
+        if key in self.seen_storages or size <= 0 or key in self.known:
             return
         self.seen_storages.add(key)
         kind = category or self.category or (HIDDEN if self.visiting_hidden else ARRAYS)
@@ -319,7 +328,7 @@ class _Walk:
                 continue
             stack.append((item, depth + 1))
 
-    def result(self, seconds: float) -> HolderScan:
+    def result(self, seconds: float, keys: bool = False) -> HolderScan:
         holders = tuple(
             sorted(
                 (
@@ -345,6 +354,7 @@ class _Walk:
             categories=categories,
             frameworks=frameworks,
             reached=frozenset(self.reached),
+            storages=frozenset(self.seen_storages) if keys else frozenset(),
         )
 
 
@@ -481,6 +491,7 @@ def scan(
     names: Collection[str] | None = None,
     outputs: Collection[int] | None = None,
     memo: OwnMemo | None = None,
+    keys: bool = False,
 ) -> HolderScan:
     """What holds memory on ``device`` ("cuda", "cuda:N", "host" or "any") now, biggest first.
 
@@ -488,14 +499,42 @@ def scan(
     and ``outputs``, where given, narrow the walk to those variables and ``Out`` entries (the
     other hidden references are always walked): a read of what is known to hold memory.
     ``memo``: what the containers read themselves at the last walk, reused where unchanged
-    (and kept for the next).
+    (and kept for the next). ``keys``: the storages counted too (``HolderScan.storages``).
     """
     if not DEVICES.match(device):
         raise ValueError(f"device must be cuda, cuda:N, host or any, not {device!r}")
     started = time.perf_counter()
     with _collector_off():
         walk = _walk(shell, device, budget, names, outputs, memo)
-    return walk.result(time.perf_counter() - started)
+    return walk.result(time.perf_counter() - started, keys)
+
+
+def scan_new(
+    shell: Any,
+    device: str,
+    names: Collection[str],
+    outputs: Collection[int],
+    known: Collection[StorageKey],
+    budget: float = 0.05,
+) -> HolderScan:
+    """What the variables ``names``, the ``Out`` entries ``outputs`` and the last result hold
+    on ``device`` that is not among the storages ``known`` (an earlier walk's): what a cell that
+    bound them may have added, at the cost of walking them alone. Its ``storages`` are the new
+    ones."""
+    out = (getattr(shell, "user_ns", {}) or {}).get("Out")
+    roots = user_variables(shell, names)
+    if isinstance(out, dict):
+        roots += [(f"Out[{n}]", out[n]) for n in sorted(outputs) if n in out]
+    last = getattr(shell, "last_execution_result", None)
+    roots.append(("the last result", getattr(last, "result", None)))
+    started = time.perf_counter()
+    walk = _Walk(device, budget, known=known)
+    with _collector_off():
+        for name, value in roots:
+            if walk.stopped:
+                break
+            walk.visit(name, value, hidden=False)
+    return walk.result(time.perf_counter() - started, keys=True)
 
 
 @contextlib.contextmanager

@@ -11,7 +11,9 @@ driver is noted once; a lost GPU marks the device lost.
 from __future__ import annotations
 
 import contextlib
+import functools
 import importlib
+import sys
 import threading
 import time
 import warnings
@@ -56,8 +58,15 @@ _PERMANENT = {  # errors that will not change on retry: the metric is off for th
 def shadowing_note() -> str | None:
     """What to do when the deprecated ``pynvml`` distribution ships the ``pynvml`` module.
 
-    Asked by status, not at start: importing importlib.metadata alone costs ~30 ms.
+    Asked by status, not at start: importing importlib.metadata alone costs ~30 ms. Searched
+    once per ``sys.path``: the live chart's status line reads status every 2 s, and the
+    search reads every folder on it.
     """
+    return _shadowing_note(tuple(sys.path))
+
+
+@functools.lru_cache(maxsize=4)
+def _shadowing_note(_path: tuple[str, ...]) -> str | None:
     import importlib.metadata
 
     try:
