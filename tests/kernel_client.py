@@ -44,10 +44,17 @@ class Kernel:
                     return got
         raise TimeoutError(f"no idle after request {msg_id}")
 
-    def wait_for(self, found: Callable[[dict], bool], timeout: float = 60) -> list[dict]:
-        """The iopub messages from now until one for which ``found`` is true (whatever request
-        it answers: the sampler's thread sends between requests too), that one last."""
+    def wait_for(
+        self, found: Callable[[dict], bool], timeout: float = 60, since: int | None = None
+    ) -> list[dict]:
+        """The iopub messages until one for which ``found`` is true (whatever request it answers:
+        the sampler's thread sends between requests too), that one last: from the ``since``-th
+        kept message on (those kept already first), else from now."""
         got: list[dict] = []
+        for msg in self.messages[since:] if since is not None else ():
+            got.append(msg)
+            if found(msg):
+                return got
         deadline = time.time() + timeout
         while time.time() < deadline:
             try:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 import pytest
 
@@ -44,21 +45,37 @@ def _widget_state(msgs: list[dict]) -> dict:
     return state
 
 
-def _row_of(kernel, label: str, timeout: float = 60) -> tuple[list[dict], dict]:
-    """Waits for the ``cells`` message holding the row of the cell ``label`` (the sampler's
-    thread sends it at its tick after the cell's end); the messages until then, and it."""
+def _run_to_row(kernel, code: str, timeout: float = 60) -> tuple[list[dict], dict]:
+    """Runs ``code``, then waits for the ``cells`` message holding its cell's row (the
+    sampler's thread sends it at its first tick after the cell's end, before or after the
+    kernel says it is idle); the messages from the cell's start to it, and it."""
+    label = code.splitlines()[0]
 
     def holds_it(msg: dict) -> bool:
         return any(row["label"] == label for c in _custom([msg], "cells") for row in _rows(c))
 
-    got = kernel.wait_for(holds_it, timeout)
+    since = len(kernel.messages)
+    kernel.run(code, timeout)
+    got = kernel.wait_for(holds_it, timeout, since=since)
     return got, got[-1]
 
 
-def _running_cleared(msg: dict) -> bool:
-    if msg["msg_type"] != "comm_msg":
-        return False
-    return msg["content"]["data"].get("state", {}).get("running") == {}
+def _cleared_after_row_of(label: str) -> Callable[[dict], bool]:
+    """Whether a message is the ``running`` update that clears the cell ``label``: the first
+    that clears it after the ``cells`` message with its row (one clearing an earlier cell's
+    may come after this cell started)."""
+    row_seen = False
+
+    def found(msg: dict) -> bool:
+        nonlocal row_seen
+        if any(row["label"] == label for c in _custom([msg], "cells") for row in _rows(c)):
+            row_seen = True
+            return False
+        if not row_seen or msg["msg_type"] != "comm_msg":
+            return False
+        return msg["content"]["data"].get("state", {}).get("running") == {}
+
+    return found
 
 
 def _rows(cells_message: dict) -> list[dict]:
@@ -118,18 +135,15 @@ def test_showing_it_twice_gives_two_views_of_one_widget(kernel):
 def test_cells_reach_the_widget_with_their_labels_as_data(kernel):
     kernel.run("%load_ext nbgpumon")
     kernel.run(SHOW_WIDGET)
-    kernel.run(f"x = 1  # {XSS}")
-    _, sent = _row_of(kernel, f"x = 1  # {XSS}")
+    _, sent = _run_to_row(kernel, f"x = 1  # {XSS}")
     assert [row["label"] for row in _rows(sent)][-1] == f"x = 1  # {XSS}"  # as text, whole
 
 
 def test_each_cell_sends_its_own_row_and_a_page_loaded_later_gets_the_whole_ledger(kernel):
     kernel.run("%load_ext nbgpumon")
-    kernel.run(SHOW_WIDGET)
-    _row_of(kernel, SHOW_WIDGET.splitlines()[0])
+    _run_to_row(kernel, SHOW_WIDGET)
     for k in range(3):
-        kernel.run(f"y = {k}")
-        _, sent = _row_of(kernel, f"y = {k}")
+        _, sent = _run_to_row(kernel, f"y = {k}")
         message = sent["content"]["data"]["content"]
         (row,) = message["rows"]  # the new record only, not the ledger again
         assert row["label"] == f"y = {k}" and message["first"] == 0
@@ -150,14 +164,15 @@ def test_each_cell_sends_its_own_row_and_a_page_loaded_later_gets_the_whole_ledg
 
 def test_the_running_cell_reaches_the_widget_as_it_starts_and_leaves_with_its_row(kernel):
     kernel.run("%load_ext nbgpumon")
-    kernel.run(SHOW_WIDGET)
-    _row_of(kernel, SHOW_WIDGET.splitlines()[0])
+    _run_to_row(kernel, SHOW_WIDGET)
     label = f"import time  # {XSS}"
     # the sampler's thread sends it all: `running` while the cell runs, then after its end
     # its row and `running` cleared
-    during = kernel.run(f"{label}\ntime.sleep(1)")
-    during += kernel.wait_for(_running_cleared)
+    since = len(kernel.messages)
+    kernel.run(f"{label}\ntime.sleep(1)")
+    during = kernel.wait_for(_cleared_after_row_of(label), since=since)
     (started,) = [m for m in during if m["msg_type"] == "execute_input"]
+    during = during[during.index(started) :]  # (not the last cell's `running` cleared)
     count = started["content"]["execution_count"]
     updates = [
         m["content"]["data"]["state"] for m in during

@@ -203,7 +203,8 @@ class Ledger:
         if opened.start + self.allocator_lag >= end:
             sampled.update(dict.fromkeys(self._allocated_columns()))
         after = self.read_allocators()
-        answered = self._device_used(ask=_moved(opened.allocators, after))
+        # asked now where no framework is up (the device's figure is all there is) or one moved
+        answered = self._device_used(ask=not after or _moved(opened.allocators, after))
         used_after = answered if answered is not None else [None] * len(self.device_source.devices)
         unanswered = self.device_source.devices and (answered is None or not opened.device_answered)
         devices = tuple(
@@ -286,10 +287,11 @@ class Ledger:
     def _device_used(self, ask: bool) -> list[int | None] | None:
         """The devices' used memory at a cell's edge; None where the device did not answer.
 
-        Asked now (a hand-off to the ask's worker, ~70 µs) when ``ask``: an allocator moved
-        its reservation during the cell, so the driver's figure moved too. Otherwise the
-        sampler's newest reading stands for it (at most an interval old: what moved since
-        belongs to no framework of this kernel's), or the last one asked where that is newer;
+        Asked now (a hand-off to the ask's worker, ~70 µs) when ``ask``: at a cell's end where
+        an allocator moved its reservation during it (the driver's figure moved too), or where
+        no framework is up (the driver's figure is the only one). Otherwise the sampler's
+        newest reading stands for it (at most an interval old: what moved since belongs to no
+        framework of this kernel's), or the last one asked where that is newer;
         asked all the same when the sampler has not read for ``reading_fresh_for`` seconds, or
         the device is not answering (then the ask says so: never a reading from before).
         """

@@ -233,12 +233,12 @@ class Publisher:
         self.messages_sent += 1
 
     def _on_browser_message(self, _widget: Any, content: Any, _buffers: Any) -> None:
-        """A ``main_thread`` request (below), or a ``resend`` request (main thread): the
-        browser saw a ``samples`` message start past
-        what it held, so messages sent before it never arrived (a front end that drops what
-        the sampler's thread sends, as Colab does): the rows ``[from, to)`` again, as one
-        ``samples`` message marked ``fill``. Anything else, or a range not sent yet, is
-        ignored: the browser asks again at the next gap."""
+        """What the browser sends (main thread). A ``main_thread`` request: its front end drops
+        what the sampler's thread sends (``_main_thread_asked``). A ``resend`` request: the
+        browser saw a ``samples`` message start past what it held, so messages sent before it
+        never arrived (a front end that drops what the sampler's thread sends, as Colab does):
+        the rows ``[from, to)`` again, as one ``samples`` message marked ``fill``. Anything
+        else, or a range not sent yet, is ignored: the browser asks again at the next gap."""
         if isinstance(content, dict) and content.get("type") == "main_thread":
             self._main_thread_asked()
             return
