@@ -130,7 +130,7 @@ def test_a_cell_s_start_and_end_send_nothing_from_the_main_thread_the_next_tick_
     mon._session.cells_pipeline.store(record)  # (the monitor's listener: ledger_changed)
     mon.mark("done")
     assert [h for h, _ in sent if h.get("type") == "cells"] == []
-    deadline = time.monotonic() + 30  # (the tick after a cell sends at most CELL_SEND_GAP on)
+    deadline = time.monotonic() + 30  # (a tick sends at most every SEND_EVERY)
     while not [h for h, _ in sent if h.get("type") == "cells"] and time.monotonic() < deadline:
         publisher(mon.data.cursor)
         time.sleep(0.02)

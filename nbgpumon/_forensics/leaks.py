@@ -77,7 +77,7 @@ class LeakWatch:
             device, amount = "host", record.rss_delta
         else:
             return None
-        found = holder_scan.scan(self.shell, device, budget)
+        found = holder_scan.scan(self.shell, device, budget, keys=True)  # (for cell_kinds)
         self.scan_of_cell = found
         smallest = max(2**20, amount // 64)  # below this a holder does not explain the amount
         named = [nb for nb in self._new_holders(found, record.status != "ok") if nb[1] >= smallest]
