@@ -172,9 +172,11 @@ class Ledger:
             opened.rss_reset = host.reset_peak()
         if not opened.rss_reset:
             opened.rss_peak_start = host.peak_rss()
-        opened.sampled = self.timeline.track(self._sampled_columns(), opened.start)
-        opened.allocated_seen = self.timeline.track(
-            self._allocated_columns(), opened.start + self.allocator_lag
+        opened.sampled, opened.allocated_seen = self.timeline.track_each(
+            [
+                (self._sampled_columns(), opened.start),
+                (self._allocated_columns(), opened.start + self.allocator_lag),
+            ]
         )
         self._stack.append(opened)
         return opened

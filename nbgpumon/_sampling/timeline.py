@@ -143,16 +143,26 @@ class Timeline:
     def track(self, columns: Sequence[str], since: float) -> RunningStats:
         """Running mean and max of ``columns`` (unknown ones: None) over the rows from unix
         time ``since`` on, including those already appended, until :meth:`untrack`."""
-        known = [c for c in columns if c in self._col]
-        tracker = RunningStats(columns, known, [self._col[c] for c in known], since)
+        return self.track_each([(columns, since)])[0]
+
+    def track_each(self, asked: Sequence[tuple[Sequence[str], float]]) -> list[RunningStats]:
+        """:meth:`track` for each ``(columns, since)`` of ``asked``, under one lock (a cell's
+        start asks for two)."""
+        col = self._col
+        trackers = [
+            RunningStats(columns, known, [col[c] for c in known], since)
+            for columns, since in asked
+            for known in ([c for c in columns if c in col],)
+        ]
         with self._lock:
-            if self._store is not None:  # (none yet: no row to go back over)
+            if self._store is not None and trackers:  # (none yet: no row to go back over)
                 # rows a sample taken before ``since`` was called may have added
-                for t, row in self._store.raw_rows_from(since):
-                    tracker.add(t, row)
-            self._trackers.append(tracker)
+                for t, row in self._store.raw_rows_from(min(r.since for r in trackers)):
+                    for tracker in trackers:
+                        tracker.add(t, row)
+            self._trackers += trackers
             del self._trackers[:-MAX_TRACKERS]  # a measurement never closed is let go
-        return tracker
+        return trackers
 
     def untrack(self, tracker: RunningStats) -> dict[str, tuple[float, float] | None]:
         """Stop ``tracker`` and return what it saw (:meth:`RunningStats.result`)."""
