@@ -243,6 +243,10 @@ def main() -> None:
             details[arm] = {"arm": arm_stats, "bare": bare_stats, "status": statuses[arm]}
             ours = not arm.startswith("base")
             note = f"{arm_stats['median']:.2f} ms vs bare {bare_stats['median']:.2f} ms"
+            result.log(  # (as it goes: a run cut short still says what it measured)
+                f"{name}, {arm}: added {arm_stats['median'] - bare_stats['median']:+.3f} ms "
+                f"median, {arm_stats['p99'] - bare_stats['p99']:+.3f} ms p99 ({note})"
+            )
             result.add(
                 f"{name}: added, {arm}, median",
                 arm_stats["median"] - bare_stats["median"],
