@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import itertools
 import queue
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 from jupyter_client.manager import start_new_kernel
 
@@ -31,13 +32,7 @@ class Kernel:
     def wait(self, msg_id: str, timeout: float = 60) -> list[dict]:
         """The iopub messages of the execution ``msg_id``, once the kernel is idle after it."""
         got: list[dict] = []
-        deadline = time.time() + timeout
-        while time.time() < deadline:
-            try:
-                msg = self.client.get_iopub_msg(timeout=1)
-            except queue.Empty:
-                continue
-            self.messages.append(msg)
+        for msg in self._coming(time.time() + timeout):
             if msg["parent_header"].get("msg_id") == msg_id:
                 got.append(msg)
                 if msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
@@ -50,22 +45,23 @@ class Kernel:
         """The iopub messages until one for which ``found`` is true (whatever request it answers:
         the sampler's thread sends between requests too), that one last: from the ``since``-th
         kept message on (those kept already first), else from now."""
+        kept = self.messages[since:] if since is not None else []
         got: list[dict] = []
-        for msg in self.messages[since:] if since is not None else ():
+        for msg in itertools.chain(kept, self._coming(time.time() + timeout)):
             got.append(msg)
             if found(msg):
                 return got
-        deadline = time.time() + timeout
+        raise TimeoutError(f"no such message in {timeout} s")
+
+    def _coming(self, deadline: float) -> Iterator[dict]:
+        """Each iopub message as it comes, kept in ``messages``, until ``deadline``."""
         while time.time() < deadline:
             try:
                 msg = self.client.get_iopub_msg(timeout=1)
             except queue.Empty:
                 continue
             self.messages.append(msg)
-            got.append(msg)
-            if found(msg):
-                return got
-        raise TimeoutError(f"no such message in {timeout} s")
+            yield msg
 
     def stop(self) -> None:
         self.client.stop_channels()
