@@ -8,7 +8,7 @@ from collections.abc import Callable
 import pytest
 
 from gpu_required import needs_cuda
-from notebook_runner import SHOW_WIDGET
+from notebook_runner import COLAB_RUNTIME, SHOW_WIDGET
 
 XSS = "<img src=x onerror=alert(1)>"
 
@@ -108,10 +108,12 @@ def test_the_widget_streams_new_samples_while_a_long_cell_runs(kernel):
         if m["msg_type"] == "comm_msg" and "history" in m["content"]["data"].get("state", {})
     ]  # fmt: skip
     assert history == []  # the big snapshot never travels while a cell runs
-    # all sent by the sampler's thread, coalesced to at most 2 messages a second (and one
-    # sooner after the cell's start); none by the main thread at the cell's end (issue 43)
-    assert [m for m in samples if m["content"]["data"]["content"].get("after_cell")] == []
-    assert 5 <= len(samples) <= 2 * elapsed + 2
+    # sent by the sampler's thread, coalesced to at most 2 messages a second; none by the main
+    # thread at the cell's end (issue 43), but in Colab's runtime, whose front end drops the
+    # thread's: there the main thread's one after the cell too
+    after_cell = [m for m in samples if m["content"]["data"]["content"].get("after_cell")]
+    assert len(after_cell) == (1 if COLAB_RUNTIME else 0)
+    assert 5 <= len(samples) - len(after_cell) <= 2 * elapsed + 1
     rows_before = None
     for msg in samples:
         header = msg["content"]["data"]["content"]
@@ -119,7 +121,13 @@ def test_the_widget_streams_new_samples_while_a_long_cell_runs(kernel):
         assert len(times) == header["rows"] * 8
         assert len(values) == header["rows"] * header["width"] * 4
         if rows_before is not None:
-            assert header["start"] == rows_before  # nothing skipped, nothing sent twice
+            # nothing skipped; nothing sent twice, but for the newest row after the cell when
+            # the sampler's thread had just sent it (for front ends that drop its messages)
+            again = header.get("after_cell") and (header["start"], header["rows"]) == (
+                rows_before - 1,
+                1,
+            )
+            assert header["start"] == rows_before or again
         rows_before = header["start"] + header["rows"]
         assert header["gap"] is False
 
