@@ -151,23 +151,23 @@ def test_a_cell_that_allocated_nothing_and_bound_no_memory_is_carried_over_witho
     cells.run({"y"}, total=0)
     shell.user_ns["x"] = 1  # a known holder bound again (its tensor still held, by y)
     assert cells.run({"x"}, total=0).devices[0].kinds_note != (UNTOUCHED,)
-    assert _walked(cells) == walks + 3
+    assert _walked(cells) == walks + 4  # (x's new value alone, which did not account; all)
 
     shell.user_ns["epochs"] = 3
     assert cells.run({"epochs"}, total=None).devices[0].kinds_note != (UNTOUCHED,)  # unknown
-    assert _walked(cells) == walks + 4
+    assert _walked(cells) == walks + 5
     after = cells.held()
     failed = dataclasses.replace(torch_record(after, after, after, cells.n, 0), status="error")
     shell.user_ns["n"] = 4
     read = cells.kinds.read(failed, lambda: ({"n"}, set()))
-    assert read.devices[0].kinds_note != (UNTOUCHED,) and _walked(cells) == walks + 5
+    assert read.devices[0].kinds_note != (UNTOUCHED,) and _walked(cells) == walks + 6
 
     shell.user_ns["lr"] = 0.2
     assert cells.run({"lr"}, total=0).devices[0].kinds_note == (UNTOUCHED,)
-    assert _walked(cells) == walks + 5
+    assert _walked(cells) == walks + 6
     shell.user_ns["Out"][9] = model.bias  # an output of memory there already
     shown = cells.kinds.read(torch_record(after, after, after, cells.n, 0), lambda: (set(), {9}))
-    assert shown.devices[0].kinds_note != (UNTOUCHED,) and _walked(cells) == walks + 6
+    assert shown.devices[0].kinds_note != (UNTOUCHED,) and _walked(cells) == walks + 7
 
 
 def test_memory_that_the_known_holders_miss_sends_one_whole_walk():
@@ -448,6 +448,56 @@ def test_a_cell_whose_new_names_hold_all_it_allocated_walks_them_alone_and_agree
     agrees(run({"v"}, grew=64 * 4 + 256 * 4))
     assert cells.kinds.narrow_walks == narrow + 1
     shell.user_ns["w"] = torch.ones(512)
-    del shell.user_ns["u"]  # it freed u's tensor: walked
-    agrees(run({"w", "u"}, grew=512 * 4 - 128 * 4, freed=128 * 4))
+    del shell.user_ns["u"]  # it freed u's tensor, a holder of one storage: w's walk and u's
+    agrees(run({"w", "u"}, grew=512 * 4 - 128 * 4, freed=128 * 4))  # storage told it all
+    assert cells.kinds.narrow_walks == narrow + 1
+
+
+def test_a_cell_that_binds_a_small_holder_again_is_read_by_its_old_and_new_storages():
+    """``t = torch.ones(n)`` again and again beside a model and its optimizer: each cell frees
+    the old ``t`` and allocates the new, so the kinds at its end are those at its start less the
+    old storage plus the new one, from a walk of ``t`` alone (issue 43). Each read agrees with a
+    fresh read of everything. Where that does not account for what the allocator handed out and
+    took back (temporaries, the old value alive under another name, a model bound again), the
+    cell is walked as before."""
+    torch = pytest.importorskip("torch")
+    model = torch.nn.Sequential(*(torch.nn.Linear(32, 32) for _ in range(20)))
+    opt = torch.optim.AdamW(model.parameters())
+    model(torch.randn(2, 32)).sum().backward()
+    opt.step()
+    shell = shell_with(model=model, opt=opt, t=torch.ones(1024))
+    cells = _Cells(shell, torch)
+    cells.run({"model", "opt", "t"})
+    ns = shell.user_ns
+
+    def agrees(record: CellRecord) -> None:
+        fresh = CellKinds(shell, device="host").read(record, lambda: (set(ns), set()))
+        assert record.devices[0].kinds_after == fresh.devices[0].kinds_after
+
+    def run(changed: set[str], handed: int) -> CellRecord:
+        return cells.run(changed, total=handed)
+
+    narrow, new = cells.kinds.narrow_walks, cells.kinds.new_name_walks
+    for size in (1024, 1024, 2048, 128):  # (4, 4, 8 and 0.5 KiB: whole 512-byte blocks)
+        ns["t"] = torch.ones(size)
+        agrees(run({"t"}, handed=size * 4))
+    assert (cells.kinds.narrow_walks, cells.kinds.new_name_walks) == (narrow, new + 4)
+
+    ns["u"] = ns["t"]  # the old value lives on under u: nothing was freed, so walked
+    agrees(run({"u"}, handed=0))
+    ns["t"] = torch.ones(256)
+    agrees(run({"t"}, handed=256 * 4))
+    assert cells.kinds.narrow_walks == narrow + 1
+
+    ns["t"] = torch.ones(256)  # with temporaries: it handed out more than t holds
+    agrees(run({"t"}, handed=256 * 4 + 4096))
     assert cells.kinds.narrow_walks == narrow + 2
+    ns["t"], ns["u"] = ns["u"], ns["t"]  # two holders swapped: nothing handed out or freed
+    agrees(run({"t", "u"}, handed=0))
+    assert cells.kinds.narrow_walks == narrow + 2
+    del ns["t"]  # deleted: its storage freed
+    agrees(run({"t"}, handed=0))
+    assert cells.kinds.narrow_walks == narrow + 2
+    ns["model"] = torch.nn.Linear(32, 32)  # a container bound again: walked
+    agrees(run({"model"}, handed=storage_bytes(ns["model"].parameters())))
+    assert cells.kinds.narrow_walks == narrow + 3

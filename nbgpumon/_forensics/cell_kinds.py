@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any
 
 from .._ledger.kinds_notes import CarriedOver, KindsNote
@@ -29,6 +29,7 @@ from .._sources.frameworks.holder_walk import CATEGORIES
 from . import holder_scan
 from .explain import UNEXPLAINED, allocated_by_kind
 
+BLOCK = 512  # bytes: the allocators' smallest block and the unit of their sizes (_blocks)
 WALK_AGAIN = 4 * 2**20  # unexplained growth (bytes, or 1% of allocated) that walks it all
 KEYS_KEPT = 200_000  # storages remembered for the walk of new names (a few MB at most)
 CARRIED = CarriedOver(bound_names=False)  # the cell moved no allocator and bound no name
@@ -64,7 +65,9 @@ class CellKinds:
         self.memo = holder_scan.OwnMemo()
         # the storages the last walk counted (and the cells since added): what a walk of a
         # cell's new names alone leaves out; empty past KEYS_KEPT
-        self._keys: frozenset[Any] = frozenset()
+        self._keys: set[Any] = set()  # (changed in place: a model's thousands, not copied)
+        # each holder's storages, where it had few (holder_scan.FEW_STORAGES; None: more)
+        self._few: dict[str, tuple[holder_scan.RootStorage, ...] | None] = {}
         self.whole_walks = 0  # (for tests and bench/)
         self.narrow_walks = 0
         self.new_name_walks = 0
@@ -111,7 +114,10 @@ class CellKinds:
             return self._replace(record, targets, kept, before)
 
         if whole is None:
-            added = self._only_new_names(record, targets, before, changed, new_outputs)
+            if changed & self._roots:
+                added = self._rebound(record, targets, before, changed, new_outputs)
+            else:
+                added = self._only_new_names(record, targets, before, changed, new_outputs)
             if added is not None:
                 return self._replace(record, targets, added, before)
 
@@ -188,6 +194,80 @@ class CellKinds:
             found[place] = (ordered, ())
             known = self._places[place]
             self._places[place] = _Place(dict(allocated), ordered, known.unexplained_at_walk)
+        self._learn_new(scan)
+        self._add_keys(scan.storages)
+        return found
+
+    def _rebound(
+        self,
+        record: CellRecord,
+        targets: dict[str, tuple[DeviceUsage, dict[str, int]]],
+        before: dict[str, Kinds],
+        changed: set[str],
+        new_outputs: set[int],
+    ) -> dict[str, tuple[Kinds, Notes]] | None:
+        """The kinds at the cell's end where it bound again (or deleted) holders of few
+        storages: the kinds at its start, less what their old values held that is gone, plus
+        what the names it bound hold that no walk counted yet (``t = torch.ones(1024)`` again
+        beside a large model: a walk of ``t`` alone). Only where that accounts, on each GPU,
+        for exactly what its allocators handed out and took back during it (in their blocks);
+        None otherwise: the usual walk decides."""
+        if not self._keys or record.status != "ok" or before.keys() != targets.keys():
+            return None
+        old: list[holder_scan.RootStorage] = []
+        for name in changed & self._roots:
+            held = self._few.get(name)
+            if held is None:
+                return None  # (a model, an optimizer, a long list: walked as usual)
+            old += held
+        handed: dict[str, int] = dict.fromkeys(targets, 0)  # during the cell, by place
+        taken: dict[str, int] = dict.fromkeys(targets, 0)  # and given back
+        for place, (d, _) in targets.items():
+            for f in d.frameworks:
+                if f.allocated_total is None:
+                    return None  # (its framework cannot say what it handed out)
+                grew = (f.allocated_after or 0) - (f.allocated_before or 0)
+                handed[place] += f.allocated_total
+                taken[place] += f.allocated_total - grew
+        self.new_name_walks += 1
+        scan = holder_scan.scan_new(
+            self.shell, self.device, changed, new_outputs, self._keys, self.budget
+        )
+        if scan.partial is not None or any(held is None for held in scan.roots.values()):
+            return None
+        new = [s for held in scan.roots.values() if held for s in held if s[0] in scan.storages]
+        gone = [s for s in old if s[0] not in scan.known_reached]
+        if _blocks(new, targets) != handed or _blocks(gone, targets) != taken:
+            return None  # (temporaries, something else freed, an old value alive elsewhere)
+        found: dict[str, tuple[Kinds, Notes]] = {}
+        for place, (_, allocated) in targets.items():
+            kinds = dict(before[place])
+            kinds.pop(UNEXPLAINED, None)
+            for sign, storages in ((-1, gone), (1, new)):
+                for _, size, kind, where in storages:
+                    if where == place:
+                        kinds[kind] = kinds.get(kind, 0) + sign * size
+            kinds[UNEXPLAINED] = sum(allocated.values()) - sum(kinds.values())
+            if any(size < 0 for size in kinds.values()):
+                return None  # (the last read did not count them so: read again)
+            ordered = tuple((k, kinds[k]) for k in (*CATEGORIES, UNEXPLAINED) if kinds.get(k))
+            found[place] = (ordered, ())
+            known = self._places[place]
+            self._places[place] = _Place(dict(allocated), ordered, known.unexplained_at_walk)
+        ns = getattr(self.shell, "user_ns", None) or {}
+        for name in changed:
+            if name in ns:
+                self._few[name] = ()  # (what it holds now, if anything: learned below)
+            else:
+                self._few.pop(name, None)
+                self._roots.discard(name)
+        self._learn_new(scan)
+        self._keys.difference_update(s[0] for s in gone)
+        self._add_keys(scan.storages)
+        return found
+
+    def _learn_new(self, scan: holder_scan.HolderScan) -> None:
+        """Add to the known holders what a walk of a cell's new names reached."""
         for name in scan.reached:
             root = name.split(" (", 1)[0]
             output = _OUTPUT.match(root)
@@ -195,11 +275,15 @@ class CellKinds:
                 self._outputs.add(int(output.group(1)))
             elif not _HIDDEN_ROOT.match(root):
                 self._roots.add(root)
-        self._keep_keys(self._keys | scan.storages)
-        return found
+        self._few.update(_variables(scan.roots))
 
     def _keep_keys(self, keys: frozenset[Any]) -> None:
-        self._keys = keys if len(keys) <= KEYS_KEPT else frozenset()
+        self._keys = set(keys) if len(keys) <= KEYS_KEPT else set()
+
+    def _add_keys(self, keys: frozenset[Any]) -> None:
+        self._keys |= keys
+        if len(self._keys) > KEYS_KEPT:
+            self._keys = set()
 
     def _place_of(self, d: DeviceUsage) -> str | None:
         if self.device == "host":
@@ -263,6 +347,7 @@ class CellKinds:
         self._roots = set()
         self._outputs = set()
         self._keep_keys(scan.storages)
+        self._few = _variables(scan.roots)
         hidden = {h.name for h in scan.holders if h.hidden}
         for name in scan.reached:
             root = name.split(" (", 1)[0]
@@ -301,6 +386,29 @@ class CellKinds:
                 )
             )
         return dataclasses.replace(record, devices=tuple(devices))
+
+
+def _blocks(storages: list[holder_scan.RootStorage], places: Collection[str]) -> dict[str, int]:
+    """The bytes ``storages`` take in their allocators' blocks, by place (of ``places``;
+    elsewhere: -1, matching nothing). torch's and CuPy's pools hand out whole blocks of 512
+    bytes, at least one (a larger one unsplit, where the rest was small, matches nothing)."""
+    found = dict.fromkeys(places, 0)
+    for _, size, _, place in storages:
+        if place not in found:
+            return {place: -1}
+        found[place] += max(BLOCK, -(-size // BLOCK) * BLOCK)
+    return found
+
+
+def _variables(
+    roots: dict[str, tuple[holder_scan.RootStorage, ...] | None],
+) -> dict[str, tuple[holder_scan.RootStorage, ...] | None]:
+    """The user's variables of a walk's roots (not ``Out[N]``, ``_`` or a traceback's)."""
+    return {
+        name: held
+        for name, held in roots.items()
+        if not _OUTPUT.match(name) and not _HIDDEN_ROOT.match(name)
+    }
 
 
 def _in_use(d: DeviceUsage, field: str) -> dict[str, int]:

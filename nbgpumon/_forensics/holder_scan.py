@@ -44,6 +44,9 @@ if TYPE_CHECKING:
 MAX_DEPTH = 8  # containers nested deeper than this are not followed
 NUMPY = "numpy"  # whose a plain numpy array is (host memory; not a plug-in)
 CHECK_EVERY = 256  # objects between looks at the clock
+# A variable whose storages are this few has them remembered one by one (``HolderScan.roots``):
+# a cell that binds it again is read by what its old value held and its new one holds.
+FEW_STORAGES = 16
 _SCALARS = (str, bytes, bytearray, int, float, complex, bool, type(None), range)
 _NOT_FOLLOWED = (
     type,
@@ -92,6 +95,16 @@ class HolderScan:
     reached: frozenset[str] = frozenset()
     # the storages counted (``keys=True``): what a later walk of new names leaves out
     storages: frozenset[StorageKey] = frozenset()
+    # (``keys=True``) each variable's storages as it was credited with them (and, in a walk of
+    # new names, the known ones it reached), where it holds at most FEW_STORAGES and no
+    # container read itself (else None)
+    roots: dict[str, tuple[RootStorage, ...] | None] = field(default_factory=dict)
+    # (a walk of new names) the storages it reached that were known already
+    known_reached: frozenset[StorageKey] = frozenset()
+
+
+# one storage a variable was credited with: (key, bytes, kind, where)
+RootStorage = tuple[StorageKey, int, str, str]
 
 
 @dataclass(frozen=True, slots=True)
@@ -174,6 +187,8 @@ class _Walk:
         self.framework = NUMPY  # whose array or container is being counted
         self.by_place: dict[str, dict[str, int]] = {}  # "cuda:N"/"host" -> category -> bytes
         self.by_framework: dict[str, dict[str, int]] = {}  # "cuda:N"/"host" -> plug-in -> bytes
+        self.by_root: dict[str, list[RootStorage] | None] = {}  # (HolderScan.roots)
+        self.known_reached: set[StorageKey] = set()
 
     # -- budget ---------------------------------------------------------------------------
     def tick(self) -> bool:
@@ -210,11 +225,20 @@ class _Walk:
             return
         key, size = key_size
         self.reached.add(holder)
-        if key in self.seen_storages or size <= 0 or key in self.known:
+        if key in self.seen_storages or size <= 0 or key in self.known_reached:
             return
-        self.seen_storages.add(key)
         kind = category or self.category or (HIDDEN if self.visiting_hidden else ARRAYS)
-        self._count(holder, kind, key[0], size, 1)
+        if key in self.known:  # (counted by an earlier walk: only which root holds it now)
+            self.known_reached.add(key)
+        else:
+            self.seen_storages.add(key)
+            self._count(holder, kind, key[0], size, 1)
+        root = holder.split(" (", 1)[0]
+        found = self.by_root.setdefault(root, [])
+        if found is not None:
+            found.append((key, size, kind, key[0]))
+            if len(found) > FEW_STORAGES:
+                self.by_root[root] = None
 
     def _count(self, holder: str, kind: str, place: str, size: int, storages: int) -> None:
         """Add ``storages`` new storages of ``size`` bytes in all to ``holder``, ``kind`` at
@@ -246,7 +270,9 @@ class _Walk:
         if self.memo is None:  # (a walk that forgets: each storage credited as it comes)
             for storage in read():
                 self.credit(holder, storage, category)
+            self.by_root[holder.split(" (", 1)[0]] = None
             return
+        self.by_root[holder.split(" (", 1)[0]] = None  # (a container: read as one)
         key = (id(owner), holder, category)
         own = self.memo.entries.get(key)
         if own is None or own.fingerprint != fingerprint:
@@ -355,7 +381,15 @@ class _Walk:
             frameworks=frameworks,
             reached=frozenset(self.reached),
             storages=frozenset(self.seen_storages) if keys else frozenset(),
+            roots=_frozen(self.by_root) if keys else {},
+            known_reached=frozenset(self.known_reached),
         )
+
+
+def _frozen(
+    by_root: dict[str, list[RootStorage] | None],
+) -> dict[str, tuple[RootStorage, ...] | None]:
+    return {root: None if found is None else tuple(found) for root, found in by_root.items()}
 
 
 def _own_reading(
@@ -521,12 +555,7 @@ def scan_new(
     on ``device`` that is not among the storages ``known`` (an earlier walk's): what a cell that
     bound them may have added, at the cost of walking them alone. Its ``storages`` are the new
     ones."""
-    out = (getattr(shell, "user_ns", {}) or {}).get("Out")
-    roots = user_variables(shell, names)
-    if isinstance(out, dict):
-        roots += [(f"Out[{n}]", out[n]) for n in sorted(outputs) if n in out]
-    last = getattr(shell, "last_execution_result", None)
-    roots.append(("the last result", getattr(last, "result", None)))
+    roots = _named_roots(shell, names, outputs)
     started = time.perf_counter()
     walk = _Walk(device, budget, known=known)
     with _collector_off():
@@ -535,6 +564,20 @@ def scan_new(
                 break
             walk.visit(name, value, hidden=False)
     return walk.result(time.perf_counter() - started, keys=True)
+
+
+def _named_roots(
+    shell: Any, names: Collection[str], outputs: Collection[int]
+) -> list[tuple[str, Any]]:
+    """The variables ``names``, the ``Out`` entries ``outputs`` and the last result: what a cell
+    bound, as a walk of them alone starts from."""
+    out = (getattr(shell, "user_ns", {}) or {}).get("Out")
+    roots = user_variables(shell, names)
+    if isinstance(out, dict):
+        roots += [(f"Out[{n}]", out[n]) for n in sorted(outputs) if n in out]
+    last = getattr(shell, "last_execution_result", None)
+    roots.append(("the last result", getattr(last, "result", None)))
+    return roots
 
 
 @contextlib.contextmanager
@@ -582,12 +625,7 @@ def reaches(
 ) -> bool:
     """Whether the variables ``names``, the ``Out`` entries ``outputs`` or the last result
     reach memory of ``device`` (a walk cut short by ``budget`` cannot tell: True)."""
-    out = (getattr(shell, "user_ns", {}) or {}).get("Out")
-    roots = user_variables(shell, names)
-    if isinstance(out, dict):
-        roots += [(f"Out[{n}]", out[n]) for n in outputs if n in out]
-    last = getattr(shell, "last_execution_result", None)
-    roots.append(("the last result", getattr(last, "result", None)))
+    roots = _named_roots(shell, names, outputs)
     walk = _Walk(device, budget)
     with _collector_off():
         for name, value in roots:
