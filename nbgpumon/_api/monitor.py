@@ -335,11 +335,8 @@ class Monitor:
     # -- views ----------------------------------------------------------------------------
     def widget(self) -> GPUMonWidget:
         """The live chart; one per monitor, so showing it twice gives two views of one model."""
-        from .._views.widget.live_chart import (
-            GPUMonWidget,
-            Publisher,
-            front_end_drops_thread_messages,
-        )
+        from .._views.widget.front_end import front_end_drops_thread_messages
+        from .._views.widget.live_chart import GPUMonWidget, Publisher
 
         if self._publisher is None:
             widget = GPUMonWidget(self.data)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import shlex
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -24,6 +23,7 @@ from .._session.config import GPUMon
 from .._session.labels import check_label_length
 from .._views.memory.holders import holders_view
 from .._views.status.snapshot import cluster_view, snapshot_view, status_view
+from .._views.widget.front_end import front_end_drops_thread_messages
 from .._views.words.cells_table import cells_table
 from .shell import in_terminal
 from .subcommands import BY_NAME, COMMAND_NAMES, HELP, LINE, help_text, parse_arguments
@@ -116,7 +116,7 @@ class GPUMonMagics(Magics):
     def _show(self, mon: Monitor, rest: list[str]) -> None:
         if in_terminal(self.shell):
             self._print_view(mon)
-        elif "google.colab" in sys.modules:
+        elif front_end_drops_thread_messages():  # (Colab's)
             print(COLAB_NOTE)
             self._static(mon, rest)
         else:

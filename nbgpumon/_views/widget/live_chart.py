@@ -16,7 +16,6 @@ the samples and the ledger from the main thread as well, at each cell's start an
 from __future__ import annotations
 
 import struct
-import sys
 import threading
 import time
 import uuid
@@ -123,12 +122,6 @@ class GPUMonWidget(anywidget.AnyWidget):
             data["text/plain"] = plain_summary(self._data)
             data["image/svg+xml"] = static_svg(self._data)
         return bundle
-
-
-def front_end_drops_thread_messages() -> bool:
-    """Whether this kernel's front end drops widget messages sent from a thread other than the
-    main one: Colab's (colabtools#3373), known by its package in the kernel."""
-    return "google.colab" in sys.modules
 
 
 def _route_to_main_shell(comm: Any) -> None:
