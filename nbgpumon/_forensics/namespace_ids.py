@@ -53,12 +53,13 @@ class NamespaceIds:
             added.append(name)
         else:
             return False  # the newest name noted is gone
-        gone = [name for name in self._names if name not in ns]
-        again = sum(1 for name in added if name in self._names)  # deleted, then bound again
-        if len(ns) != self._size + len(added) - len(gone) - again:
-            return False  # some other name went (IPython culled its outputs, %reset)
-        for name in gone:
-            del self._names[name]
+        if len(ns) != self._size + len(added):  # (equal: no name went, the usual cell)
+            gone = [name for name in self._names if name not in ns]
+            again = sum(1 for name in added if name in self._names)  # deleted, bound again
+            if len(ns) != self._size + len(added) - len(gone) - again:
+                return False  # some other name went (IPython culled its outputs, %reset)
+            for name in gone:
+                del self._names[name]
         for name in reversed(added):
             if not _history(name):
                 self._names[name] = None

@@ -4,6 +4,7 @@ cell hooks, the magic, and a one-line display of nbgpumon's own usage errors."""
 from __future__ import annotations
 
 import sys
+import weakref
 from typing import Any
 
 from .._api import current
@@ -18,7 +19,6 @@ from .._views.cell_end import cell_lines
 from .._views.status.settings import refused_line
 from .cell_hooks import CellHooks
 from .magics import GPUMonMagics
-from .shell import current_shell
 
 _wiring: dict[str, Any] = {}  # what load() attached to the shell
 # What the last unloaded monitor ran with beyond the shell's configuration (a recording, the
@@ -43,7 +43,9 @@ def load(ip: Any) -> None:
     starts = {name: getattr(config, name) for name in _STARTED_BY_SETTINGS}
     for name in _STARTED_BY_SETTINGS:
         config.set_trait(name, config.class_traits()[name].default())
-    mon = Monitor(config, shell=current_shell)
+    # the shell the hooks are on, found in one C call at each cell's edges (IPython's
+    # get_ipython() walks its class's instances: ~20 µs a cell on a small machine)
+    mon = Monitor(config, shell=weakref.ref(ip))
     current.replace(mon)
     hooks = CellHooks(ip, mon.cell_pipeline, on_outcome=lambda outcome: _after_cell(mon, outcome))
     hooks.register()

@@ -14,12 +14,17 @@ sources (their hash stays), so the worst case is that budget, not the product.
 
 from __future__ import annotations
 
+import functools
 import sys
 from dataclasses import dataclass
 
 SOURCE_LIMIT = 64 * 1024  # bytes of UTF-8 kept of one cell's source
 SOURCE_BUDGET = 32 * 2**20  # bytes of memory the ledger's distinct sources may take in all
 HASH_DIGITS = 16
+# A cell run again (a loop of the same few cells) finds its hash among the recent ones: a short
+# source's SHA-256, taken anew, costs a cell ~25 µs on a small machine; the memo holds at most
+# RECENT sources of at most RECENT_LENGTH characters (1 to 4 MiB).
+RECENT, RECENT_LENGTH = 256, 4096
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,6 +53,14 @@ def bound_source(source: str, limit: int = SOURCE_LIMIT) -> BoundedSource:
     while end > 0 and (data[end] & 0xC0) == 0x80:  # inside a character: cut before it
         end -= 1
     return BoundedSource(data[:end].decode("utf-8", "replace"), True, digest)
+
+
+def bound_cell_source(source: str) -> BoundedSource:
+    """:func:`bound_source` of a cell's source, a recent short one's from memory."""
+    return _bound_recent(source) if len(source) <= RECENT_LENGTH else bound_source(source)
+
+
+_bound_recent = functools.lru_cache(maxsize=RECENT)(bound_source)
 
 
 class SourceTable:

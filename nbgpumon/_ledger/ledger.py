@@ -24,7 +24,7 @@ import collections
 import dataclasses
 import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -37,7 +37,7 @@ from .._sources.base import AllocatorSource, AllocatorStats
 from .._sources.devices.protocol import DeviceSource
 from .._sources.frameworks import facts_of
 from .._sources.host import HostSource
-from .cell_source import SOURCE_BUDGET, BoundedSource, SourceTable, bound_source
+from .cell_source import SOURCE_BUDGET, BoundedSource, SourceTable, bound_cell_source
 from .records import AllocatorUsage, CellRecord, DeviceUsage, records_after
 
 RSS = metric("host", "rss")
@@ -67,7 +67,8 @@ class Measurement:
     carried_peak: dict[tuple[str, int], int] = field(default_factory=dict)
     carried_rss_peak: int = 0
     # running mean/max while it runs: utilization and RSS from the start, the allocators'
-    # allocated bytes from a read that must have happened inside it (allocator_lag)
+    # allocated bytes from a read that must have happened inside it (allocator_lag; only
+    # where a framework's peak counter was not restarted: the counter says the rest)
     sampled: RunningStats | None = None
     allocated_seen: RunningStats | None = None
     source: str | None = None  # a cell's whole source, as IPython gave it; None for a region
@@ -100,6 +101,7 @@ class Ledger:
         self._asked: tuple[float, list[int | None]] | None = None  # the last asked, and when
         self.allocators = tuple(allocators)
         self._allocated = {a.name: metric(a.name, "allocated") for a in self.allocators}
+        self._columns_of: tuple[Any, tuple[list[str], list[str]]] | None = None  # (_columns)
         self.peak_mode = peak_mode
         # seconds after a cell's start by which the sampler has read the allocators at least
         # once (their interval and a tick); Session keeps it in step with GPUMon
@@ -172,12 +174,13 @@ class Ledger:
             opened.rss_reset = host.reset_peak()
         if not opened.rss_reset:
             opened.rss_peak_start = host.peak_rss()
-        opened.sampled, opened.allocated_seen = self.timeline.track_each(
-            [
-                (self._sampled_columns(), opened.start),
-                (self._allocated_columns(), opened.start + self.allocator_lag),
-            ]
-        )
+        sampled, allocated = self._columns()
+        asked = [(sampled, opened.start)]
+        if any(key not in opened.peak_reset for key in _counters(allocators)):
+            # a counter that was not restarted: the sampled allocations bound its cell's peak
+            asked.append((allocated, opened.start + self.allocator_lag))
+        opened.sampled, *seen = self.timeline.track_each(asked)
+        opened.allocated_seen = seen[0] if seen else None
         self._stack.append(opened)
         return opened
 
@@ -216,7 +219,7 @@ class Ledger:
         rss_after, mark = self.host.rss_and_peak()
         rss_peak, rss_exact = self._rss_peak(opened, rss_after, mark, sampled[RSS.column()])
         # after the readings: hashing a long source costs the cell nothing
-        source = bound_source(opened.source) if opened.source is not None else None
+        source = bound_cell_source(opened.source) if opened.source is not None else None
         record = CellRecord(
             index=self._count,
             kind=opened.kind,
@@ -337,13 +340,23 @@ class Ledger:
 
     def _sampled_columns(self) -> list[str]:
         """What a record takes from every sample in the cell: utilization and RSS."""
-        return [self._gpu_util.column(d.index) for d in self.device_source.devices] + [RSS.column()]
+        return self._columns()[0]
 
     def _allocated_columns(self) -> list[str]:
         """Each allocator's allocated bytes: a peak's lower bound where no counter can say."""
-        return [
-            m.column(d.index) for d in self.device_source.devices for m in self._allocated.values()
-        ]
+        return self._columns()[1]
+
+    def _columns(self) -> tuple[list[str], list[str]]:
+        """(sampled, allocated) columns, made again only when the device source's list of
+        devices is another (it is replaced, never changed in place, when its devices open)."""
+        devices = self.device_source.devices
+        kept = self._columns_of
+        if kept is not None and kept[0] is devices:
+            return kept[1]
+        sampled = [self._gpu_util.column(d.index) for d in devices] + [RSS.column()]
+        allocated = [m.column(d.index) for d in devices for m in self._allocated.values()]
+        self._columns_of = (devices, (sampled, allocated))
+        return sampled, allocated
 
     def read_allocators(self) -> dict[str, dict[int, AllocatorStats]]:
         """Each active framework's counters by CUDA index; a framework not up is left out."""
@@ -463,6 +476,13 @@ class Ledger:
             return max(mark, opened.carried_rss_peak), True
         values = [v for v in (opened.rss, rss_after, sampled and int(sampled[1])) if v]
         return (max(values) if values else None), False
+
+
+def _counters(allocators: dict[str, dict[int, AllocatorStats]]) -> Iterator[tuple[str, int]]:
+    """Each (framework, CUDA index) whose counters were read."""
+    for name, by_cuda in allocators.items():
+        for cuda in by_cuda:
+            yield name, cuda
 
 
 def _moved(

@@ -114,7 +114,7 @@ class Sampler:
         (importing numpy). A cell begins only after it, so that the import's memory is not
         the cell's and no fork happens mid-import (a child would inherit the module's import
         lock held, by a thread it does not have)."""
-        if self.running and not self._prepared.is_set():
+        if not self._prepared.is_set() and self.running:  # (set: one attribute read a cell)
             self._prepared.wait(timeout)
 
     def wait_for_first_tick(

@@ -155,7 +155,13 @@ class Timeline:
             for known in ([c for c in columns if c in col],)
         ]
         with self._lock:
-            if self._store is not None and trackers:  # (none yet: no row to go back over)
+            newest = self._newest
+            if (
+                self._store is not None  # (none yet: no row to go back over)
+                and trackers
+                and newest is not None
+                and newest[0] >= min(r.since for r in trackers)
+            ):
                 # rows a sample taken before ``since`` was called may have added
                 for t, row in self._store.raw_rows_from(min(r.since for r in trackers)):
                     for tracker in trackers:
