@@ -152,7 +152,8 @@ class NvmlLibrary:
 
     @property
     def binding_version(self) -> str | None:
-        """The binding's version, looked up when asked (metadata reads cost milliseconds)."""
+        """The binding's version, looked up when first asked (metadata reads cost milliseconds,
+        and the live chart's status line asks every 2 s, on the sampler's thread)."""
         version = getattr(self._module, "__version__", None)
         return version or _distribution_version("nvidia-ml-py")
 
@@ -389,6 +390,7 @@ class NvmlLibrary:
             self.notes.append(f"{function} is not available in this NVML")
 
 
+@functools.lru_cache(maxsize=8)  # (a package's version does not change under a running import)
 def _distribution_version(name: str) -> str | None:
     import importlib.metadata
 
