@@ -123,6 +123,10 @@ class Ledger:
     def records(self) -> list[CellRecord]:
         return list(self._records)
 
+    def record_count(self) -> int:
+        """How many records it keeps (no copy of them: the chart's status line asks every 2 s)."""
+        return len(self._records)
+
     def newest_first(self) -> Iterable[CellRecord]:
         """The records from the newest back (main thread: stop early to pay only for those)."""
         return reversed(self._records)

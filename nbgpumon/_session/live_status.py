@@ -51,7 +51,7 @@ def live_status(mon: Session) -> Status:
         recording=mon.recording,
         exporter=mon.exporter_facts_of(),
         summary=bool(cfg.summary),
-        records=len(mon.ledger.records()),
+        records=mon.ledger.record_count(),
         cell_path=mon.cells_pipeline.clock.report(),
     )
     return Status(state, cfg.interval, live=live, processes=_processes(mon, devices))

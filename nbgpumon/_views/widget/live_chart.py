@@ -159,6 +159,8 @@ class Publisher:
         # set by the main thread when a cell starts or ends (a mark is set): the sampler's
         # thread publishes the running cell, the ledger and the marks at its next tick
         self._cells_due = False
+        self._ledger_due = False  # rows made since the last send, or the marks or running moved
+        self._rows: list[dict[str, Any]] = []  # rows made and not sent yet (_make_rows)
         self._history_due = False  # a cell ended since the history snapshot was packed
         self._ticked = time.monotonic()  # the sampler's last tick, as this heard of it
         self.bytes_sent = 0  # payload bytes of samples messages, for the benchmark
@@ -187,13 +189,20 @@ class Publisher:
         (a cell's start and end with the samples: Run All's hundred cells a second cost the
         thread no more messages than an idle kernel)."""
         now = self._ticked = time.monotonic()
+        if self._cells_due:
+            # before the read: a cell that ends meanwhile sets it again. The new records' rows
+            # are made at every tick, a tenth of a second's cells at a time: a cell waits for
+            # the GIL that long at most, not for half a second's rows (Run All)
+            self._cells_due = False
+            self._ledger_due = True
+            with self._lock:
+                self._make_rows()
         if now < self._next_send:
             return
         self._next_send = now + SEND_EVERY
-        cells_due = self._cells_due
         self.send_new()
-        if cells_due:  # (only then: the marks alone may be thousands)
-            self._cells_due = False  # before the read: a cell that ends meanwhile sets it again
+        if self._ledger_due:  # (only then: the marks alone may be thousands)
+            self._ledger_due = False
             self._publish_ledger()
         if self._history_due and now >= self._next_history:
             self._history_due = False
@@ -357,6 +366,7 @@ class Publisher:
         with self._lock:
             self.widget.cells = [cell_row(r) for r in records]
             self._newest_row = records[-1].index if records else -1
+            self._rows = []
 
     def _publish_ledger(self) -> None:
         """The records new since the last call as a ``cells`` message (a row each), then the
@@ -367,10 +377,8 @@ class Publisher:
         whole ledger, while a new cell costs the wire its own row, not the ledger's 10,000.
         """
         with self._lock:  # (both threads publish: each row once, in order)
-            first, new = self._data.records_after(self._newest_row)
-            rows = [cell_row(r) for r in new]
-            # they join the trait's list in place (no assignment for traitlets to validate)
-            GPUMonWidget.cells.check_rows(self.widget, rows)
+            first = self._make_rows()
+            rows, self._rows = self._rows, []
             marks = [{"time": t, "label": label} for t, label in self._data.marks]
             running = running_row(self._data)
             held = self.widget.cells
@@ -381,11 +389,22 @@ class Publisher:
             del held[:dropped]
             if rows or dropped:
                 self.widget.send({"type": "cells", "first": first, "rows": rows})
-                self._newest_row = new[-1].index if new else self._newest_row
             # after the row: a cell that ended leaves `running` once the browser has its row
             with self.widget.hold_sync():
                 self.widget.marks = marks
                 self.widget.running = running
+
+    def _make_rows(self) -> int:
+        """The rows of the records new since the last call, kept to send (under the lock);
+        returns the ledger's first index now."""
+        first, new = self._data.records_after(self._newest_row)
+        if new:
+            rows = [cell_row(r) for r in new]
+            # they join the trait's list in place (no assignment for traitlets to validate)
+            GPUMonWidget.cells.check_rows(self.widget, rows)
+            self._rows += rows
+            self._newest_row = new[-1].index
+        return first
 
     def _publish_status(self) -> None:
         status = self._data.status()
