@@ -21,7 +21,7 @@ from __future__ import annotations
 import dataclasses
 import re
 from collections.abc import Callable, Collection
-from typing import Any
+from typing import Any, NamedTuple
 
 from .._ledger.kinds_notes import CarriedOver, KindsNote
 from .._ledger.records import CellRecord, DeviceUsage
@@ -40,6 +40,18 @@ _HIDDEN_ROOT = re.compile(r"^(_{1,3}|_\d+|the last result|traceback frame .*)$")
 
 Kinds = tuple[tuple[str, int], ...]
 Notes = tuple[KindsNote, ...]
+
+
+class _Cell(NamedTuple):
+    """What a read of new names starts from: the cell's record, its devices to read (by
+    place, with each framework's allocated bytes), the last read's kinds where they are of its
+    start, and the names and outputs it bound."""
+
+    record: CellRecord
+    targets: dict[str, tuple[DeviceUsage, dict[str, int]]]
+    before: dict[str, Kinds]
+    changed: set[str]
+    new_outputs: set[int]
 
 
 @dataclasses.dataclass
@@ -114,10 +126,8 @@ class CellKinds:
             return self._replace(record, targets, kept, before)
 
         if whole is None:
-            if changed & self._roots:
-                added = self._rebound(record, targets, before, changed, new_outputs)
-            else:
-                added = self._only_new_names(record, targets, before, changed, new_outputs)
+            cell = _Cell(record, targets, before, changed, new_outputs)
+            added = self._rebound(cell) if changed & self._roots else self._only_new_names(cell)
             if added is not None:
                 return self._replace(record, targets, added, before)
 
@@ -148,14 +158,7 @@ class CellKinds:
         return self._replace(record, targets, found, before)
 
     # -- the pieces ---------------------------------------------------------------------
-    def _only_new_names(
-        self,
-        record: CellRecord,
-        targets: dict[str, tuple[DeviceUsage, dict[str, int]]],
-        before: dict[str, Kinds],
-        changed: set[str],
-        new_outputs: set[int],
-    ) -> dict[str, tuple[Kinds, Notes]] | None:
+    def _only_new_names(self, cell: _Cell) -> dict[str, tuple[Kinds, Notes]] | None:
         """The kinds at the cell's end where everything it allocated is held by what it bound:
         the kinds at its start and those storages, found by walking its new names alone. That
         is where it freed nothing (each framework's allocated grew by all it handed out), bound
@@ -163,6 +166,7 @@ class CellKinds:
         counted add up, on each GPU, to exactly that growth (``t = torch.ones(1024)`` beside a
         large model: its 4 KiB, not the model's thousands of tensors). None otherwise: the
         usual walk decides."""
+        record, targets, before, changed, new_outputs = cell
         if not self._keys or record.status != "ok" or changed & self._roots:
             return None
         if before.keys() != targets.keys():
@@ -190,28 +194,19 @@ class CellKinds:
             kinds = dict(before[place])
             for kind, size in scan.categories.get(place, {}).items():
                 kinds[kind] = kinds.get(kind, 0) + size
-            ordered = tuple((k, kinds[k]) for k in (*CATEGORIES, UNEXPLAINED) if kinds.get(k))
-            found[place] = (ordered, ())
-            known = self._places[place]
-            self._places[place] = _Place(dict(allocated), ordered, known.unexplained_at_walk)
+            found[place] = self._keep_place(place, allocated, kinds)
         self._learn_new(scan)
         self._add_keys(scan.storages)
         return found
 
-    def _rebound(
-        self,
-        record: CellRecord,
-        targets: dict[str, tuple[DeviceUsage, dict[str, int]]],
-        before: dict[str, Kinds],
-        changed: set[str],
-        new_outputs: set[int],
-    ) -> dict[str, tuple[Kinds, Notes]] | None:
+    def _rebound(self, cell: _Cell) -> dict[str, tuple[Kinds, Notes]] | None:
         """The kinds at the cell's end where it bound again (or deleted) holders of few
         storages: the kinds at its start, less what their old values held that is gone, plus
         what the names it bound hold that no walk counted yet (``t = torch.ones(1024)`` again
         beside a large model: a walk of ``t`` alone). Only where that accounts, on each GPU,
         for exactly what its allocators handed out and took back during it (in their blocks);
         None otherwise: the usual walk decides."""
+        record, targets, before, changed, new_outputs = cell
         if not self._keys or record.status != "ok" or before.keys() != targets.keys():
             return None
         old: list[holder_scan.RootStorage] = []
@@ -250,10 +245,7 @@ class CellKinds:
             kinds[UNEXPLAINED] = sum(allocated.values()) - sum(kinds.values())
             if any(size < 0 for size in kinds.values()):
                 return None  # (the last read did not count them so: read again)
-            ordered = tuple((k, kinds[k]) for k in (*CATEGORIES, UNEXPLAINED) if kinds.get(k))
-            found[place] = (ordered, ())
-            known = self._places[place]
-            self._places[place] = _Place(dict(allocated), ordered, known.unexplained_at_walk)
+            found[place] = self._keep_place(place, allocated, kinds)
         ns = getattr(self.shell, "user_ns", None) or {}
         for name in changed:
             if name in ns:
@@ -265,6 +257,16 @@ class CellKinds:
         self._keys.difference_update(s[0] for s in gone)
         self._add_keys(scan.storages)
         return found
+
+    def _keep_place(
+        self, place: str, allocated: dict[str, int], kinds: dict[str, int]
+    ) -> tuple[Kinds, Notes]:
+        """``kinds`` in their order, kept as ``place``'s figures now (a read of new names: the
+        last whole walk's unexplained stays its baseline)."""
+        ordered = tuple((k, kinds[k]) for k in (*CATEGORIES, UNEXPLAINED) if kinds.get(k))
+        known = self._places[place]
+        self._places[place] = _Place(dict(allocated), ordered, known.unexplained_at_walk)
+        return ordered, ()
 
     def _learn_new(self, scan: holder_scan.HolderScan) -> None:
         """Add to the known holders what a walk of a cell's new names reached."""
