@@ -140,6 +140,28 @@ def test_a_cell_s_start_and_end_send_nothing_from_the_main_thread_the_next_tick_
     assert [m["label"] for m in widget.marks] == ["done"]
 
 
+def test_rows_are_made_at_each_tick_and_sent_once_in_order_with_the_next_samples(sent_widget):
+    """Issue 43: the sampler's thread makes the new records' rows at every tick, a tick's cells
+    at a time (short holds of the GIL when cells run back to back, not half a second's rows in
+    one), and sends all it made, in order and once, with its next samples message."""
+    mon, widget, sent = sent_widget
+    publisher, ledger = mon._publisher, mon._session.ledger
+    publisher._next_send = time.monotonic() + 3600  # (no send due: the ticks only make rows)
+    for count in (1, 2, 3):
+        record = ledger.end(ledger.begin("cell", f"x = {count}", count), execution_count=count)
+        mon._session.cells_pipeline.store(record)
+        publisher(mon.data.cursor)  # a tick
+        assert [row["count"] for row in publisher._rows] == list(range(1, count + 1))
+    assert [h for h, _ in sent if h.get("type") == "cells"] == []
+    publisher._next_send = 0.0
+    publisher(mon.data.cursor)  # the tick that sends
+    publisher(mon.data.cursor)  # (and one more: nothing twice)
+    [cells] = [h for h, _ in sent if h.get("type") == "cells"]
+    assert [row["count"] for row in cells["rows"]] == [1, 2, 3]
+    assert [row["count"] for row in widget.cells[-3:]] == [1, 2, 3]
+    assert publisher._rows == []
+
+
 def test_a_page_that_hears_no_thread_asks_for_the_main_thread_and_is_caught_up_at_once(
     sent_widget,
 ):
