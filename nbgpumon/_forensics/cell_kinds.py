@@ -271,7 +271,7 @@ class CellKinds:
     def _learn_new(self, scan: holder_scan.HolderScan) -> None:
         """Add to the known holders what a walk of a cell's new names reached."""
         for name in scan.reached:
-            root = name.split(" (", 1)[0]
+            root = holder_scan.root_of(name)
             output = _OUTPUT.match(root)
             if output is not None:
                 self._outputs.add(int(output.group(1)))
@@ -352,7 +352,7 @@ class CellKinds:
         self._few = _variables(scan.roots)
         hidden = {h.name for h in scan.holders if h.hidden}
         for name in scan.reached:
-            root = name.split(" (", 1)[0]
+            root = holder_scan.root_of(name)
             output = _OUTPUT.match(root)
             if output is not None:
                 self._outputs.add(int(output.group(1)))

@@ -63,6 +63,11 @@ _OUTPUT_NAME = re.compile(r"^(_{1,3}|_\d+)$")
 _IPYTHON_NAME = re.compile(r"^(_+|_\d+|_i+|_i\d+|_oh|_ih|_dh|In|Out|exit|quit|get_ipython)$")
 
 
+def root_of(holder: str) -> str:
+    """``opt (state)`` -> ``opt``: the name a holder hangs from."""
+    return holder.split(" (", 1)[0]
+
+
 @dataclass(frozen=True, slots=True)
 class Holder:
     """One name that keeps memory alive, as a user would read it."""
@@ -233,7 +238,7 @@ class _Walk:
         else:
             self.seen_storages.add(key)
             self._count(holder, kind, key[0], size, 1)
-        root = holder.split(" (", 1)[0]
+        root = root_of(holder)
         found = self.by_root.setdefault(root, [])
         if found is not None:
             found.append((key, size, kind, key[0]))
@@ -267,12 +272,11 @@ class _Walk:
         fingerprint: Hashable,
         read: Callable[[], list[Storage | None]],
     ) -> None:
+        self.by_root[root_of(holder)] = None  # (a container: read as one)
         if self.memo is None:  # (a walk that forgets: each storage credited as it comes)
             for storage in read():
                 self.credit(holder, storage, category)
-            self.by_root[holder.split(" (", 1)[0]] = None
             return
-        self.by_root[holder.split(" (", 1)[0]] = None  # (a container: read as one)
         key = (id(owner), holder, category)
         own = self.memo.entries.get(key)
         if own is None or own.fingerprint != fingerprint:

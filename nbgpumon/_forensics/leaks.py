@@ -18,11 +18,6 @@ from .namespace_ids import NamespaceIds
 MOST_NAMED = 3  # holders named per cell
 
 
-def _root(holder_name: str) -> str:
-    """``opt (state)`` -> ``opt``: the name a holder hangs from."""
-    return holder_name.split(" (", 1)[0]
-
-
 class LeakWatch:
     """Notes the namespace before each cell; after it, names the holders of what it kept."""
 
@@ -95,7 +90,7 @@ class LeakWatch:
         ns = getattr(self.shell, "user_ns", None) or {}
         named: list[tuple[str, int]] = []
         for h in found.holders:
-            root = _root(h.name)
+            root = holder_scan.root_of(h.name)
             if root.startswith("Out["):
                 new = self._new_output(_output_number(root))
             elif root.startswith("traceback frame"):

@@ -154,16 +154,17 @@ class Timeline:
             for columns, since in asked
             for known in ([c for c in columns if c in col],)
         ]
+        since = min((r.since for r in trackers), default=0.0)
         with self._lock:
             newest = self._newest
             if (
                 self._store is not None  # (none yet: no row to go back over)
                 and trackers
                 and newest is not None
-                and newest[0] >= min(r.since for r in trackers)
+                and newest[0] >= since
             ):
                 # rows a sample taken before ``since`` was called may have added
-                for t, row in self._store.raw_rows_from(min(r.since for r in trackers)):
+                for t, row in self._store.raw_rows_from(since):
                     for tracker in trackers:
                         tracker.add(t, row)
             self._trackers += trackers

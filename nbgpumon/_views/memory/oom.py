@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..._forensics.holder_scan import root_of
 from ..._forensics.oom_snapshot import NOT_TRACING, SAVED, TRACING_NOT_YET, FlightRecord
 from ..._forensics.postmortem import FRAGMENTED, OomFacts, PluginWords
 from ..._foundation.wording import format_bytes
@@ -99,7 +100,7 @@ def fixes(facts: OomFacts) -> list[str]:
     variables = [h for h in holders if not h.hidden]
     hidden = [h for h in holders if h.hidden]
     if variables:
-        names = sorted({h.name.split(" (", 1)[0] for h in variables[:3]})
+        names = sorted({root_of(h.name) for h in variables[:3]})
         size = sum(h.bytes for h in variables[:3])
         them = "them" if len(names) > 1 else "it"
         ranked.append(
