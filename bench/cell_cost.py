@@ -19,8 +19,12 @@ The kinds (torch on the GPU when one is usable, else on the CPU; without torch, 
   alive (a cell whose memory must be read by kind).
 
 The added cost is an arm's median (and p99) minus that of the bare kernels beside it, pooled
-over the rounds, with a bootstrap interval of the medians' difference. At the end, each
-nbgpumon kernel's own account of its cell path (``%gpumon status``) is kept in the JSON.
+over the rounds, with a bootstrap interval of the medians' difference. A kernel finishes a
+quiet cell's end after the cell's reply, so a cell waited for one at a time pays less than the
+path's whole cost; ``--queued N`` measures the rest too: blocks of N cells sent at once (as Run
+All sends them), each timed from the first request to the last cell's idle status and divided
+by N, the two kernels taking turns a block each. At the end, each nbgpumon kernel's own account
+of its cell path (``%gpumon status``) is kept in the JSON.
 """
 
 from __future__ import annotations
@@ -108,6 +112,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--base", default=None, help="another checkout: its nbgpumon as arms 'base', 'base, chart'"
     )
+    parser.add_argument(
+        "--queued",
+        type=int,
+        default=0,
+        help="also time blocks of this many cells sent at once (Run All), 0: not",
+    )
+    parser.add_argument("--blocks", type=int, default=8, help="queued blocks per kernel a round")
 
 
 def run(client: Any, code: str, timeout: float = 120.0) -> tuple[float, str]:
@@ -134,6 +145,28 @@ def run(client: Any, code: str, timeout: float = 120.0) -> tuple[float, str]:
         elif kind in ("execute_result", "display_data"):
             text.append(content["data"].get("text/plain", ""))
     raise TimeoutError(f"no idle within {timeout} s after {code!r}")
+
+
+def run_queued(client: Any, code: str, cells: int, timeout: float = 120.0) -> float:
+    """Seconds from sending ``cells`` requests of ``code`` at once to the kernel's idle status
+    after the last, a cell's share of it (what Run All waits for, the kernel's work after each
+    cell's reply included)."""
+    started = time.perf_counter()
+    ids = [client.execute(code) for _ in range(cells)]
+    last, deadline = ids[-1], started + timeout
+    while time.perf_counter() < deadline:
+        try:
+            msg = client.get_iopub_msg(timeout=1)
+        except queue.Empty:
+            continue
+        content = msg["content"]
+        if (
+            msg["parent_header"].get("msg_id") == last
+            and msg["msg_type"] == "status"
+            and content["execution_state"] == "idle"
+        ):
+            return (time.perf_counter() - started) / cells
+    raise TimeoutError(f"no idle within {timeout} s after {cells} cells of {code!r}")
 
 
 Setup = tuple[list[str], "str | None"]
@@ -164,11 +197,29 @@ def start(path_first: str | None) -> tuple[Any, Any]:
     return start_new_kernel(kernel_name="python3", env=env)
 
 
+@dataclass
+class PairTimes:
+    """One pair of kernels' milliseconds a cell: waited for one at a time, then queued."""
+
+    arm: list[float]
+    bare: list[float]
+    arm_queued: list[float]
+    bare_queued: list[float]
+    status: str
+
+
 def one_pair(
-    kind: CellKind, setup: Setup, bare_first: bool, cells: int, warmup: int
-) -> tuple[list[float], list[float], str]:
+    kind: CellKind,
+    setup: Setup,
+    bare_first: bool,
+    cells: int,
+    warmup: int,
+    queued: int = 0,
+    blocks: int = 0,
+) -> PairTimes:
     """Milliseconds of ``cells`` cells in a fresh kernel set up by ``setup`` and in a fresh bare
-    one, taking turns, and the first's ``%gpumon status`` at the end."""
+    one, taking turns; then ``blocks`` blocks of ``queued`` cells sent at once, taking turns;
+    and the first's ``%gpumon status`` at the end."""
     pair = {"arm": setup, "bare": BARE}
     order = ["bare", "arm"] if bare_first else ["arm", "bare"]
     kernels = {side: start(pair[side][1]) for side in order}
@@ -185,8 +236,16 @@ def one_pair(
                 seconds, _ = run(kernels[side][1], kind.cell)
                 if n >= warmup:
                     times[side].append(seconds * 1e3)
+        queued_times: dict[str, list[float]] = {side: [] for side in order}
+        for n in range(blocks + 1 if queued else 0):  # (the first block: a warm-up)
+            for side in order if n % 2 == 0 else order[::-1]:
+                seconds = run_queued(kernels[side][1], kind.cell, queued)
+                if n:
+                    queued_times[side].append(seconds * 1e3)
         status = run(kernels["arm"][1], "%gpumon status")[1]
-        return times["arm"], times["bare"], status
+        return PairTimes(
+            times["arm"], times["bare"], queued_times["arm"], queued_times["bare"], status
+        )
     finally:
         for manager, client in kernels.values():
             client.stop_channels()
@@ -225,17 +284,26 @@ def main() -> None:
     for name in args.kinds.split(","):
         kind = KINDS[name]
         pooled = {arm: ([], []) for arm in setups}  # arm -> (its times, its bare kernels')
+        queued = {arm: ([], []) for arm in setups}  # the same, a cell's share of a block
         statuses: dict[str, list[str]] = {arm: [] for arm in setups}
         for r in range(args.rounds):
             order = list(setups) if r % 2 == 0 else list(reversed(setups))
             result.log(f"{name}: round {r + 1}, {' / '.join(order)}")
             for arm in order:
-                mine, bare, status = one_pair(
-                    kind, setups[arm], r % 2 == 1, args.cells, args.warmup
+                pair = one_pair(
+                    kind,
+                    setups[arm],
+                    r % 2 == 1,
+                    args.cells,
+                    args.warmup,
+                    args.queued,
+                    args.blocks,
                 )
-                pooled[arm][0].extend(mine)
-                pooled[arm][1].extend(bare)
-                statuses[arm].append(status)
+                pooled[arm][0].extend(pair.arm)
+                pooled[arm][1].extend(pair.bare)
+                queued[arm][0].extend(pair.arm_queued)
+                queued[arm][1].extend(pair.bare_queued)
+                statuses[arm].append(pair.status)
         median_target, p99_target = targets[name]
         details = {}
         for arm, (mine, bare) in pooled.items():
@@ -261,6 +329,26 @@ def main() -> None:
                 "ms",
                 p99_target if ours else None,
             )
+            mine_queued, bare_queued = queued[arm]
+            if mine_queued and bare_queued:
+                arm_q, bare_q = stats.describe(mine_queued), stats.describe(bare_queued)
+                details[arm].update(queued=arm_q, bare_queued=bare_q)
+                added = arm_q["median"] - bare_q["median"]
+                note = (
+                    f"{arm_q['median']:.2f} ms vs bare {bare_q['median']:.2f} ms a cell, "
+                    f"{arm_q['n']} blocks of {args.queued}"
+                )
+                result.log(
+                    f"{name}, {arm}: queued (Run All), added {added:+.3f} ms a cell ({note})"
+                )
+                result.add(
+                    f"{name}: added, {arm}, queued",
+                    added,
+                    "ms",
+                    None,
+                    note,
+                    added_ci(mine_queued, bare_queued),
+                )
         result.details[name] = {"cell": kind.cell, "arms": details}
     result.finish()
 

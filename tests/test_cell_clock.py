@@ -84,12 +84,52 @@ def test_status_says_what_the_last_cells_cost_beside_the_sampler_s_share():
     lines = runs[-1].text.splitlines()
     at = next(k for k, line in enumerate(lines) if line.startswith("sampler cost:"))
     found = re.fullmatch(
-        r"cell path: ([\d.]+) ms a cell \(p99 ([\d.]+) ms\) over the last (\d+) cells: (.*)",
+        r"cell path: ([\d.]+) ms a cell \(p99 ([\d.]+) ms\) over the last (\d+) cells"
+        r"; replies waited for ([\d.]+) ms \(p99 ([\d.]+)\): (.*)",
         lines[at + 1],
     )
     assert found, lines[at + 1]
     median, p99, cells = float(found[1]), float(found[2]), int(found[3])
     assert 0 < median <= p99 and cells == 5  # the five cells after the load's
-    stages = [re.sub(r" [\d.]+ ms \(p99 [\d.]+\)$", "", part) for part in found[4].split(", ")]
+    # a kernel finishes a quiet cell's end after its reply: the reply waited for less
+    waited, waited_p99 = float(found[4]), float(found[5])
+    assert 0 < waited < median and waited <= waited_p99 <= p99
+    stages = [re.sub(r" [\d.]+ ms \(p99 [\d.]+\)$", "", part) for part in found[6].split(", ")]
     assert set(stages) <= set(STAGES), stages
     assert "start readings" in stages and "end readings" in stages
+
+
+def test_a_cell_whose_end_came_after_its_reply_counts_whole_and_as_waited_for_in_part(ticks):
+    clock = CellClock()
+    _cell(clock, ticks, start_ns=30_000, end_ns=50_000, ran_ns=1)  # ended before its reply
+    clock.start()  # a quiet cell: 10 µs of readings at each edge, then the reply, then 40 µs
+    ticks[0] += 10_000
+    clock.lap(cell_clock.START_READINGS)
+    clock.resume()
+    ticks[0] += 10_000
+    clock.lap(cell_clock.END_READINGS)
+    clock.replied()
+    ticks[0] += 5_000_000  # (the kernel idle between the reply and the put-off end)
+    clock.resume()
+    ticks[0] += 40_000
+    clock.lap(cell_clock.KINDS)
+    clock.done()
+    report = clock.report()
+    assert (report.cells, report.median) == (2, pytest.approx(70e-6))  # 80 and 60 µs in all
+    assert report.p99 == pytest.approx(79.8e-6)
+    # what the replies waited for: 80 µs, and the quiet cell's 20 µs
+    assert report.waited_median == pytest.approx(50e-6)
+    assert report.waited_p99 == pytest.approx(79.4e-6)
+    line = cell_path_line(report)
+    assert line.startswith(
+        "cell path: 0.070 ms a cell (p99 0.080 ms) over the last 2 cells; "
+        "replies waited for 0.050 ms (p99 0.079): "
+    ), line
+
+
+def test_no_waited_figure_where_every_reply_waited_for_its_whole_path(ticks):
+    clock = CellClock()
+    _cell(clock, ticks, start_ns=30_000, end_ns=50_000, ran_ns=1)
+    report = clock.report()
+    assert (report.waited_median, report.waited_p99) == (None, None)
+    assert "replies waited" not in cell_path_line(report)

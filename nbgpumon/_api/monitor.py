@@ -56,6 +56,7 @@ class Monitor:
         session.exporter_facts_of = self._exporter_facts
         session.cells_pipeline.on_changed = self._ledger_changed
         session.cells_pipeline.on_opened = self._cell_opened
+        session.cells_pipeline.told_before_reply = self._told_before_reply
         self._publisher: Publisher | None = None
         self._static_views: list[StaticView] = []
         self._exporter: Exporter | None = None
@@ -373,6 +374,13 @@ class Monitor:
             self._publisher.ledger_changed()
         for view in self._static_views:
             view.refresh()
+
+    def _told_before_reply(self) -> bool:
+        """Whether a view must hear of a cell's end before its reply: static pictures are
+        redrawn in the cell's output, and the chart is sent it from the main thread where its
+        front end drops other threads' messages (Colab) or the sampler has not ticked lately."""
+        publisher = self._publisher
+        return bool(self._static_views) or (publisher is not None and publisher.main_thread_now())
 
     def _cell_opened(self) -> None:
         """A cell's measurement has begun (main thread): the widget shows it as running."""

@@ -28,24 +28,40 @@ class LeakWatch:
         self._newest_output: Any = None  # Out's newest key at the cell's start (None: empty)
         self._last_sizes: dict[str, int] = {}  # holder -> bytes at the last scan
         self.scan_of_cell: holder_scan.HolderScan | None = None  # the verdict's, this cell
+        # the namespace as the last cell left it (its ids, Out's newest key): the next cell's
+        # start where nothing ran between them (other_code_ran says when something did)
+        self._at_end: tuple[dict[str, int], Any] | None = None
 
     def cell_started(self) -> None:
         ns = getattr(self.shell, "user_ns", None) or {}
-        self._before = self._ids.note(ns)
-        out = ns.get("Out")
-        # its newest key, not all of them: IPython numbers outputs by cell, and a set of its
-        # keys would cost a notebook of many outputs more at every cell
-        self._newest_output = next(reversed(out), None) if isinstance(out, dict) else None
+        at_end, self._at_end = self._at_end, None
+        if at_end is not None and self._ids.unchanged(ns):
+            self._before, self._newest_output = at_end
+        else:
+            self._before = self._ids.note(ns)
+            self._newest_output = _newest_key(ns.get("Out"))
         self.scan_of_cell = None
+
+    def cell_ended(self) -> None:
+        """Note the namespace as the cell left it, for the next cell's start (after the cell's
+        reply: its start then costs nothing), unless :meth:`changes` did already."""
+        if self._at_end is None:
+            ns = getattr(self.shell, "user_ns", None) or {}
+            self._at_end = (self._ids.note(ns), _newest_key(ns.get("Out")))
+
+    def other_code_ran(self) -> None:
+        """Code that is no cell ran (a front end's own): the next cell's start notes afresh."""
+        self._at_end = None
 
     def changes(self) -> tuple[set[str], set[int]]:
         """Since the cell's start: the user's names it bound, bound again or deleted, and the
         ``Out`` entries it added (at a cost that does not grow with the cells run)."""
         ns = getattr(self.shell, "user_ns", None) or {}
         after, before = self._ids.note(ns), self._before
+        out = ns.get("Out")
+        self._at_end = (after, _newest_key(out))
         # (set operations on the dicts' views, in C: bound, bound again, then deleted)
         names = {n for n, _ in after.items() - before.items()} | (before.keys() - after.keys())
-        out = ns.get("Out")
         outputs: set[int] = set()
         if isinstance(out, dict):
             for n in reversed(out):  # (the new ones are the newest keys)
@@ -104,6 +120,12 @@ class LeakWatch:
             elif h.name in self._last_sizes and h.bytes > self._last_sizes[h.name]:
                 named.append((h.name, h.bytes - self._last_sizes[h.name]))  # it grew
         return named
+
+
+def _newest_key(out: Any) -> Any:
+    """``Out``'s newest key, not all of them: IPython numbers outputs by cell, and a set of its
+    keys would cost a notebook of many outputs more at every cell."""
+    return next(reversed(out), None) if isinstance(out, dict) else None
 
 
 def _output_number(name: str) -> int | None:

@@ -41,6 +41,16 @@ class NamespaceIds:
         names = self._names
         return dict(zip(names, map(id, map(ns.__getitem__, names)), strict=True))  # (in C)
 
+    def unchanged(self, ns: Any) -> bool:
+        """Whether ``ns`` has the names it had at the last note, by their number and the newest
+        of them (in one step: a name bound again to another value is not seen)."""
+        return (
+            isinstance(ns, dict)
+            and self._last is not None
+            and len(ns) == self._size
+            and next(reversed(ns), None) == self._last
+        )
+
     def _caught_up(self, ns: dict[str, Any]) -> bool:
         """Bring the user's names up to date from the names added since the last note; False
         where that cannot account for every name in ``ns``."""

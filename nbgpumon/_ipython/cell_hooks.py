@@ -10,6 +10,7 @@ from .._ledger.ledger import Measurement
 from .._ledger.outcome import classify_exception
 from .._session.cell_clock import LINES
 from .._session.cell_pipeline import CellOutcome, CellPipeline
+from .after_reply import after_reply_of
 
 
 class CellHooks:
@@ -38,19 +39,30 @@ class CellHooks:
         self._open: Measurement | None = None
         self._nested = 0  # run_cell calls inside the open cell
         self._count_at_pre = 0
+        self._executions = 0  # IPython's pre_execute events since the last cell's end
         self._offset = _initial_offset()
+        # a quiet cell's end finished after its reply (a kernel's); None: at once (a terminal)
+        self._after_reply = after_reply_of(shell)
 
     def register(self) -> None:
+        self.shell.events.register("pre_execute", self.pre_execute)
         self.shell.events.register("pre_run_cell", self.pre_run_cell)
         self.shell.events.register("post_run_cell", self.post_run_cell)
 
     def unregister(self) -> None:
+        self.pipeline.finish_pending()  # (the last cell's end, where it was put off)
         for name, callback in (
+            ("pre_execute", self.pre_execute),
             ("pre_run_cell", self.pre_run_cell),
             ("post_run_cell", self.post_run_cell),
         ):
             with contextlib.suppress(ValueError):
                 self.shell.events.unregister(name, callback)
+
+    def pre_execute(self) -> None:
+        # every execution, silent ones too (they send no pre_run_cell): one besides the next
+        # cell's own ran between two cells
+        self._executions += 1
 
     def pre_run_cell(self, info: Any = None) -> None:
         if not users_cell(info):
@@ -60,6 +72,9 @@ class CellHooks:
             # which keeps its one measurement
             self._nested += 1
             return
+        if self._executions > 1:
+            # a front end's own code ran since the last cell (it may have bound names)
+            self.pipeline.other_code_ran()
         raw = getattr(info, "raw_cell", "") or ""
         self._count_at_pre = int(getattr(self.shell, "execution_count", 0) or 0)
         count = self._count_at_pre - self._offset
@@ -74,16 +89,22 @@ class CellHooks:
             self._nested -= 1
             return
         opened, self._open = self._open, None
+        self._executions = 0  # (those after this cell's end are counted from here)
         if opened is None:
             return  # an empty cell: IPython sends post_run_cell without pre_run_cell
         count = getattr(result, "execution_count", None)
         if isinstance(count, int):
             self._offset = self._count_at_pre - count
         status, error = classify(result)
-        outcome = self.pipeline.end(opened, status, error, count, raised(result))
+        outcome = self.pipeline.end(
+            opened, status, error, count, raised(result), after_reply=self._after_reply
+        )
+        clock = self.pipeline.clock
+        if outcome is None:  # a quiet cell: the rest of its end comes after its reply
+            clock.replied()
+            return
         if self.on_outcome is not None:
             self.on_outcome(outcome)
-        clock = self.pipeline.clock
         clock.lap(LINES)
         clock.done()
 

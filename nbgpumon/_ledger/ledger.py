@@ -26,7 +26,7 @@ import threading
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from .._foundation.clock import wall_clock
 from .._foundation.metrics import metric
@@ -72,6 +72,18 @@ class Measurement:
     sampled: RunningStats | None = None
     allocated_seen: RunningStats | None = None
     source: str | None = None  # a cell's whole source, as IPython gave it; None for a region
+
+
+class EndReadings(NamedTuple):
+    """What a measurement's end read at its instant (``Ledger.read_end``)."""
+
+    end: float  # wall clock
+    duration: float  # seconds, from perf_counter
+    sampled: dict[str, tuple[float, float] | None]  # running (mean, max) by column
+    allocators: dict[str, dict[int, AllocatorStats]]  # framework -> CUDA index -> at the end
+    device_used: list[int | None] | None  # None: the device did not answer
+    rss: int | None
+    rss_peak_mark: int | None  # VmHWM
 
 
 class Ledger:
@@ -197,6 +209,12 @@ class Ledger:
     ) -> CellRecord:
         """Close a measurement begun with :meth:`begin`: its record, not stored yet (the cell
         pipeline adds what forensics found, then :meth:`add` stores it once)."""
+        return self.finish(opened, self.read_end(opened), status, error, execution_count)
+
+    def read_end(self, opened: Measurement) -> EndReadings:
+        """What must be read at the instant ``opened`` ends (its clocks, the allocators, the
+        device, the host; its running stats stop); :meth:`finish` makes its record from them,
+        at once or after the cell's reply."""
         end = wall_clock()
         duration = time.perf_counter() - opened.started
         sampled = self._stop_tracking(opened)
@@ -206,23 +224,34 @@ class Ledger:
             for inner in self._stack[at + 1 :]:
                 self._stop_tracking(inner)
             del self._stack[at:]
+        after = self.read_allocators()
+        # asked now where no framework is up (the device's figure is all there is) or one moved
+        answered = self._device_used(ask=not after or _moved(opened.allocators, after))
+        rss_after, mark = self.host.rss_and_peak()
+        return EndReadings(end, duration, sampled, after, answered, rss_after, mark)
+
+    def finish(
+        self,
+        opened: Measurement,
+        readings: EndReadings,
+        status: str = "ok",
+        error: str = "",
+        execution_count: int | None = None,
+    ) -> CellRecord:
+        """The record of ``opened`` from its end's readings (:meth:`read_end`), not stored yet."""
+        end, duration, sampled, after, answered, rss_after, mark = readings
         # An allocator column carries its last read until the next one, so the first rows of
         # a cell may still hold a value from before it: only rows after a read that must have
         # happened inside the cell count towards a sampled peak.
         if opened.start + self.allocator_lag >= end:
             sampled.update(dict.fromkeys(self._allocated_columns()))
-        after = self.read_allocators()
-        # asked now where no framework is up (the device's figure is all there is) or one moved
-        answered = self._device_used(ask=not after or _moved(opened.allocators, after))
         used_after = answered if answered is not None else [None] * len(self.device_source.devices)
         unanswered = self.device_source.devices and (answered is None or not opened.device_answered)
         devices = tuple(
             self._device_usage(opened, d.index, d.cuda_index, d.name, after, used_after, sampled)
             for d in self.device_source.devices
         )
-        rss_after, mark = self.host.rss_and_peak()
         rss_peak, rss_exact = self._rss_peak(opened, rss_after, mark, sampled[RSS.column()])
-        # after the readings: hashing a long source costs the cell nothing
         source = bound_cell_source(opened.source) if opened.source is not None else None
         record = CellRecord(
             index=self._count,

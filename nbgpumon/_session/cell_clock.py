@@ -1,4 +1,5 @@
-"""What the cell path costs: each cell's start and end timed by stage, on the main thread.
+"""What the cell path costs: each cell's start and end timed by stage, on the main thread, and
+how much of it the cell's reply waited for (a quiet cell's end is finished after its reply).
 
 The last ``KEEP`` cells' times stay in one fixed array of integers, so that timing costs cell
 10,000 what it cost cell 10 (a clock read and an addition a stage) and the figures are there for
@@ -8,6 +9,7 @@ it; the time the cell's own code runs is no stage.
 
 from __future__ import annotations
 
+import dataclasses
 from array import array
 from dataclasses import dataclass
 from time import perf_counter_ns
@@ -64,6 +66,9 @@ class CellPathCost:
     median: float
     p99: float
     stages: tuple[StageCost, ...]
+    # what the cells' replies waited for, where some cell's end was finished after its reply
+    waited_median: float | None = None
+    waited_p99: float | None = None
 
 
 class CellClock:
@@ -74,6 +79,8 @@ class CellClock:
         width = len(STAGES)
         self._times = array("q", bytes(8 * width * keep))  # nanoseconds, a row per cell
         self._totals = array("q", bytes(8 * keep))  # each row's sum
+        self._waited = array("q", bytes(8 * keep))  # what of it came before the reply
+        self._replied: int | None = None  # the row's sum when the reply went (put off: the rest)
         self._row = [0] * width  # the cell being timed
         self._last = 0
         self._cells = 0  # cells timed in all
@@ -82,6 +89,7 @@ class CellClock:
     def start(self) -> None:
         """A cell's start begins: its stages from now."""
         self._row = [0] * len(STAGES)
+        self._replied = None
         self._last = perf_counter_ns()
 
     def resume(self) -> None:
@@ -94,12 +102,18 @@ class CellClock:
         self._row[stage] += now - self._last
         self._last = now
 
+    def replied(self) -> None:
+        """The cell's reply goes now; the rest of its end comes after it."""
+        self._replied = sum(self._row)
+
     def done(self) -> None:
         """The cell's end is over: keep its times, over the oldest kept."""
         width, row = len(STAGES), self._row
         at = self._cells % self._keep
         self._times[at * width : (at + 1) * width] = array("q", row)
-        self._totals[at] = sum(row)
+        total = sum(row)
+        self._totals[at] = total
+        self._waited[at] = total if self._replied is None else self._replied
         self._cells += 1
 
     def report(self) -> CellPathCost | None:
@@ -112,6 +126,7 @@ class CellClock:
         width, times = len(STAGES), self._times
         columns = [times[index : n * width : width] for index in range(width)]  # (C slices)
         totals = sorted(self._totals[:n])
+        waited = sorted(self._waited[:n])
         stages = []
         for name, column in zip(STAGES, columns, strict=True):
             if any(column):
@@ -119,6 +134,10 @@ class CellClock:
                 stages.append(StageCost(name, _at(values, 50) / 1e9, _at(values, 99) / 1e9))
         stages.sort(key=lambda s: (-s.median, -s.p99))
         made = CellPathCost(n, _at(totals, 50) / 1e9, _at(totals, 99) / 1e9, tuple(stages))
+        if waited != totals:  # (some cell's end came after its reply)
+            made = dataclasses.replace(
+                made, waited_median=_at(waited, 50) / 1e9, waited_p99=_at(waited, 99) / 1e9
+            )
         self._report = (self._cells, made)
         return made
 

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._foundation.errors import UsageError, exception_line
 from .._ledger.kinds_notes import KindsReadFailed
-from .._ledger.ledger import Ledger, Measurement
+from .._ledger.ledger import EndReadings, Ledger, Measurement
 from .._ledger.outcome import first_line, is_host_out_of_memory
 from .._ledger.records import CellRecord, Retention
 from .._ledger.traced import TracedItem
@@ -36,6 +36,11 @@ if TYPE_CHECKING:
     from .controls.children import ChildrenControl
 
 
+# Puts a call off until the kernel has sent the cell's reply (on the main thread, before the
+# next message); False where it cannot (then the cell's end does it at once).
+AfterReply = Callable[[Callable[[], None]], bool]
+
+
 @dataclass(frozen=True)
 class CellOutcome:
     """What a cell's end found: its record as stored, and what to tell about it."""
@@ -45,6 +50,7 @@ class CellOutcome:
     reset_notice: str = ""  # a plug-in's words on the first reset of its peak counter
     range_error: str = ""  # the NVTX ranges' new problem
     notices: tuple[Notice, ...] = ()  # what the recorder met (invariant 14)
+    lost: str = ""  # the last cell's end, put off until after its reply, failed: why
 
 
 class CellPipeline:
@@ -70,6 +76,12 @@ class CellPipeline:
         # what views hear of: a record stored or a mark set; a cell's measurement begun
         self.on_changed: Callable[[], None] = _nothing
         self.on_opened: Callable[[], None] = _nothing
+        # whether a view must hear of a cell's end before its reply (then it is not put off)
+        self.told_before_reply: Callable[[], bool] = _never
+        # a quiet cell's end put off until after its reply: (opened, readings, status, error,
+        # execution count)
+        self._pending: tuple[Measurement, EndReadings, str, str, int | None] | None = None
+        self._lost = ""  # a put-off end that failed, said at the next cell's end
 
     def begin(
         self, execution_count: int | None, source: str, cell_id: str | None = None
@@ -77,6 +89,7 @@ class CellPipeline:
         """Before a cell, notes the namespace (ids only) for the leak verdict, what is alive on the
         GPU when tracing and the start readings. Its NVTX range comes last: it covers the cell, not
         nbgpumon's work before it."""
+        self.finish_pending()  # (the cell before, when its end was put off)
         clock = self.clock
         clock.start()
         self._sampler.wait_until_prepared(PREPARE_WAIT)  # (a cell run at once after loading)
@@ -107,26 +120,105 @@ class CellPipeline:
         error: str,
         execution_count: int | None,
         exception: BaseException | None,
-    ) -> CellOutcome:
-        """After a cell, ends its range first (it covers the cell's work). Then come the end
-        readings, who holds what it kept (over the threshold), what it left alive by line (tracing
-        on), an out-of-memory post-mortem's facts; then its record stored, recorded, told."""
+        after_reply: AfterReply | None = None,
+    ) -> CellOutcome | None:
+        """After a cell, ends its range first (it covers the cell's work), then takes the end
+        readings. Then who holds what it kept (over the threshold), what it left alive by line
+        (tracing on), an out-of-memory post-mortem's facts; then its record stored, recorded,
+        told.
+
+        ``after_reply``: where given, a quiet cell (nothing to print under it: no summary line,
+        no tracing, no out-of-memory error, no notice; no view that must hear of it before the
+        reply, ``told_before_reply``) has the work after its readings put off
+        with it until the kernel has sent the cell's reply (the readings themselves are taken
+        now); None is returned then. Where that has not run yet, the next cell's begin, an
+        unload and the session's close finish it first (:meth:`finish_pending`)."""
         clock = self.clock
         clock.resume()
         self._tracing.close_range()
         # whether the recorder was on while the cell ran (a cell that initialised CUDA turns
         # it on at its end)
         traced_during_cell = self._tracing.active
-        record = self.ledger.end(opened, status, error, execution_count=execution_count)
+        readings = self.ledger.read_end(opened)
         clock.lap(stage.END_READINGS)
+        shell = self._shell()
+        notices = tuple(self._recording.notices()) if shell is not None else ()
+        range_error = self._tracing.range_error_news()
+        lost, self._lost = self._lost, ""
+        reset_notice = ""
+        if self.ledger.reset_notice_due:
+            self.ledger.reset_notice_due = False
+            reset_notice = self.ledger.reset_notice
+        quiet = not (
+            notices
+            or lost
+            or range_error
+            or reset_notice
+            or self.config.summary
+            or self._tracing.armed
+            or traced_during_cell
+            or status == "oom"
+            or shell is None
+            or self.told_before_reply()
+        )
+        if quiet and after_reply is not None:
+            self._pending = (opened, readings, status, error, execution_count)
+            if after_reply(self.finish_pending):
+                return None
+            self._pending = None
+        record = self._finish(opened, readings, status, error, execution_count, exception)
+        outcome = self._told(record, shell, exception, traced_during_cell)
+        return dataclasses.replace(
+            outcome, reset_notice=reset_notice, range_error=range_error, notices=notices, lost=lost
+        )
+
+    def finish_pending(self) -> None:
+        """Finish the record of a quiet cell whose end was put off (:meth:`end`), if any: what
+        its readings make of it, its forensics, stored and told. Its times are the cell's
+        (``%gpumon status`` says how much of them came after the reply)."""
+        pending, self._pending = self._pending, None
+        if pending is None:
+            return
+        clock = self.clock
+        clock.resume()
+        try:
+            record = self._finish(*pending, None)
+            shell = self._shell()
+            self._told(record, shell, None, False)
+            if shell is not None:
+                self._leaks(shell).cell_ended()  # (the next cell's start: noted already)
+        except Exception as exc:  # (no cell to raise in: said at the next cell's end)
+            count = pending[4] if pending[4] is not None else pending[0].execution_count
+            self._lost = f"cell [{count}]'s record was lost: {exception_line(exc)}"
+        finally:
+            clock.done()
+
+    def _finish(
+        self,
+        opened: Measurement,
+        readings: EndReadings,
+        status: str,
+        error: str,
+        execution_count: int | None,
+        exception: BaseException | None,
+    ) -> CellRecord:
+        record = self.ledger.finish(opened, readings, status, error, execution_count)
+        self.clock.lap(stage.END_READINGS)  # (its record made of them)
         if self.children is not None:
             record = self.children.charge(record)  # (the processes it started)
-        clock.lap(stage.CHILDREN)
-        shell = self._shell()
+        self.clock.lap(stage.CHILDREN)
+        return record
+
+    def _told(
+        self, record: CellRecord, shell: Any, exception: BaseException | None, traced: bool
+    ) -> CellOutcome:
+        """The forensics of a cell's ``record``, then the record stored, recorded, and the views
+        told."""
+        clock = self.clock
         outcome = CellOutcome(record)
         try:
             if shell is not None:
-                outcome = self._forensics(shell, record, exception, traced_during_cell)
+                outcome = self._forensics(shell, record, exception, traced)
         finally:  # a forensics that failed still leaves the cell's record
             del exception  # keep no reference to the failing frames past this point
             self.ledger.add(outcome.record)
@@ -134,12 +226,13 @@ class CellPipeline:
             clock.lap(stage.STORE)
             self.on_changed()
             clock.lap(stage.VIEWS)
-        notices = tuple(self._recording.notices()) if shell is not None else ()
-        reset_notice = ""
-        if self.ledger.reset_notice_due:
-            self.ledger.reset_notice_due = False
-            reset_notice = self.ledger.reset_notice
-        return dataclasses.replace(outcome, reset_notice=reset_notice, notices=notices)
+        return outcome
+
+    def other_code_ran(self) -> None:
+        """Code that is no cell (a front end's own) runs now: what the last cell's end noted of
+        the namespace for the next cell's start may no longer hold."""
+        if self._leak_watch is not None:
+            self._leak_watch.other_code_ran()
 
     def mark(self, label: str) -> None:
         """Put a labelled marker on the timeline at this instant."""
@@ -171,7 +264,6 @@ class CellPipeline:
         self, shell: Any, record: CellRecord, exception: BaseException | None, traced: bool
     ) -> CellOutcome:
         clock = self.clock
-        range_error = self._tracing.range_error_news()
         leaks = self._leaks(shell)
         retention: Retention | None = leaks.verdict(record, self.config.leak_threshold)
         clock.lap(stage.HOLDERS)
@@ -200,7 +292,7 @@ class CellPipeline:
                 flight = self._tracing.oom_flight_record(shell, record, traced)
                 oom = dataclasses.replace(oom, **flight)
             clock.lap(stage.POST_MORTEM)
-        return CellOutcome(record, oom, range_error=range_error)
+        return CellOutcome(record, oom)
 
     def _peak_items(self, record: CellRecord) -> tuple[TracedItem, ...]:
         """What the cell's peak held and it freed, by line, as the record keeps it (tracing
@@ -251,3 +343,8 @@ def _flight_records(name: str) -> bool:
 
 def _nothing() -> None:
     """No view listens yet."""
+
+
+def _never() -> bool:
+    """No view must hear of a cell's end before its reply."""
+    return False

@@ -9,6 +9,7 @@ from __future__ import annotations
 import atexit
 import functools
 import os
+import threading
 import weakref
 from collections.abc import Callable
 from types import ModuleType
@@ -215,6 +216,8 @@ class Session:
         if self.closed:
             return
         self.closed = True
+        if threading.current_thread() is threading.main_thread():
+            self.cells_pipeline.finish_pending()  # (the last cell's end, where it was put off)
         stopped = self.sampler.stop(CLOSE_WAIT)
         self.device_ask.close()
         self.recording_control.stop()  # after the sampler: its last rows are written too

@@ -1,5 +1,6 @@
-"""What is printed under a cell, from its outcome (``_session/cell_pipeline.py``): a plug-in's
-notice, the summary line, the NVTX problem, the traced lines, the post-mortem, the recorder's."""
+"""What is printed under a cell, from its outcome (``_session/cell_pipeline.py``). In order: a
+plug-in's notice, a record lost after the last cell's reply, the summary line, the NVTX problem,
+the traced lines, the post-mortem, the recorder's."""
 
 from __future__ import annotations
 
@@ -17,6 +18,8 @@ def cell_lines(outcome: CellOutcome, summary: bool) -> list[str]:
     """The lines to print under the cell, in order (none for a quiet cell); ``summary``:
     GPUMon.summary."""
     lines = [f"nbgpumon: {outcome.reset_notice}"] if outcome.reset_notice else []
+    if outcome.lost:
+        lines.append(f"nbgpumon: {outcome.lost}")
     if summary:
         lines.append(summary_line(outcome.record))
     if outcome.range_error:

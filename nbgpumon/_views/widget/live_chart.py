@@ -320,7 +320,7 @@ class Publisher:
     def running_changed(self) -> None:
         """A cell began (main thread): it shows as running, growing, until the ledger has it;
         the sampler's thread sends it at its next tick."""
-        if not self._main_thread_now():
+        if not self.main_thread_now():
             self._cells_due = True
             return
         running = running_row(self._data)
@@ -338,7 +338,7 @@ class Publisher:
         HISTORY_EVERY seconds: live views never need it.
         """
         self._history_due = True
-        if not self._main_thread_now():
+        if not self.main_thread_now():
             self._cells_due = True
             return
         self.send_new(after_cell=True)
@@ -350,7 +350,7 @@ class Publisher:
             self._next_status = now + STATUS_EVERY
             self._publish_status()
 
-    def _main_thread_now(self) -> bool:
+    def main_thread_now(self) -> bool:
         """Whether the main thread publishes what a cell's start or end changed: where the front
         end drops other threads' messages, and while no tick has published for a while (a
         sampler stopped, or in a driver call that does not return: the status line says so)."""

@@ -35,6 +35,10 @@ class TorchAllocatorSource:
 
     def __init__(self) -> None:
         self.status = "torch not imported"
+        # torch's C calls behind memory_stats_as_nested_dict and reset_peak_memory_stats, found
+        # once CUDA is up: called at every cell's edges, their Python wrappers (a device
+        # lookup each) cost as much as the calls
+        self._c_calls: tuple[Any, Any] | None = None
 
     def _cuda(self) -> Any | None:
         torch = sys.modules.get("torch")
@@ -72,7 +76,7 @@ class TorchAllocatorSource:
             return None
         try:
             # The nested dict skips the Python flattening that makes memory_stats() slow.
-            stats = cuda.memory.memory_stats_as_nested_dict(cuda_index)
+            stats = self._calls(cuda)[0](cuda_index)
         except Exception as exc:
             self.status = f"torch.cuda memory stats failed: {exc}"
             return None
@@ -100,11 +104,26 @@ class TorchAllocatorSource:
         if cuda is None:
             return False
         try:
-            cuda.reset_peak_memory_stats(cuda_index)
+            self._calls(cuda)[1](cuda_index)
             return True
         except Exception as exc:
             self.status = f"torch.cuda.reset_peak_memory_stats failed: {exc}"
             return False
+
+    def _calls(self, cuda: Any) -> tuple[Any, Any]:
+        """(memory stats as a nested dict, reset peaks) for a device index: torch's C calls
+        where this torch has them (each of its wrappers passes an index on as it is), else
+        the wrappers."""
+        calls = self._c_calls
+        if calls is None:
+            native = getattr(sys.modules.get("torch"), "_C", None)
+            stats = getattr(native, "_cuda_memoryStats", None)
+            reset = getattr(native, "_cuda_resetPeakMemoryStats", None)
+            if stats is None or reset is None:
+                stats = cuda.memory.memory_stats_as_nested_dict
+                reset = cuda.reset_peak_memory_stats
+            calls = self._c_calls = (stats, reset)
+        return calls
 
     def memory_cap(self, cuda_index: int) -> int | None:
         """The bytes torch may reserve on one device under
