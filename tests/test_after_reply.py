@@ -1,13 +1,16 @@
 """A quiet cell's end (nothing to print under it) is finished after the kernel has sent the
 cell's reply (issue 43), in a real kernel: the readings are taken at the cell's end, the record
-is stored before the kernel reads its next message, a cell with something to print has it all
-before its reply, a put-off end that fails is said at the next cell, and what the next cell's
-start reuses of the last end (the namespace as that cell left it) is noted afresh where a front
-end's own code ran between them."""
+is stored a moment later with no message after it (or when the ledger is read first), a cell
+with something to print has it all before its reply, a put-off end that fails is said at the
+next cell, and what the next cell's start reuses of the last end (the namespace as that cell
+left it) is noted afresh where a front end's own code ran between them."""
 
 from __future__ import annotations
 
 import json
+import sqlite3
+import time
+from pathlib import Path
 
 from kernel_client import Kernel
 
@@ -15,15 +18,17 @@ MIB = 1 << 20
 # our own post_run_cell callback, after nbgpumon's: how many records the ledger holds then
 SPY = (
     "import json, nbgpumon\n"
+    "_ledger = nbgpumon.monitor()._session.ledger\n"
     "_seen = []\n"
     "get_ipython().events.register(\n"
-    "    'post_run_cell', lambda result: _seen.append(len(nbgpumon.monitor().cells()))\n"
+    "    'post_run_cell', lambda result: _seen.append(_ledger.record_count())\n"
     ")"
 )
-# run as a front end's own code (no cell: nothing of nbgpumon's runs before it)
+# run as a front end's own code (no cell: nothing of nbgpumon's runs before it); the ledger as
+# it is, then as the API reads it
 PROBE = (
-    "print('PROBE=' + json.dumps({'seen': _seen, 'labels': [r.label for r in "
-    "nbgpumon.monitor().cells()]}))"
+    "print('PROBE=' + json.dumps({'seen': _seen, 'held': _ledger.record_count(), "
+    "'labels': [r.label for r in nbgpumon.monitor().cells()]}))"
 )
 
 
@@ -43,21 +48,36 @@ def _probe(kernel: Kernel) -> dict:
     return json.loads(line[len("PROBE=") :])
 
 
-def test_a_quiet_cell_s_record_is_stored_after_its_reply_and_before_the_next_message(kernel):
+def test_a_quiet_cell_s_record_is_stored_after_its_reply_and_read_in_full(kernel):
     kernel.run("%load_ext nbgpumon")
     kernel.run(SPY)
     kernel.run("x = 1")
-    seen = _probe(kernel)
     # when each cell's post_run_cell ran, its own record was not stored yet (the spy's cell
-    # saw none, "x = 1" the spy's); by the next message (no cell: nothing of nbgpumon's ran
-    # for it), "x = 1" has its record too
-    assert seen == {"seen": [0, 1], "labels": ["import json, nbgpumon", "x = 1"]}
+    # saw none, "x = 1" the spy's)...
+    deadline, probe = time.monotonic() + 20, {}
+    while time.monotonic() < deadline:
+        probe = _probe(kernel)
+        if probe["held"] == 2:  # ...and then it was, with no cell after it
+            break
+        time.sleep(0.02)
+    assert probe["held"] == 2, probe
+    assert probe["seen"][:2] == [0, 1], probe
+    assert probe["labels"] == ["import json, nbgpumon", "x = 1"]
+
+    # the API's read, at once after a cell, finishes its put-off end if that has not run yet
+    kernel.run("x = 2")
+    read = _stdout(
+        kernel.run(
+            "print(json.dumps([r.label for r in nbgpumon.monitor().cells()]))",
+            store_history=False,
+        )
+    )
+    assert json.loads(read)[-1] == "x = 2"
 
     # a cell with a line to print under it has its record before its reply
     summary = kernel.run("%gpumon summary on\ny = 2")
-    assert "\n[4] host " in _stdout(summary), _stdout(summary)
-    # (the first probe's own post_run_cell saw "x = 1"'s record: 2)
-    assert _probe(kernel)["seen"] == [0, 1, 2, 3]
+    assert "\n[5] host " in _stdout(summary), _stdout(summary)
+    assert _probe(kernel)["seen"][-1] == 4  # (spy, x = 1, x = 2, and this one)
 
     status = _text(kernel.run("%gpumon status"))
     (line,) = [x for x in status.splitlines() if x.startswith("cell path:")]
@@ -124,3 +144,20 @@ def test_a_name_a_front_end_binds_again_between_cells_is_not_the_next_cell_s_hol
     # with nothing between two cells, the namespace the last one left is the next one's start
     kernel.run(f"more = numpy.ones({10 * MIB})")
     assert _holders(kernel) == ["more"]
+
+
+def test_a_quiet_cell_s_record_is_recorded_with_no_message_after_it(kernel, tmp_path: Path):
+    path = tmp_path / "run.sqlite"
+    kernel.run("%load_ext nbgpumon")
+    assert "recording to" in _stdout(kernel.run(f"%gpumon record {path}"))
+    kernel.run("x = 1")
+    # nothing more is sent to the kernel: its put-off end runs on its own, and the recorder's
+    # next transaction (within 0.5 s) writes the cell
+    deadline, labels = time.monotonic() + 20, []
+    while time.monotonic() < deadline:
+        with sqlite3.connect(path) as db:
+            labels = [label for (label,) in db.execute("SELECT label FROM cells ORDER BY idx")]
+        if "x = 1" in labels:
+            break
+        time.sleep(0.05)
+    assert labels[-1:] == ["x = 1"], labels

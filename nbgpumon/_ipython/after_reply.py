@@ -1,16 +1,25 @@
 """A call put off until the kernel has sent a cell's reply. It runs on the kernel's event loop,
-on the main thread, before the kernel reads its next message (ipykernel 6 and 7, as Jupyter, VS
-Code, Colab and Voilà run it). A terminal IPython, or a cell run in a subshell's thread, has no
-such loop: there the call is not put off."""
+on the main thread, a moment after the cell's end (ipykernel 6 and 7, as Jupyter, VS Code, Colab
+and Voilà run it); a message that comes first (the next cell of a Run All) is handled before it.
+A terminal IPython, or a cell run in a subshell's thread, has no such loop: there the call is not
+put off."""
 
 from __future__ import annotations
 
 import asyncio
 import threading
+import weakref
 from collections.abc import Callable
 from typing import Any
 
 from .._session.cell_pipeline import AfterReply
+
+# Seconds the call waits after the cell's end. The reply and the idle status go out through the
+# kernel's other threads, which need the GIL: a call run at once held them back (on a 2-core VM
+# it began before the client had its idle status in 145 of 150 cells; 2 ms: 148; 5 ms: 12;
+# 10 ms: 1, bench/after_reply_order.py). Cells sent at once do not wait for it: the next one's
+# start finishes it first.
+SETTLE = 0.01
 
 
 def after_reply_of(shell: Any) -> AfterReply | None:
@@ -22,8 +31,7 @@ def after_reply_of(shell: Any) -> AfterReply | None:
 
     def put_off(call: Callable[[], None]) -> bool:
         # The kernel's loop runs the cell (post_run_cell comes inside its handler): a call
-        # queued now runs when that handler has sent the reply and the idle status, before
-        # the loop takes the next message (queued after it).
+        # timed now runs once that handler has sent the reply and the idle status.
         if threading.current_thread() is not threading.main_thread():
             return False
         try:
@@ -32,7 +40,25 @@ def after_reply_of(shell: Any) -> AfterReply | None:
             return False
         if running is not loop.asyncio_loop:
             return False
-        running.call_soon(call)
+        running.call_later(SETTLE, _call_if_alive, _weakly(call))
         return True
 
     return put_off
+
+
+Held = Callable[[], Callable[[], None] | None]
+
+
+def _weakly(call: Callable[[], None]) -> Held:
+    """``call``, held weakly where it is a bound method: the loop's timer then keeps no monitor
+    alive that was unloaded before it fired (its end was finished at the unload)."""
+    try:
+        return weakref.WeakMethod(call)  # type: ignore[arg-type]
+    except TypeError:  # (not a bound method)
+        return lambda: call
+
+
+def _call_if_alive(held: Held) -> None:
+    call = held()
+    if call is not None:
+        call()

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -131,8 +132,9 @@ class CellPipeline:
         no tracing, no out-of-memory error, no notice; no view that must hear of it before the
         reply, ``told_before_reply``) has the work after its readings put off
         with it until the kernel has sent the cell's reply (the readings themselves are taken
-        now); None is returned then. Where that has not run yet, the next cell's begin, an
-        unload and the session's close finish it first (:meth:`finish_pending`)."""
+        now); None is returned then. Where that has not run yet, the next cell's begin, a read
+        of the ledger on the main thread (``Session.cells``, ``LiveData.records``), an unload
+        and the session's close finish it first (:meth:`finish_pending`)."""
         clock = self.clock
         clock.resume()
         self._tracing.close_range()
@@ -175,10 +177,11 @@ class CellPipeline:
     def finish_pending(self) -> None:
         """Finish the record of a quiet cell whose end was put off (:meth:`end`), if any: what
         its readings make of it, its forensics, stored and told. Its times are the cell's
-        (``%gpumon status`` says how much of them came after the reply)."""
-        pending, self._pending = self._pending, None
-        if pending is None:
+        (``%gpumon status`` says how much of them came after the reply). On the main thread
+        only (it reads the namespace): elsewhere, and with nothing put off, it does nothing."""
+        if self._pending is None or threading.current_thread() is not threading.main_thread():
             return
+        pending, self._pending = self._pending, None
         clock = self.clock
         clock.resume()
         try:

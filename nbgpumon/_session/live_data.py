@@ -37,9 +37,12 @@ class LiveData:
         sampler: Sampler,
         cluster: ClusterControl,
         status: Callable[[], Status],
+        finish_pending: Callable[[], None] = lambda: None,
     ) -> None:
         self._devices, self._timeline, self._ledger = devices, timeline, ledger
         self._sampler, self._cluster, self._status = sampler, cluster, status
+        # the last cell's record, where its end was put off until after its reply (main thread)
+        self._finish_pending = finish_pending
         self._mem_used = metric(devices.name, "mem_used")
 
     @property
@@ -64,6 +67,7 @@ class LiveData:
 
     @property
     def records(self) -> list[CellRecord]:
+        self._finish_pending()
         return self._ledger.records()
 
     def records_after(self, index: int) -> tuple[int, list[CellRecord]]:

@@ -9,7 +9,6 @@ from __future__ import annotations
 import atexit
 import functools
 import os
-import threading
 import weakref
 from collections.abc import Callable
 from types import ModuleType
@@ -151,7 +150,7 @@ class Session:
         # never on the sampler's tick or a cell's path
         self.data = LiveData(
             self.device_source, self.timeline, self.ledger, self.sampler, cluster,
-            lambda: live_status(self),
+            lambda: live_status(self), self.cells_pipeline.finish_pending,
         )  # fmt: skip
         # what the exporter the Monitor one layer up serves has served, for status (None: off);
         # never a socket here
@@ -216,8 +215,7 @@ class Session:
         if self.closed:
             return
         self.closed = True
-        if threading.current_thread() is threading.main_thread():
-            self.cells_pipeline.finish_pending()  # (the last cell's end, where it was put off)
+        self.cells_pipeline.finish_pending()  # (the last cell's end, where it was put off)
         stopped = self.sampler.stop(CLOSE_WAIT)
         self.device_ask.close()
         self.recording_control.stop()  # after the sampler: its last rows are written too
@@ -263,6 +261,7 @@ class Session:
         return next((a for a in self.allocators if a.name == name), None)
 
     def cells(self) -> list[CellRecord]:  # the ledger, oldest first (cells and regions)
+        self.cells_pipeline.finish_pending()  # (the last cell's, where its end was put off)
         self.children.settle()  # (a child's newest figures in its cell's record)
         return self.ledger.records()
 

@@ -1,0 +1,122 @@
+"""Whether a quiet cell's put-off end begins after the client has the cell's idle status (issue 43).
+
+A kernel finishes a quiet cell's end on its event loop a moment after the cell
+(``nbgpumon/_ipython/after_reply.py``, ``SETTLE``). The reply and the idle status go out through
+the kernel's other threads, which need the GIL: work that begins before they have sent them
+holds them back, and the client waits for it after all. This drives one fresh kernel per delay
+(``--settles``, in ms) through ``--cells`` trivial cells (``bench/cell_cost.py``'s, a pause of
+``--pause`` s between them, as a user's), notes the monotonic clock (one clock for both
+processes on Linux) when the client receives each cell's idle status and, in the kernel, when
+each put-off end begins, and counts the cells whose end began after their idle had arrived.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import queue
+import statistics
+import time
+from typing import Any
+
+import result_file
+from cell_cost import KINDS, start
+
+# In the kernel: the delay under test, and the instant each put-off end begins.
+_PROBE = """
+import time as _time, nbgpumon as _nbg, nbgpumon._ipython.after_reply as _after
+from nbgpumon._ipython import extension as _extension
+_after.SETTLE = {settle}
+_pipeline = _nbg.monitor()._session.cells_pipeline
+_began = []
+_finish = _pipeline.finish_pending
+def _timed_finish():
+    if _pipeline._pending is not None:
+        _began.append(_time.monotonic())
+    _finish()
+_pipeline.finish_pending = _timed_finish
+_extension._wiring["hooks"]._after_reply = _after.after_reply_of(get_ipython())
+"""
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--cells", type=int, default=150, help="timed cells per kernel")
+    parser.add_argument("--pause", type=float, default=0.03, help="seconds between cells")
+    parser.add_argument("--settles", default="0,2,5,10", help="delays to try, in ms")
+
+
+def idle_at(client: Any, code: str, store_history: bool = True, timeout: float = 60.0) -> float:
+    """Run ``code``; the monotonic time at which its idle status arrived."""
+    msg_id = client.execute(code, store_history=store_history)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            msg = client.get_iopub_msg(timeout=1)
+        except queue.Empty:
+            continue
+        content = msg["content"]
+        if (
+            msg["parent_header"].get("msg_id") == msg_id
+            and msg["msg_type"] == "status"
+            and content["execution_state"] == "idle"
+        ):
+            return time.monotonic()
+    raise TimeoutError(f"no idle within {timeout} s after {code!r}")
+
+
+def printed(client: Any, code: str, timeout: float = 60.0) -> str:
+    """What ``code``, run as a front end's own execution, printed."""
+    msg_id = client.execute(code, store_history=False)
+    deadline, text = time.monotonic() + timeout, []
+    while time.monotonic() < deadline:
+        try:
+            msg = client.get_iopub_msg(timeout=1)
+        except queue.Empty:
+            continue
+        if msg["parent_header"].get("msg_id") != msg_id:
+            continue
+        if msg["msg_type"] == "stream":
+            text.append(msg["content"]["text"])
+        elif msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
+            return "".join(text)
+    raise TimeoutError(f"no idle within {timeout} s after {code!r}")
+
+
+def one_delay(settle_ms: float, cells: int, pause: float) -> list[float]:
+    """Milliseconds from each cell's idle at the client to the start of its put-off end."""
+    kind = KINDS["trivial"]
+    manager, client = start(None)
+    try:
+        for code in ["%load_ext nbgpumon", *kind.setup, _PROBE.format(settle=settle_ms / 1e3)]:
+            idle_at(client, code)
+        idles = []
+        for _ in range(cells):
+            idles.append(idle_at(client, kind.cell))
+            time.sleep(pause)  # (a user's pause: the put-off end is not hurried by a next cell)
+        began = json.loads(printed(client, "print(__import__('json').dumps(_began))"))
+    finally:
+        client.stop_channels()
+        manager.shutdown_kernel(now=True)
+    began = began[-len(idles) :]
+    return [(b - i) * 1e3 for b, i in zip(began, idles[-len(began) :], strict=True)]
+
+
+def main() -> None:
+    args = result_file.parse_args(__doc__.splitlines()[0], add_arguments)
+    if args.quick:
+        args.cells = 30
+    result = result_file.Result("after_reply_order", args)
+    for settle in (float(s) for s in args.settles.split(",")):
+        leads = one_delay(settle, args.cells, args.pause)
+        after = sum(1 for lead in leads if lead > 0)
+        note = f"{after} of {len(leads)} cells; median lead {statistics.median(leads):+.3f} ms"
+        result.log(f"settle {settle:g} ms: the end began after the client's idle in {note}")
+        result.add(
+            f"settle {settle:g} ms: ends begun after the idle", after / len(leads), "", None, note
+        )
+        result.details[f"leads, settle {settle:g} ms"] = leads
+    result.finish()
+
+
+if __name__ == "__main__":
+    main()
