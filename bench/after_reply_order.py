@@ -14,13 +14,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import queue
 import statistics
 import time
 from typing import Any
 
 import result_file
-from cell_cost import KINDS, start
+from cell_cost import KINDS, run, start
 
 # In the kernel: the delay under test, and the instant each put-off end begins.
 _PROBE = """
@@ -45,41 +44,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--settles", default="0,2,5,10", help="delays to try, in ms")
 
 
-def idle_at(client: Any, code: str, store_history: bool = True, timeout: float = 60.0) -> float:
+def idle_at(client: Any, code: str) -> float:
     """Run ``code``; the monotonic time at which its idle status arrived."""
-    msg_id = client.execute(code, store_history=store_history)
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            msg = client.get_iopub_msg(timeout=1)
-        except queue.Empty:
-            continue
-        content = msg["content"]
-        if (
-            msg["parent_header"].get("msg_id") == msg_id
-            and msg["msg_type"] == "status"
-            and content["execution_state"] == "idle"
-        ):
-            return time.monotonic()
-    raise TimeoutError(f"no idle within {timeout} s after {code!r}")
-
-
-def printed(client: Any, code: str, timeout: float = 60.0) -> str:
-    """What ``code``, run as a front end's own execution, printed."""
-    msg_id = client.execute(code, store_history=False)
-    deadline, text = time.monotonic() + timeout, []
-    while time.monotonic() < deadline:
-        try:
-            msg = client.get_iopub_msg(timeout=1)
-        except queue.Empty:
-            continue
-        if msg["parent_header"].get("msg_id") != msg_id:
-            continue
-        if msg["msg_type"] == "stream":
-            text.append(msg["content"]["text"])
-        elif msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
-            return "".join(text)
-    raise TimeoutError(f"no idle within {timeout} s after {code!r}")
+    run(client, code)  # (it returns as the idle status arrives)
+    return time.monotonic()
 
 
 def one_delay(settle_ms: float, cells: int, pause: float) -> list[float]:
@@ -93,7 +61,8 @@ def one_delay(settle_ms: float, cells: int, pause: float) -> list[float]:
         for _ in range(cells):
             idles.append(idle_at(client, kind.cell))
             time.sleep(pause)  # (a user's pause: the put-off end is not hurried by a next cell)
-        began = json.loads(printed(client, "print(__import__('json').dumps(_began))"))
+        # (a cell of its own: its start finishes a last put-off end, after those timed)
+        began = json.loads(run(client, "print(__import__('json').dumps(_began))")[1])
     finally:
         client.stop_channels()
         manager.shutdown_kernel(now=True)

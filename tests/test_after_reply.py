@@ -11,6 +11,7 @@ import json
 import sqlite3
 import time
 from pathlib import Path
+from typing import Any
 
 from kernel_client import Kernel
 
@@ -104,30 +105,25 @@ def test_a_put_off_end_that_fails_is_said_under_the_next_cell(kernel):
     assert _probe_labels(kernel) == ["w = 4"]  # the one lost, no other
 
 
+def _printed(kernel: Kernel, code: str) -> Any:
+    """What ``code``, run as a front end's own execution, printed as JSON on its ``OUT=`` line."""
+    out = _stdout(kernel.run("import json, nbgpumon\n" + code, store_history=False))
+    (line,) = [x for x in out.splitlines() if x.startswith("OUT=")]
+    return json.loads(line[len("OUT=") :])
+
+
 def _probe_labels(kernel: Kernel) -> list[str]:
-    out = _stdout(
-        kernel.run(
-            "import json, nbgpumon\n"
-            "_cells = nbgpumon.monitor().cells()\n"
-            "print('LABELS=' + json.dumps([r.label for r in _cells]))",
-            store_history=False,
-        )
+    return _printed(
+        kernel, "print('OUT=' + json.dumps([r.label for r in nbgpumon.monitor().cells()]))"
     )
-    (line,) = [x for x in out.splitlines() if x.startswith("LABELS=")]
-    return json.loads(line[len("LABELS=") :])
 
 
 def _holders(kernel: Kernel) -> list[str]:
-    out = _stdout(
-        kernel.run(
-            "import json, nbgpumon\n"
-            "_r = nbgpumon.monitor().cells()[-1].retention\n"
-            "print('HOLDERS=' + json.dumps([n for n, _ in _r.holders] if _r else []))",
-            store_history=False,
-        )
+    return _printed(
+        kernel,
+        "_r = nbgpumon.monitor().cells()[-1].retention\n"
+        "print('OUT=' + json.dumps([n for n, _ in _r.holders] if _r else []))",
     )
-    (line,) = [x for x in out.splitlines() if x.startswith("HOLDERS=")]
-    return json.loads(line[len("HOLDERS=") :])
 
 
 def test_a_name_a_front_end_binds_again_between_cells_is_not_the_next_cell_s_holder(kernel):
