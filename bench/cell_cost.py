@@ -20,11 +20,15 @@ The kinds (torch on the GPU when one is usable, else on the CPU; without torch, 
 
 The added cost is an arm's median (and p99) minus that of the bare kernels beside it, pooled
 over the rounds, with a bootstrap interval of the medians' difference. A kernel finishes a
-quiet cell's end after the cell's reply, so a cell waited for one at a time pays less than the
-path's whole cost; ``--queued N`` measures the rest too: blocks of N cells sent at once (as Run
-All sends them), each timed from the first request to the last cell's idle status and divided
-by N, the two kernels taking turns a block each. At the end, each nbgpumon kernel's own account
-of its cell path (``%gpumon status``) is kept in the JSON.
+quiet cell's end 10 ms after the cell's reply, or at the next cell's start if that comes first:
+by default cells follow each other at once (as nbclient runs a notebook), so each pays the
+path's whole cost; ``--pause MS`` puts a user's pause between a kernel's cells (over 10 ms: the
+end is finished in it). ``--queued N``: blocks of N cells sent at once (as Run All sends them),
+each timed from the first request to the last cell's idle status and divided by N, the two
+kernels taking turns a block each. ``--arms floor``: a kernel with no nbgpumon whose two hooks
+make only the readings exact per-cell figures need (``FLOOR``), what they cost before any
+bookkeeping. At the end, each nbgpumon kernel's own account of its cell path (``%gpumon
+status``) is kept in the JSON.
 """
 
 from __future__ import annotations
@@ -99,6 +103,46 @@ KINDS = {
 }
 
 
+# The "floor" arm: a cell's exact readings and nothing else, as two plain IPython hooks (torch's
+# allocator read and peak reset where CUDA is up, the RSS and its high-water mark restarted at
+# the start, both read at the end): what exact per-cell figures cost before any bookkeeping.
+FLOOR = """
+import ctypes as _ctypes, os as _os, sys as _sys
+def _floor_hooks():
+    libc = _ctypes.PyDLL(None)  # (the GIL kept through each call, as nbgpumon's reads keep it)
+    libc.pread.argtypes = (_ctypes.c_int, _ctypes.c_void_p, _ctypes.c_size_t, _ctypes.c_long)
+    libc.write.argtypes = (_ctypes.c_int, _ctypes.c_char_p, _ctypes.c_size_t)
+    statm = _os.open("/proc/self/statm", _os.O_RDONLY)
+    status = _os.open("/proc/self/status", _os.O_RDONLY)
+    try:
+        clear = _os.open("/proc/self/clear_refs", _os.O_WRONLY)
+    except OSError:
+        clear = None
+    def read(fd, size):
+        buffer = _ctypes.create_string_buffer(size)
+        return _ctypes.string_at(buffer, libc.pread(fd, buffer, size, 0))
+    def cuda():
+        torch = _sys.modules.get("torch")
+        return torch._C if torch is not None and torch.cuda.is_initialized() else None
+    def start(info=None):
+        native = cuda()
+        if native is not None:
+            native._cuda_memoryStats(0)
+            native._cuda_resetPeakMemoryStats(0)
+        read(statm, 128)
+        if clear is not None:
+            libc.write(clear, b"5", 1)
+    def end(result=None):
+        native = cuda()
+        if native is not None:
+            native._cuda_memoryStats(0)
+        read(status, 8192)
+    get_ipython().events.register("pre_run_cell", start)
+    get_ipython().events.register("post_run_cell", end)
+_floor_hooks()
+"""
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cells", type=int, default=300, help="timed cells per kernel a round")
     parser.add_argument("--warmup", type=int, default=30, help="untimed cells first")
@@ -107,7 +151,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--kinds", default=",".join(KINDS), help=f"comma-separated, of {', '.join(KINDS)}"
     )
     parser.add_argument(
-        "--arms", default="nbgpumon,chart", help="comma-separated, of nbgpumon, chart"
+        "--arms",
+        default="nbgpumon,chart",
+        help="comma-separated, of nbgpumon, chart, floor (the exact readings alone, no nbgpumon)",
+    )
+    parser.add_argument(
+        "--pause",
+        type=float,
+        default=0.0,
+        help="ms between a kernel's cells, as a user pauses (0: back to back, as nbclient runs)",
     )
     parser.add_argument(
         "--base", default=None, help="another checkout: its nbgpumon as arms 'base', 'base, chart'"
@@ -178,14 +230,15 @@ def arm_setups(arms: list[str], base: str | None) -> dict[str, Setup]:
     known = {
         "nbgpumon": ("nbgpumon", ["%load_ext nbgpumon"]),
         "chart": ("nbgpumon, chart", ["%load_ext nbgpumon", "%gpumon"]),
+        "floor": ("floor", [FLOOR]),
     }
     out: dict[str, Setup] = {}
     for arm in arms:
         if arm not in known:
-            raise SystemExit(f"unknown arm {arm!r}: nbgpumon or chart")
+            raise SystemExit(f"unknown arm {arm!r}: nbgpumon, chart or floor")
         name, cells = known[arm]
         out[name] = (cells, None)
-        if base is not None:
+        if base is not None and arm != "floor":
             out[name.replace("nbgpumon", "base")] = (cells, base)
     return out
 
@@ -216,6 +269,7 @@ def one_pair(
     warmup: int,
     queued: int = 0,
     blocks: int = 0,
+    pause: float = 0.0,
 ) -> PairTimes:
     """Milliseconds of ``cells`` cells in a fresh kernel set up by ``setup`` and in a fresh bare
     one, taking turns; then ``blocks`` blocks of ``queued`` cells sent at once, taking turns;
@@ -233,6 +287,8 @@ def one_pair(
         times: dict[str, list[float]] = {side: [] for side in order}
         for n in range(warmup + cells):
             for side in order:
+                if pause:  # (before each kernel's cell: both meet it after the same idle)
+                    time.sleep(pause)  # a user's pause, not a wait for a condition
                 seconds, _ = run(kernels[side][1], kind.cell)
                 if n >= warmup:
                     times[side].append(seconds * 1e3)
@@ -242,7 +298,8 @@ def one_pair(
                 seconds = run_queued(kernels[side][1], kind.cell, queued)
                 if n:
                     queued_times[side].append(seconds * 1e3)
-        status = run(kernels["arm"][1], "%gpumon status")[1]
+        uses_nbgpumon = any("nbgpumon" in code for code in setup[0])
+        status = run(kernels["arm"][1], "%gpumon status")[1] if uses_nbgpumon else ""
         return PairTimes(
             times["arm"], times["bare"], queued_times["arm"], queued_times["bare"], status
         )
@@ -279,7 +336,12 @@ def main() -> None:
     targets = GPU_TARGETS if gpu else CPU_TARGETS
     setups = arm_setups(args.arms.split(","), args.base)
     result.details.update(
-        gpu=gpu, cells=args.cells, rounds=args.rounds, warmup=args.warmup, base=args.base
+        gpu=gpu,
+        cells=args.cells,
+        rounds=args.rounds,
+        warmup=args.warmup,
+        base=args.base,
+        pause_ms=args.pause,
     )
     for name in args.kinds.split(","):
         kind = KINDS[name]
@@ -298,6 +360,7 @@ def main() -> None:
                     args.warmup,
                     args.queued,
                     args.blocks,
+                    args.pause / 1e3,
                 )
                 pooled[arm][0].extend(pair.arm)
                 pooled[arm][1].extend(pair.bare)
@@ -309,7 +372,7 @@ def main() -> None:
         for arm, (mine, bare) in pooled.items():
             arm_stats, bare_stats = stats.describe(mine), stats.describe(bare)
             details[arm] = {"arm": arm_stats, "bare": bare_stats, "status": statuses[arm]}
-            ours = not arm.startswith("base")
+            ours = arm.startswith("nbgpumon")  # (the base's and the floor's: no target)
             note = f"{arm_stats['median']:.2f} ms vs bare {bare_stats['median']:.2f} ms"
             result.log(  # (as it goes: a run cut short still says what it measured)
                 f"{name}, {arm}: added {arm_stats['median'] - bare_stats['median']:+.3f} ms "
