@@ -9,13 +9,20 @@ that grew since the last scan.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 from .._ledger.records import CellRecord, Retention
 from . import holder_scan
 from .namespace_ids import NamespaceIds
 
 MOST_NAMED = 3  # holders named per cell
+
+
+class _Noted(NamedTuple):
+    """The namespace at one instant, as a cell's start compares its end with it."""
+
+    ids: dict[str, int]  # user name -> id of its value (namespace_ids)
+    newest_output: Any  # Out's newest key (None: empty)
 
 
 class LeakWatch:
@@ -28,26 +35,22 @@ class LeakWatch:
         self._newest_output: Any = None  # Out's newest key at the cell's start (None: empty)
         self._last_sizes: dict[str, int] = {}  # holder -> bytes at the last scan
         self.scan_of_cell: holder_scan.HolderScan | None = None  # the verdict's, this cell
-        # the namespace as the last cell left it (its ids, Out's newest key): the next cell's
-        # start where nothing ran between them (other_code_ran says when something did)
-        self._at_end: tuple[dict[str, int], Any] | None = None
+        # the namespace as the last cell left it: the next cell's start where nothing ran
+        # between them (other_code_ran says when something did)
+        self._at_end: _Noted | None = None
 
     def cell_started(self) -> None:
         ns = getattr(self.shell, "user_ns", None) or {}
         at_end, self._at_end = self._at_end, None
-        if at_end is not None and self._ids.unchanged(ns):
-            self._before, self._newest_output = at_end
-        else:
-            self._before = self._ids.note(ns)
-            self._newest_output = _newest_key(ns.get("Out"))
+        noted = at_end if at_end is not None and self._ids.unchanged(ns) else self._noted(ns)
+        self._before, self._newest_output = noted
         self.scan_of_cell = None
 
     def cell_ended(self) -> None:
         """Note the namespace as the cell left it, for the next cell's start (after the cell's
         reply: its start then costs nothing), unless :meth:`changes` did already."""
         if self._at_end is None:
-            ns = getattr(self.shell, "user_ns", None) or {}
-            self._at_end = (self._ids.note(ns), _newest_key(ns.get("Out")))
+            self._at_end = self._noted(getattr(self.shell, "user_ns", None) or {})
 
     def other_code_ran(self) -> None:
         """Code that is no cell ran (a front end's own): the next cell's start notes afresh."""
@@ -57,9 +60,8 @@ class LeakWatch:
         """Since the cell's start: the user's names it bound, bound again or deleted, and the
         ``Out`` entries it added (at a cost that does not grow with the cells run)."""
         ns = getattr(self.shell, "user_ns", None) or {}
-        after, before = self._ids.note(ns), self._before
-        out = ns.get("Out")
-        self._at_end = (after, _newest_key(out))
+        self._at_end = noted = self._noted(ns)
+        after, before, out = noted.ids, self._before, ns.get("Out")
         # (set operations on the dicts' views, in C: bound, bound again, then deleted)
         names = {n for n, _ in after.items() - before.items()} | (before.keys() - after.keys())
         outputs: set[int] = set()
@@ -69,6 +71,9 @@ class LeakWatch:
                     break
                 outputs.add(n)
         return names, outputs
+
+    def _noted(self, ns: dict[str, Any]) -> _Noted:
+        return _Noted(self._ids.note(ns), _newest_key(ns.get("Out")))
 
     def _new_output(self, number: Any) -> bool:
         """Whether ``Out[number]`` came after the cell's start."""

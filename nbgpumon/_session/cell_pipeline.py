@@ -10,7 +10,7 @@ import functools
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .._foundation.errors import UsageError, exception_line
 from .._ledger.kinds_notes import KindsReadFailed
@@ -40,6 +40,17 @@ if TYPE_CHECKING:
 # Puts a call off until the kernel has sent the cell's reply (on the main thread, before the
 # next message); False where it cannot (then the cell's end does it at once).
 AfterReply = Callable[[Callable[[], None]], bool]
+
+
+class _PutOff(NamedTuple):
+    """A cell's end as read at its instant: what its record is made of, at once or after its
+    reply (``Ledger.finish``'s arguments, in its order)."""
+
+    opened: Measurement
+    readings: EndReadings
+    status: str
+    error: str
+    execution_count: int | None
 
 
 @dataclass(frozen=True)
@@ -81,7 +92,7 @@ class CellPipeline:
         self.told_before_reply: Callable[[], bool] = _never
         # a quiet cell's end put off until after its reply: (opened, readings, status, error,
         # execution count)
-        self._pending: tuple[Measurement, EndReadings, str, str, int | None] | None = None
+        self._pending: _PutOff | None = None
         self._lost = ""  # a put-off end that failed, said at the next cell's end
 
     def begin(
@@ -164,11 +175,11 @@ class CellPipeline:
             or self.told_before_reply()
         )
         if quiet and after_reply is not None:
-            self._pending = (opened, readings, status, error, execution_count)
+            self._pending = _PutOff(opened, readings, status, error, execution_count)
             if after_reply(self.finish_pending):
                 return None
             self._pending = None
-        record = self._finish(opened, readings, status, error, execution_count, exception)
+        record = self._finish(_PutOff(opened, readings, status, error, execution_count))
         outcome = self._told(record, shell, exception, traced_during_cell)
         return dataclasses.replace(
             outcome, reset_notice=reset_notice, range_error=range_error, notices=notices, lost=lost
@@ -185,27 +196,21 @@ class CellPipeline:
         clock = self.clock
         clock.resume()
         try:
-            record = self._finish(*pending, None)
+            record = self._finish(pending)
             shell = self._shell()
             self._told(record, shell, None, False)
             if shell is not None:
                 self._leaks(shell).cell_ended()  # (the next cell's start: noted already)
         except Exception as exc:  # (no cell to raise in: said at the next cell's end)
-            count = pending[4] if pending[4] is not None else pending[0].execution_count
+            count = pending.execution_count
+            count = count if count is not None else pending.opened.execution_count
             self._lost = f"cell [{count}]'s record was lost: {exception_line(exc)}"
         finally:
             clock.done()
 
-    def _finish(
-        self,
-        opened: Measurement,
-        readings: EndReadings,
-        status: str,
-        error: str,
-        execution_count: int | None,
-        exception: BaseException | None,
-    ) -> CellRecord:
-        record = self.ledger.finish(opened, readings, status, error, execution_count)
+    def _finish(self, end: _PutOff) -> CellRecord:
+        """The record of a cell from its end's readings, with the children it started."""
+        record = self.ledger.finish(*end)
         self.clock.lap(stage.END_READINGS)  # (its record made of them)
         if self.children is not None:
             record = self.children.charge(record)  # (the processes it started)
