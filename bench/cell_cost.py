@@ -335,14 +335,8 @@ def main() -> None:
     gpu = on_gpu()
     targets = GPU_TARGETS if gpu else CPU_TARGETS
     setups = arm_setups(args.arms.split(","), args.base)
-    result.details.update(
-        gpu=gpu,
-        cells=args.cells,
-        rounds=args.rounds,
-        warmup=args.warmup,
-        base=args.base,
-        pause_ms=args.pause,
-    )
+    shape = {"cells": args.cells, "rounds": args.rounds, "warmup": args.warmup}
+    result.details.update(shape, gpu=gpu, base=args.base, pause_ms=args.pause)
     for name in args.kinds.split(","):
         kind = KINDS[name]
         pooled = {arm: ([], []) for arm in setups}  # arm -> (its times, its bare kernels')
