@@ -16,9 +16,9 @@ from .._session.cell_pipeline import AfterReply
 
 # Seconds the call waits after the cell's end. The reply and the idle status go out through the
 # kernel's other threads, which need the GIL: a call run at once held them back (on a 2-core VM
-# it began before the client had its idle status in 145 of 150 cells; 2 ms: 148; 5 ms: 12;
-# 10 ms: 1, bench/after_reply_order.py). Cells sent at once do not wait for it: the next one's
-# start finishes it first.
+# it began before the client had its idle status in 146 of 150 cells; 2 ms: 145; 5 ms: 5;
+# 10 ms: 1, bench/after_reply_order.py, docs/benchmarks.md). Cells sent at once do not wait for
+# it: the next one's start finishes it first.
 SETTLE = 0.01
 
 

@@ -90,9 +90,7 @@ class CellPipeline:
         self.on_opened: Callable[[], None] = _nothing
         # whether a view must hear of a cell's end before its reply (then it is not put off)
         self.told_before_reply: Callable[[], bool] = _never
-        # a quiet cell's end put off until after its reply: (opened, readings, status, error,
-        # execution count)
-        self._pending: _PutOff | None = None
+        self._pending: _PutOff | None = None  # a quiet cell's end, put off until its reply
         self._lost = ""  # a put-off end that failed, said at the next cell's end
 
     def begin(
@@ -174,12 +172,13 @@ class CellPipeline:
             or shell is None
             or self.told_before_reply()
         )
+        end = _PutOff(opened, readings, status, error, execution_count)
         if quiet and after_reply is not None:
-            self._pending = _PutOff(opened, readings, status, error, execution_count)
+            self._pending = end
             if after_reply(self.finish_pending):
                 return None
             self._pending = None
-        record = self._finish(_PutOff(opened, readings, status, error, execution_count))
+        record = self._finish(end)
         outcome = self._told(record, shell, exception, traced_during_cell)
         return dataclasses.replace(
             outcome, reset_notice=reset_notice, range_error=range_error, notices=notices, lost=lost
