@@ -149,6 +149,41 @@ def test_a_jax_cell_keeps_its_bytes_and_its_peak_is_exact_only_when_it_sets_a_hi
     assert summary_line(second).startswith("[2] peak ≥2.0 GiB · kept 1.0 GiB")
 
 
+def test_a_cells_edges_ask_only_frameworks_imported_and_not_yet_up(monkeypatch, monitor):
+    # a cell's edge pays for no framework the user never imported, nor asks again whether one
+    # already seen up is up (its read checks that itself)
+    asked: list[str] = []
+    for name in ("torch", "jax", "cupy"):
+        source = monitor._session.allocator(name)
+        monkeypatch.setattr(source, "active", _counting(source.active, asked, name))
+    monkeypatch.delitem(sys.modules, "jax", raising=False)
+    monkeypatch.delitem(sys.modules, "cupy", raising=False)
+    ledger = monitor._session.ledger
+    ledger.add(ledger.end(ledger.begin("cell", "pass", 1)))
+    assert "jax" not in asked and "cupy" not in asked
+    gpu = FakeJaxDevice(0)
+    install(monkeypatch, fake_jax({"cuda": FakeJaxClient([gpu])}))
+    asked.clear()
+    opened = ledger.begin("cell", "x = jnp.ones(...)", 2)
+    gpu.use(GIB)
+    record = ledger.add(ledger.end(opened))
+    assert asked.count("jax") == 1  # asked at the start, seen up: not asked at the end
+    assert record.devices[0].frameworks[0].allocated_delta == GIB
+    asked.clear()
+    opened = ledger.begin("cell", "del x", 3)
+    gpu.use(0)
+    record = ledger.add(ledger.end(opened))
+    assert "jax" not in asked and record.devices[0].frameworks[0].allocated_delta == -GIB
+
+
+def _counting(active, asked: list[str], name: str):
+    def counted() -> bool:
+        asked.append(name)
+        return active()
+
+    return counted
+
+
 def test_a_cupy_cell_gets_an_exact_peak_from_the_hook_on_its_thread(monkeypatch, monitor):
     cupy = FakeCupy()
     install(monkeypatch, {"cupy": cupy})

@@ -136,6 +136,23 @@ def test_a_tracker_counts_no_row_before_its_start_and_unclosed_ones_are_let_go()
     assert len(tl._trackers) == 64  # MAX_TRACKERS: the oldest go
 
 
+def test_a_paused_tracker_counts_from_when_it_is_resumed_until_its_end():
+    # a cell's tracker is made while no cell runs (paused), resumed at the cell's start, and
+    # bounded at its end: rows before, and rows stamped after the end, are not the cell's
+    tl = Timeline(["a"])
+    tracker = tl.track(["a"], since=math.inf)
+    tl.append(1.0, [9.0])
+    tl.append(2.0, [3.0])  # stamped after the start, appended before it was resumed
+    tl.resume(tracker, since=1.5)
+    tl.append(3.0, [5.0])
+    tracker.until = 3.5
+    tl.append(4.0, [100.0])  # after its end: not counted, though still tracked
+    assert tl.untrack(tracker) == {"a": (4.0, 5.0)}
+    del tl._trackers[:]
+    tl.resume(tracker, since=10.0)  # let go while paused (MAX_TRACKERS): tracked again
+    assert tl._trackers == [tracker]
+
+
 def test_buckets_fold_missing_values_out_at_every_level():
     # 1 s buckets of ten rows, then 10 s buckets of those; column b is missing in odd rows,
     # and column c in the whole of one second

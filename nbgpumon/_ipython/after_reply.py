@@ -29,6 +29,8 @@ def after_reply_of(shell: Any) -> AfterReply | None:
     if getattr(loop, "asyncio_loop", None) is None:
         return None
 
+    held: list[tuple[Callable[[], None], Held]] = []  # the last call, as held (made once)
+
     def put_off(call: Callable[[], None]) -> bool:
         # The kernel's loop runs the cell (post_run_cell comes inside its handler): a call
         # timed now runs once that handler has sent the reply and the idle status.
@@ -40,7 +42,9 @@ def after_reply_of(shell: Any) -> AfterReply | None:
             return False
         if running is not loop.asyncio_loop:
             return False
-        running.call_later(SETTLE, _call_if_alive, _weakly(call))
+        if not held or held[0][0] != call:  # (the same bound method each cell: held once)
+            held[:] = [(call, _weakly(call))]
+        running.call_later(SETTLE, _call_if_alive, held[0][1])
         return True
 
     return put_off

@@ -95,9 +95,10 @@ class CellHooks:
         count = getattr(result, "execution_count", None)
         if isinstance(count, int):
             self._offset = self._count_at_pre - count
-        status, error = classify(result)
+        exception = raised(result)
+        status, error = classify_exception(exception)
         outcome = self.pipeline.end(
-            opened, status, error, count, raised(result), after_reply=self._after_reply
+            opened, status, error, count, exception, after_reply=self._after_reply
         )
         clock = self.pipeline.clock
         if outcome is None:  # a quiet cell: the rest of its end comes after its reply
@@ -127,8 +128,3 @@ def _initial_offset() -> int:
 def raised(result: Any) -> BaseException | None:
     """The exception an IPython ExecutionResult ended with, if any."""
     return getattr(result, "error_in_exec", None) or getattr(result, "error_before_exec", None)
-
-
-def classify(result: Any) -> tuple[str, str]:
-    """(status, one-line error) from an IPython ExecutionResult."""
-    return classify_exception(raised(result))

@@ -22,9 +22,11 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import math
+import sys
 import threading
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -35,7 +37,7 @@ from .._sampling.timeline import RunningStats, Timeline
 from .._sources.allocator_columns import read_by_cuda_index
 from .._sources.base import AllocatorSource, AllocatorStats
 from .._sources.devices.protocol import DeviceSource
-from .._sources.frameworks import facts_of
+from .._sources.frameworks import facts_of, framework
 from .._sources.host import HostSource
 from .cell_source import SOURCE_BUDGET, BoundedSource, SourceTable, bound_cell_source
 from .records import AllocatorUsage, CellRecord, DeviceUsage, records_after
@@ -79,7 +81,6 @@ class EndReadings(NamedTuple):
 
     end: float  # wall clock
     duration: float  # seconds, from perf_counter
-    sampled: dict[str, tuple[float, float] | None]  # running (mean, max) by column
     allocators: dict[str, dict[int, AllocatorStats]]  # framework -> CUDA index -> at the end
     device_used: list[int | None] | None  # None: the device did not answer
     rss: int | None
@@ -112,6 +113,15 @@ class Ledger:
         self.reading_fresh_for = 1.0
         self._asked: tuple[float, list[int | None]] | None = None  # the last asked, and when
         self.allocators = tuple(allocators)
+        # those seen up: a framework's CUDA, once up, stays so (each read checks again), so a
+        # cell's edge asks only the others whether they are up yet
+        self._up: tuple[AllocatorSource, ...] = ()
+        # (source, the module its users import: None where no plug-in names one) for the
+        # sources not imported yet, which need not be asked
+        self._imports = tuple((s, _module_of(s)) for s in self.allocators)
+        # the next cell's running stats of the sampled columns, registered while idle and
+        # paused until its start (a cell's start then makes none)
+        self._ready: tuple[Any, RunningStats] | None = None
         self._allocated = {a.name: metric(a.name, "allocated") for a in self.allocators}
         self._columns_of: tuple[Any, tuple[list[str], list[str]]] | None = None  # (_columns)
         self.peak_mode = peak_mode
@@ -159,7 +169,7 @@ class Ledger:
     ) -> Measurement:
         """Snapshot the counters now; nest freely (a region inside a cell). ``source``: a
         cell's whole source (a region has none)."""
-        for allocator in self.allocators:
+        for allocator in self._imported():
             allocator.watch_thread()  # thread-local peak hooks (CuPy's) go on the cells' thread
         allocators = self.read_allocators()
         host = self.host
@@ -179,26 +189,49 @@ class Ledger:
             rss_reset=False,
             source=source,
         )
+        counters = not_reset = 0
         if self.peak_mode == "reset":
-            for allocator in self.allocators:
+            for allocator in self._up:
                 for cuda, stats in allocators.get(allocator.name, {}).items():
+                    counters += 1
                     self._reset_peak(allocator, cuda, stats, opened)
             if self._stack:  # keep the enclosing measurement's peak before restarting the mark
                 peak_now = host.peak_rss() or 0
                 for outer in self._stack:
                     outer.carried_rss_peak = max(outer.carried_rss_peak, peak_now)
             opened.rss_reset = host.reset_peak()
+            not_reset = counters - len(opened.peak_reset)
+        else:
+            not_reset = sum(len(by_cuda) for by_cuda in allocators.values())
         if not opened.rss_reset:
             opened.rss_peak_start = host.peak_rss()
-        sampled, allocated = self._columns()
-        asked = [(sampled, opened.start)]
-        if any(key not in opened.peak_reset for key in _counters(allocators)):
+        opened.sampled = self._sampled_tracker(opened.start)
+        if not_reset:
             # a counter that was not restarted: the sampled allocations bound its cell's peak
-            asked.append((allocated, opened.start + self.allocator_lag))
-        opened.sampled, *seen = self.timeline.track_each(asked)
-        opened.allocated_seen = seen[0] if seen else None
+            since = opened.start + self.allocator_lag
+            opened.allocated_seen = self.timeline.track(self._columns()[1], since)
         self._stack.append(opened)
         return opened
+
+    def prepare_next(self) -> None:
+        """While no cell runs (after a cell's reply): the next cell's running stats, registered
+        and paused, so that its start only says from when they count."""
+        if self._ready is None and not self._stack:
+            columns = self._columns_of
+            sampled = self._columns()[0]
+            self._ready = (columns, self.timeline.track(sampled, math.inf))
+
+    def _sampled_tracker(self, since: float) -> RunningStats:
+        """The running stats of the sampled columns from ``since`` on: those made ready while
+        idle where they still fit (no measurement open, the same columns), else new ones."""
+        ready, self._ready = self._ready, None
+        if ready is not None:
+            columns, tracker = ready
+            if not self._stack and columns is self._columns_of:
+                self.timeline.resume(tracker, since)
+                return tracker
+            self.timeline.untrack(tracker)
+        return self.timeline.track(self._columns()[0], since)
 
     def end(
         self,
@@ -213,11 +246,13 @@ class Ledger:
 
     def read_end(self, opened: Measurement) -> EndReadings:
         """What must be read at the instant ``opened`` ends (its clocks, the allocators, the
-        device, the host; its running stats stop); :meth:`finish` makes its record from them,
-        at once or after the cell's reply."""
+        device, the host; its running stats count no later row); :meth:`finish` makes its record
+        from them, at once or after the cell's reply."""
         end = wall_clock()
         duration = time.perf_counter() - opened.started
-        sampled = self._stop_tracking(opened)
+        for tracker in (opened.sampled, opened.allocated_seen):
+            if tracker is not None:
+                tracker.until = end  # (read, and let go, by finish)
         if opened in self._stack:
             # closing an outer measurement closes anything left open inside it
             at = self._stack.index(opened)
@@ -228,7 +263,7 @@ class Ledger:
         # asked now where no framework is up (the device's figure is all there is) or one moved
         answered = self._device_used(ask=not after or _moved(opened.allocators, after))
         rss_after, mark = self.host.rss_and_peak()
-        return EndReadings(end, duration, sampled, after, answered, rss_after, mark)
+        return EndReadings(end, duration, after, answered, rss_after, mark)
 
     def finish(
         self,
@@ -239,7 +274,8 @@ class Ledger:
         execution_count: int | None = None,
     ) -> CellRecord:
         """The record of ``opened`` from its end's readings (:meth:`read_end`), not stored yet."""
-        end, duration, sampled, after, answered, rss_after, mark = readings
+        end, duration, after, answered, rss_after, mark = readings
+        sampled = self._stop_tracking(opened)
         # An allocator column carries its last read until the next one, so the first rows of
         # a cell may still hold a value from before it: only rows after a read that must have
         # happened inside the cell count towards a sampled peak.
@@ -322,6 +358,11 @@ class Ledger:
         return opened.execution_count if opened is not None else None
 
     # -- helpers --------------------------------------------------------------------------
+    def _imported(self) -> list[AllocatorSource]:
+        """The sources whose framework is imported (or may be: no plug-in names its module)."""
+        modules = sys.modules
+        return [s for s, module in self._imports if module is None or module in modules]
+
     def _device_used(self, ask: bool) -> list[int | None] | None:
         """The devices' used memory at a cell's edge; None where the device did not answer.
 
@@ -333,6 +374,8 @@ class Ledger:
         asked all the same when the sampler has not read for ``reading_fresh_for`` seconds, or
         the device is not answering (then the ask says so: never a reading from before).
         """
+        if not self.device_source.devices:
+            return []  # (no device: nothing to ask)
         now = wall_clock()
         if not ask and self._used_columns and not self.ask.silent_for():
             newest = self.timeline.newest_values(self._used_columns)
@@ -393,11 +436,18 @@ class Ledger:
 
     def read_allocators(self) -> dict[str, dict[int, AllocatorStats]]:
         """Each active framework's counters by CUDA index; a framework not up is left out."""
-        return {
-            source.name: read_by_cuda_index(source, self.device_source.devices)
-            for source in self.allocators
-            if source.active()
-        }
+        devices = self.device_source.devices
+        return {source.name: read_by_cuda_index(source, devices) for source in self._active()}
+
+    def _active(self) -> tuple[AllocatorSource, ...]:
+        """The frameworks up now, in their order: those seen up before, and any that came up
+        since (only the others are asked)."""
+        up = self._up
+        if len(up) < len(self.allocators):
+            came_up = [s for s in self._imported() if s not in up and s.active()]
+            if came_up:
+                up = self._up = tuple(s for s in self.allocators if s in up or s in came_up)
+        return up
 
     def read_allocator(self) -> dict[int, AllocatorStats]:
         """All frameworks' counters summed per CUDA index (what a before/after of the whole
@@ -511,11 +561,9 @@ class Ledger:
         return (max(values) if values else None), False
 
 
-def _counters(allocators: dict[str, dict[int, AllocatorStats]]) -> Iterator[tuple[str, int]]:
-    """Each (framework, CUDA index) whose counters were read."""
-    for name, by_cuda in allocators.items():
-        for cuda in by_cuda:
-            yield name, cuda
+def _module_of(source: AllocatorSource) -> str | None:
+    plugin = framework(source.name)
+    return plugin.module if plugin is not None else None
 
 
 def _moved(

@@ -27,11 +27,11 @@ DEFAULT_LEVELS = ((1.0, 7200), (10.0, 8640), (60.0, 10080))  # (bucket seconds, 
 
 
 class RunningStats:
-    """Mean and max of some columns over the rows appended from ``since`` on, kept as running sums
-    while rows arrive. Reading them costs the same after an hour-long cell as after a one-second one
-    (:meth:`Timeline.track`)."""
+    """Mean and max of some columns over the rows stamped from ``since`` to ``until``, kept as
+    running sums while rows arrive. Reading them costs the same after an hour-long cell as after
+    a one-second one (:meth:`Timeline.track`)."""
 
-    __slots__ = ("_count", "_index", "_max", "_sum", "columns", "since", "wanted")
+    __slots__ = ("_count", "_index", "_max", "_sum", "columns", "since", "until", "wanted")
 
     def __init__(
         self, wanted: Sequence[str], columns: Sequence[str], index: Sequence[int], since: float
@@ -39,13 +39,14 @@ class RunningStats:
         self.wanted = tuple(wanted)  # as asked for, unknown columns included
         self.columns = tuple(columns)  # those the timeline has, at ``index``
         self.since = since
+        self.until = math.inf  # rows stamped later are not counted (a measurement's end)
         self._index = tuple(index)
         self._sum = [0.0] * len(self._index)
         self._count = [0] * len(self._index)
         self._max = [-math.inf] * len(self._index)
 
     def add(self, t: float, row: Sequence[float | None]) -> None:
-        if t < self.since:
+        if t < self.since or t > self.until:
             return
         total, count, top = self._sum, self._count, self._max
         for k, i in enumerate(self._index):
@@ -170,6 +171,18 @@ class Timeline:
             self._trackers += trackers
             del self._trackers[:-MAX_TRACKERS]  # a measurement never closed is let go
         return trackers
+
+    def resume(self, tracker: RunningStats, since: float) -> None:
+        """Count ``tracker`` (made by :meth:`track` with ``since`` infinite: paused, no row
+        counted) from unix time ``since`` on, the rows already appended from then included."""
+        with self._lock:
+            tracker.since = since
+            newest = self._newest
+            if self._store is not None and newest is not None and newest[0] >= since:
+                for t, row in self._store.raw_rows_from(since):
+                    tracker.add(t, row)
+            if tracker not in self._trackers:  # (let go while paused: MAX_TRACKERS)
+                self._trackers.append(tracker)
 
     def untrack(self, tracker: RunningStats) -> dict[str, tuple[float, float] | None]:
         """Stop ``tracker`` and return what it saw (:meth:`RunningStats.result`)."""

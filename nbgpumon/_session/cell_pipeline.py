@@ -210,6 +210,7 @@ class CellPipeline:
     def _finish(self, end: _PutOff) -> CellRecord:
         """The record of a cell from its end's readings, with the children it started."""
         record = self.ledger.finish(*end)
+        self.ledger.prepare_next()  # (the next cell's start makes less: after its reply, here)
         self.clock.lap(stage.END_READINGS)  # (its record made of them)
         if self.children is not None:
             record = self.children.charge(record)  # (the processes it started)

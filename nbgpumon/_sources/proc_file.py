@@ -44,14 +44,20 @@ def _libc_calls() -> tuple[Any, Any] | tuple[None, None]:
 _PREAD, _WRITE = _libc_calls()
 
 
+_BUFFER_TYPES: dict[int, Any] = {}  # size -> ctypes char array type (made once a size)
+
+
 def _read_kept(fd: int, size: int) -> bytes:
     """``os.pread(fd, size, 0)`` with the GIL kept; raises OSError as it does."""
-    buffer = ctypes.create_string_buffer(size)  # (one per call: two threads may read)
+    kind = _BUFFER_TYPES.get(size)
+    if kind is None:
+        kind = _BUFFER_TYPES[size] = ctypes.c_char * size
+    buffer = kind()  # (one per call: two threads may read; C calls only, for a cold cell edge)
     n = _PREAD(fd, buffer, size, 0)
     if n < 0:
         errno = ctypes.get_errno()
         raise OSError(errno, os.strerror(errno))
-    return ctypes.string_at(buffer, n)
+    return buffer[:n]
 
 
 def _write_kept(fd: int, data: bytes) -> None:

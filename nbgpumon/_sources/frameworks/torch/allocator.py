@@ -83,6 +83,20 @@ class TorchAllocatorSource:
         self.status = "ok"
         if not stats:
             return None
+        try:  # (indexed in place: a cell's edge pays no call a counter)
+            allocated, active = stats["allocated_bytes"]["all"], stats["active_bytes"]["all"]
+            return AllocatorStats(
+                allocated=int(allocated["current"]),
+                reserved=int(stats["reserved_bytes"]["all"]["current"]),
+                peak_allocated=int(allocated["peak"]),
+                allocated_total=int(allocated["allocated"]),
+                alloc_retries=int(stats.get("num_alloc_retries", 0)),
+                ooms=int(stats.get("num_ooms", 0)),
+                active=int(active["current"]),
+                inactive_split=int(stats["inactive_split_bytes"]["all"]["current"]),
+            )
+        except (KeyError, TypeError, ValueError):  # a torch that names its counters otherwise
+            pass
         return AllocatorStats(
             allocated=_all(stats, "allocated_bytes", "current"),
             reserved=_all(stats, "reserved_bytes", "current"),
