@@ -398,10 +398,11 @@ class Ledger:
                 outer.carried_peak[key] = max(outer.carried_peak.get(key, 0), stats.peak_allocated)
         if source.reset_peak(cuda):
             opened.peak_reset.add(key)
-            notice = facts_of(source.name).reset_notice  # its users' own figures change
-            if notice and not self._reset_notice_given:
-                self.reset_notice, self.reset_notice_due = notice, True
-                self._reset_notice_given = True
+            if not self._reset_notice_given:
+                notice = facts_of(source.name).reset_notice  # its users' own figures change
+                if notice:
+                    self.reset_notice, self.reset_notice_due = notice, True
+                    self._reset_notice_given = True
 
     def _stop_tracking(self, opened: Measurement) -> dict[str, tuple[float, float] | None]:
         """What the running stats of ``opened`` saw, by column (None: no value); they stop."""

@@ -182,13 +182,15 @@ class TracingControl:
     def open_range(self, execution_count: int | None, source: str) -> None:
         """End the range of a cell whose end never came; open this cell's when on (its
         source's first line names it)."""
-        self.close_range()
+        if self._cell_range is not None:
+            self.close_range()
         if self.nvtx_ranges.enabled:
             self._cell_range = self.nvtx_ranges.push(range_name(execution_count, source))
 
     def close_range(self) -> None:
-        self.nvtx_ranges.pop_to(self._cell_range)
-        self._cell_range = None
+        if self._cell_range is not None:  # (ranges off: a cell's edge makes no call here)
+            self.nvtx_ranges.pop_to(self._cell_range)
+            self._cell_range = None
 
     def range_error_news(self) -> str:
         """The NVTX ranges' last problem, once ("" when said already or none)."""
