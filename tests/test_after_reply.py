@@ -85,6 +85,42 @@ def test_a_quiet_cell_s_record_is_stored_after_its_reply_and_read_in_full(kernel
     assert "; replies waited for " in line, line
 
 
+# each cell's times as the cell path's clock keeps them: (waited for, in all), oldest first
+CLOCK = (
+    "_clock = nbgpumon.monitor()._session.cells_pipeline.clock\n"
+    "print('CLOCK=' + json.dumps(list(zip(_clock._waited[: _clock._cells], "
+    "_clock._totals[: _clock._cells]))))"
+)
+
+
+def _clock_rows(kernel: Kernel) -> list[tuple[int, int]]:
+    out = _stdout(kernel.run(CLOCK, store_history=False))
+    (line,) = [x for x in out.splitlines() if x.startswith("CLOCK=")]
+    return [tuple(row) for row in json.loads(line[len("CLOCK=") :])]
+
+
+def _wait_until_held(kernel: Kernel, records: int) -> None:
+    deadline, probe = time.monotonic() + 20, {}
+    while time.monotonic() < deadline:
+        probe = _probe(kernel)
+        if probe["held"] == records:
+            return
+        time.sleep(0.02)
+    raise AssertionError(f"the ledger did not come to {records} records: {probe}")
+
+
+def test_a_put_off_end_finished_while_the_kernel_is_idle_is_not_waited_for(kernel):
+    kernel.run("%load_ext nbgpumon")
+    kernel.run(SPY)
+    _wait_until_held(kernel, 1)
+    for k in range(2):  # run by hand: each end finished while the kernel was idle
+        kernel.run(f"x = {k}")
+        _wait_until_held(kernel, 2 + k)
+    alone = _clock_rows(kernel)[-2:]
+    assert all(0 < waited < total for waited, total in alone), alone
+    # (a cell whose end the next cell's start finished: tests/test_cell_clock.py)
+
+
 def test_a_put_off_end_that_fails_is_said_under_the_next_cell(kernel):
     kernel.run("%load_ext nbgpumon")
     kernel.run(  # (no cell itself: the next one's end is the first to meet it)

@@ -7,11 +7,13 @@ import re
 
 import pytest
 
+from nbgpumon import Monitor
 from nbgpumon._session import cell_clock
 from nbgpumon._session.cell_clock import STAGES, CellClock, CellPathCost, StageCost
 from nbgpumon._views.status.cell_path import cell_path_line
 
-from notebook_runner import run_cells
+from fake_shell import shell_with
+from notebook_runner import fake_pynvml, run_cells
 
 
 @pytest.fixture
@@ -85,16 +87,16 @@ def test_status_says_what_the_last_cells_cost_beside_the_sampler_s_share():
     at = next(k for k, line in enumerate(lines) if line.startswith("sampler cost:"))
     found = re.fullmatch(
         r"cell path: ([\d.]+) ms a cell \(p99 ([\d.]+) ms\) over the last (\d+) cells"
-        r"; replies waited for ([\d.]+) ms \(p99 ([\d.]+)\): (.*)",
+        r"(; replies waited for ([\d.]+) ms \(p99 ([\d.]+)\))?: (.*)",
         lines[at + 1],
     )
     assert found, lines[at + 1]
     median, p99, cells = float(found[1]), float(found[2]), int(found[3])
     assert 0 < median <= p99 and cells == 5  # the five cells after the load's
-    # a kernel finishes a quiet cell's end after its reply: the reply waited for less
-    waited, waited_p99 = float(found[4]), float(found[5])
-    assert 0 < waited < median and waited <= waited_p99 <= p99
-    stages = [re.sub(r" [\d.]+ ms \(p99 [\d.]+\)$", "", part) for part in found[6].split(", ")]
+    if found[4]:  # (some cell's end finished while the kernel was idle: the reply waited less)
+        waited, waited_p99 = float(found[5]), float(found[6])
+        assert 0 < waited <= median and waited <= waited_p99 <= p99
+    stages = [re.sub(r" [\d.]+ ms \(p99 [\d.]+\)$", "", part) for part in found[7].split(", ")]
     assert set(stages) <= set(STAGES), stages
     assert "start readings" in stages and "end readings" in stages
 
@@ -127,9 +129,52 @@ def test_a_cell_whose_end_came_after_its_reply_counts_whole_and_as_waited_for_in
     ), line
 
 
+def test_an_end_finished_at_the_next_cell_s_start_counts_as_waited_for(ticks):
+    clock = CellClock()
+    _cell(clock, ticks, start_ns=30_000, end_ns=50_000, ran_ns=1)
+    clock.start()  # a quiet cell: its reply, then the next cell's start finishes its end
+    ticks[0] += 10_000
+    clock.lap(cell_clock.START_READINGS)
+    clock.replied()
+    clock.resume()
+    ticks[0] += 40_000
+    clock.lap(cell_clock.KINDS)
+    clock.done(waited_for=True)
+    report = clock.report()
+    assert (report.cells, report.median) == (2, pytest.approx(65e-6))
+    assert (report.waited_median, report.waited_p99) == (None, None)  # all of it waited for
+
+
 def test_no_waited_figure_where_every_reply_waited_for_its_whole_path(ticks):
     clock = CellClock()
     _cell(clock, ticks, start_ns=30_000, end_ns=50_000, ran_ns=1)
     report = clock.report()
     assert (report.waited_median, report.waited_p99) == (None, None)
     assert "replies waited" not in cell_path_line(report)
+
+
+def test_a_put_off_end_the_next_cell_s_start_finishes_was_waited_for_by_that_cell():
+    mon = Monitor(nvml_module=fake_pynvml(devices=[{"name": "Fake H100"}]))
+    try:
+        pipeline = mon._session.cells_pipeline
+        pipeline._shell = lambda: shell_with(x=0)  # (a kernel's: a quiet cell's end is put off)
+        put_off: list = []
+
+        def after_reply(call) -> bool:
+            put_off.append(call)
+            return True
+
+        clock = pipeline.clock
+        opened = pipeline.begin(1, "x = 1")
+        assert pipeline.end(opened, "ok", "", 1, None, after_reply=after_reply) is None
+        clock.replied()  # (as the cell hooks say it)
+        opened = pipeline.begin(2, "x = 2")  # sent at once: its start finishes cell 1's end
+        assert pipeline.end(opened, "ok", "", 2, None, after_reply=after_reply) is None
+        clock.replied()
+        put_off[-1]()  # cell 2's end, finished after its reply while the kernel was idle
+        (waited_1, waited_2), (total_1, total_2) = clock._waited[:2], clock._totals[:2]
+        assert 0 < waited_1 == total_1  # cell 2's reply waited for it
+        assert 0 < waited_2 < total_2
+        assert [r.label for r in mon.cells()] == ["x = 1", "x = 2"]
+    finally:
+        mon.close()

@@ -1,5 +1,7 @@
 """What the cell path costs: each cell's start and end timed by stage, on the main thread, and
-how much of it the cell's reply waited for (a quiet cell's end is finished after its reply).
+how much of it the cell's reply waited for (a quiet cell's end is finished after its reply,
+unless the next cell comes first: then that cell's reply waits for it, and it counts as waited
+for).
 
 The last ``KEEP`` cells' times stay in one fixed array of integers, so that timing costs cell
 10,000 what it cost cell 10 (a clock read and an addition a stage) and the figures are there for
@@ -67,6 +69,7 @@ class CellPathCost:
     p99: float
     stages: tuple[StageCost, ...]
     # what the cells' replies waited for, where some cell's end was finished after its reply
+    # while the kernel was idle
     waited_median: float | None = None
     waited_p99: float | None = None
 
@@ -106,14 +109,16 @@ class CellClock:
         """The cell's reply goes now; the rest of its end comes after it."""
         self._replied = sum(self._row)
 
-    def done(self) -> None:
-        """The cell's end is over: keep its times, over the oldest kept."""
+    def done(self, waited_for: bool = False) -> None:
+        """The cell's end is over: keep its times, over the oldest kept. ``waited_for``: what
+        came after its reply was waited for all the same (the next cell's start finished it:
+        that cell's reply waited for it)."""
         width, row = len(STAGES), self._row
         at = self._cells % self._keep
         self._times[at * width : (at + 1) * width] = array("q", row)
         total = sum(row)
         self._totals[at] = total
-        self._waited[at] = total if self._replied is None else self._replied
+        self._waited[at] = total if self._replied is None or waited_for else self._replied
         self._cells += 1
 
     def report(self) -> CellPathCost | None:

@@ -99,7 +99,7 @@ class CellPipeline:
         """Before a cell, notes the namespace (ids only) for the leak verdict, what is alive on the
         GPU when tracing and the start readings. Its NVTX range comes last: it covers the cell, not
         nbgpumon's work before it."""
-        self.finish_pending()  # (the cell before, when its end was put off)
+        self._finish_pending(waited_for=True)  # (the cell before, when its end was put off)
         clock = self.clock
         clock.start()
         self._sampler.wait_until_prepared(PREPARE_WAIT)  # (a cell run at once after loading)
@@ -189,6 +189,11 @@ class CellPipeline:
         its readings make of it, its forensics, stored and told. Its times are the cell's
         (``%gpumon status`` says how much of them came after the reply). On the main thread
         only (it reads the namespace): elsewhere, and with nothing put off, it does nothing."""
+        self._finish_pending(waited_for=False)
+
+    def _finish_pending(self, waited_for: bool) -> None:
+        """:meth:`finish_pending`; ``waited_for``: a cell's start waits for it (its time then
+        counts as waited for, in ``%gpumon status``)."""
         if self._pending is None or threading.current_thread() is not threading.main_thread():
             return
         pending, self._pending = self._pending, None
@@ -205,7 +210,7 @@ class CellPipeline:
             count = count if count is not None else pending.opened.execution_count
             self._lost = f"cell [{count}]'s record was lost: {exception_line(exc)}"
         finally:
-            clock.done()
+            clock.done(waited_for)
 
     def _finish(self, end: _PutOff) -> CellRecord:
         """The record of a cell from its end's readings, with the children it started."""

@@ -1,6 +1,7 @@
 """What the cell path costs, in words (``%gpumon status``), from its ``CellPathCost``. The line
 gives the median and p99 of the last cells' start and end together, what of it the cells' replies
-waited for (where a quiet cell's end was finished after its reply), then the costliest stages'."""
+waited for (where a quiet cell's end was finished after its reply while the kernel was idle; one
+the next cell's start finished was waited for), then the costliest stages'."""
 
 from __future__ import annotations
 
