@@ -1,7 +1,7 @@
 """What the cell path costs: each cell's start and end timed by stage, on the main thread, and
-how much of it the cell's reply waited for (a quiet cell's end is finished after its reply,
+how much of it the cell's reply waited for. A quiet cell's end is finished after its reply,
 unless the next cell comes first: then that cell's reply waits for it, and it counts as waited
-for).
+for.
 
 The last ``KEEP`` cells' times stay in one fixed array of integers, so that timing costs cell
 10,000 what it cost cell 10 (a clock read and an addition a stage) and the figures are there for
