@@ -217,9 +217,8 @@ class Ledger:
         """While no cell runs (after a cell's reply): the next cell's running stats, registered
         and paused, so that its start only says from when they count."""
         if self._ready is None and not self._stack:
-            columns = self._columns_of
             sampled = self._columns()[0]
-            self._ready = (columns, self.timeline.track(sampled, math.inf))
+            self._ready = (self._columns_of, self.timeline.track(sampled, math.inf))
 
     def _sampled_tracker(self, since: float) -> RunningStats:
         """The running stats of the sampled columns from ``since`` on: those made ready while
