@@ -1,9 +1,12 @@
 """The JAX and CuPy allocator sources, faked at the frameworks' boundary (tests/fake_frameworks.py):
-what they read, when they refuse to read, and what the ledger makes of them beside torch."""
+what they read, when they refuse to read, and what the ledger makes of them beside torch; and
+torch's counters as its source reads them from a fake torch."""
 
 from __future__ import annotations
 
+import dataclasses
 import sys
+import types
 from pathlib import Path
 
 import pytest
@@ -11,9 +14,11 @@ import pytest
 import nbgpumon
 from nbgpumon import Monitor
 from nbgpumon._forensics.release import Freed, MemoryNow
+from nbgpumon._sources.base import AllocatorStats
 from nbgpumon._sources.cuda_contexts import CudaContexts
 from nbgpumon._sources.frameworks.cupy.allocator import CupyAllocatorSource
 from nbgpumon._sources.frameworks.jax.allocator import JaxAllocatorSource
+from nbgpumon._sources.frameworks.torch.allocator import TorchAllocatorSource
 from nbgpumon._views.memory.freed import freed_line
 from nbgpumon._views.status.session_status import status_lines
 from nbgpumon._views.words.cell_summary import summary_line
@@ -112,6 +117,37 @@ def test_a_missing_cuda_driver_means_no_context_and_is_never_loaded():
         assert CudaContexts().active(0) is False
     with open("/proc/self/maps") as maps:
         assert "libcuda-not-here" not in maps.read()
+
+
+# -- torch ----------------------------------------------------------------------------------
+def _torch_stats(**counters: int) -> dict:
+    """torch's nested memory stats as ``_cuda_memoryStats`` gives them, pool "all" only."""
+    return {
+        "allocated_bytes": {"all": {"current": 3, "peak": 9, "allocated": 40, "freed": 37}},
+        "reserved_bytes": {"all": {"current": 20}},
+        "active_bytes": {"all": {"current": 5}},
+        "inactive_split_bytes": {"all": {"current": 2}},
+        **counters,
+    }
+
+
+def test_torch_counters_are_read_alike_whether_or_not_torch_names_them_all(monkeypatch):
+    # the read indexes torch's counters in place; a torch that lacks one gets 0 for it, the
+    # others read as before
+    answers = [_torch_stats(num_alloc_retries=4, num_ooms=1)]
+    native = types.SimpleNamespace(
+        _cuda_memoryStats=lambda index: answers[-1], _cuda_resetPeakMemoryStats=lambda index: None
+    )
+    fake = types.SimpleNamespace(cuda=types.SimpleNamespace(is_initialized=lambda: True), _C=native)
+    install(monkeypatch, {"torch": fake})
+    source = TorchAllocatorSource()
+    full = AllocatorStats(
+        allocated=3, reserved=20, peak_allocated=9, allocated_total=40, alloc_retries=4, ooms=1,
+        active=5, inactive_split=2,
+    )  # fmt: skip
+    assert source.read(0) == full and source.status == "ok"
+    answers.append({k: v for k, v in answers[0].items() if k != "inactive_split_bytes"})
+    assert source.read(0) == dataclasses.replace(full, inactive_split=0)
 
 
 # -- the ledger with several frameworks -----------------------------------------------------
