@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import json
 import sqlite3
-import time
 from pathlib import Path
 from typing import Any
 
 from kernel_client import Kernel
+from waiting import until
 
 MIB = 1 << 20
 # our own post_run_cell callback, after nbgpumon's: how many records the ledger holds then
@@ -43,6 +43,16 @@ def _text(msgs: list[dict]) -> str:
     return _stdout(msgs) + "".join(shown)
 
 
+def _when_held(kernel: Kernel, records: int) -> dict:
+    """The probe, once the ledger holds ``records`` records (with no cell run to make it)."""
+
+    def held() -> dict | None:
+        probe = _probe(kernel)
+        return probe if probe["held"] == records else None
+
+    return until(held, f"the ledger to hold {records} records", timeout=20)
+
+
 def _probe(kernel: Kernel) -> dict:
     out = _stdout(kernel.run(PROBE, store_history=False))
     (line,) = [x for x in out.splitlines() if x.startswith("PROBE=")]
@@ -55,12 +65,7 @@ def test_a_quiet_cell_s_record_is_stored_after_its_reply_and_read_in_full(kernel
     kernel.run("x = 1")
     # when each cell's post_run_cell ran, its own record was not stored yet (the spy's cell
     # saw none, "x = 1" the spy's)...
-    deadline, probe = time.monotonic() + 20, {}
-    while time.monotonic() < deadline:
-        probe = _probe(kernel)
-        if probe["held"] == 2:  # ...and then it was, with no cell after it
-            break
-        time.sleep(0.02)
+    probe = _when_held(kernel, 2)  # ...and then it was, with no cell after it
     assert probe["held"] == 2, probe
     assert probe["seen"][:2] == [0, 1], probe
     assert probe["labels"] == ["import json, nbgpumon", "x = 1"]
@@ -99,23 +104,13 @@ def _clock_rows(kernel: Kernel) -> list[tuple[int, int]]:
     return [tuple(row) for row in json.loads(line[len("CLOCK=") :])]
 
 
-def _wait_until_held(kernel: Kernel, records: int) -> None:
-    deadline, probe = time.monotonic() + 20, {}
-    while time.monotonic() < deadline:
-        probe = _probe(kernel)
-        if probe["held"] == records:
-            return
-        time.sleep(0.02)
-    raise AssertionError(f"the ledger did not come to {records} records: {probe}")
-
-
 def test_a_put_off_end_finished_while_the_kernel_is_idle_is_not_waited_for(kernel):
     kernel.run("%load_ext nbgpumon")
     kernel.run(SPY)
-    _wait_until_held(kernel, 1)
+    _when_held(kernel, 1)
     for k in range(2):  # run by hand: each end finished while the kernel was idle
         kernel.run(f"x = {k}")
-        _wait_until_held(kernel, 2 + k)
+        _when_held(kernel, 2 + k)
     alone = _clock_rows(kernel)[-2:]
     assert all(0 < waited < total for waited, total in alone), alone
     # (a cell whose end the next cell's start finished: tests/test_cell_clock.py)
@@ -183,13 +178,13 @@ def test_a_quiet_cell_s_record_is_recorded_with_no_message_after_it(kernel, tmp_
     kernel.run("%load_ext nbgpumon")
     assert "recording to" in _stdout(kernel.run(f"%gpumon record {path}"))
     kernel.run("x = 1")
+
     # nothing more is sent to the kernel: its put-off end runs on its own, and the recorder's
     # next transaction (within 0.5 s) writes the cell
-    deadline, labels = time.monotonic() + 20, []
-    while time.monotonic() < deadline:
+    def recorded() -> list[str] | None:
         with sqlite3.connect(path) as db:
             labels = [label for (label,) in db.execute("SELECT label FROM cells ORDER BY idx")]
-        if "x = 1" in labels:
-            break
-        time.sleep(0.05)
+        return labels if "x = 1" in labels else None
+
+    labels = until(recorded, "the cell in the recording", timeout=20, every=0.05)
     assert labels[-1:] == ["x = 1"], labels
