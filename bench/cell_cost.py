@@ -24,14 +24,13 @@ quiet cell's end 10 ms after the cell's reply, or at the next cell's start if th
 by default a kernel's next cell follows as soon as the other kernel's cell beside it is done,
 so a kernel idles for about one cell between its own (5–10 ms on the development VM, about that
 10 ms: some ends are finished in it, the rest at the next cell's start, which then waits for
-them; the kernel's status counts those as waited for); ``--queued N`` sends cells truly at once
-(below); ``--pause MS`` puts a user's pause between a kernel's cells (over 10 ms: the end is
-finished in it). ``--queued N``: blocks of N cells sent at once (as Run All sends them),
-each timed from the first request to the last cell's idle status and divided by N, the two
-kernels taking turns a block each. ``--arms floor``: a kernel with no nbgpumon whose two hooks
-make only the readings exact per-cell figures need (``FLOOR``), what they cost before any
-bookkeeping. At the end, each nbgpumon kernel's own account of its cell path (``%gpumon
-status``) is kept in the JSON.
+them; the kernel's status counts those as waited for); ``--pause MS`` puts a user's pause
+between a kernel's cells (over 10 ms: the end is finished in it). ``--queued N``: blocks of N
+cells sent truly at once (as Run All sends them), each timed from the first request to the last
+cell's idle status and divided by N, the two kernels taking turns a block each. ``--arms
+floor``: a kernel with no nbgpumon whose two hooks make only the readings exact per-cell
+figures need (``FLOOR``), what they cost before any bookkeeping. At the end, each nbgpumon
+kernel's own account of its cell path (``%gpumon status``) is kept in the JSON.
 """
 
 from __future__ import annotations
