@@ -25,3 +25,19 @@ def until(
         if time.monotonic() > deadline:
             raise AssertionError(f"waited {timeout:g} s for {what}")
         time.sleep(every)
+
+
+async def until_async(
+    condition: Callable[[], T], what: str, timeout: float = DEADLINE, every: float = 0.001
+) -> T:
+    """:func:`until`, for a test that runs an event loop: the loop runs while it waits."""
+    import asyncio
+
+    deadline = time.monotonic() + timeout
+    while True:
+        found = condition()
+        if found:
+            return found
+        if time.monotonic() > deadline:
+            raise AssertionError(f"waited {timeout:g} s for {what}")
+        await asyncio.sleep(every)
