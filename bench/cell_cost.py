@@ -27,7 +27,11 @@ so a kernel idles for about one cell between its own (5–10 ms on the developme
 them; the kernel's status counts those as waited for); ``--pause MS`` puts a user's pause
 between a kernel's cells (over 10 ms: the end is finished in it). ``--queued N``: blocks of N
 cells sent truly at once (as Run All sends them), each timed from the first request to the last
-cell's idle status and divided by N, the two kernels taking turns a block each. ``--arms
+cell's idle status and divided by N, the two kernels taking turns a block each. ``--nbclient``:
+each arm's cells and the bare kernel's also run as a notebook by nbclient (as papermill and CI
+run notebooks: each cell sent once the one before has its reply and idle status), timed as
+nbclient records a cell: from the kernel's busy status to its reply, both stamped by the kernel
+(the issue's figures). ``--arms
 floor``: a kernel with no nbgpumon whose two hooks make only the readings exact per-cell
 figures need (``FLOOR``), what they cost before any bookkeeping. At the end, each nbgpumon
 kernel's own account of its cell path (``%gpumon status``) is kept in the JSON.
@@ -36,6 +40,7 @@ kernel's own account of its cell path (``%gpumon status``) is kept in the JSON.
 from __future__ import annotations
 
 import argparse
+import datetime
 import os
 import queue
 import random
@@ -173,6 +178,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="also time blocks of this many cells sent at once (Run All), 0: not",
     )
     parser.add_argument("--blocks", type=int, default=8, help="queued blocks per kernel a round")
+    parser.add_argument(
+        "--nbclient",
+        action="store_true",
+        help="also run each arm's cells as a notebook through nbclient, timed by its record",
+    )
 
 
 def run(client: Any, code: str, timeout: float = 120.0) -> tuple[float, str]:
@@ -311,6 +321,32 @@ def one_pair(
             manager.shutdown_kernel(now=True)
 
 
+def nbclient_times(setup: Setup, kind: CellKind, cells: int, warmup: int) -> list[float]:
+    """Milliseconds from each timed cell's busy status to its reply, as nbclient records them
+    when it runs ``setup``'s cells, the kind's and ``warmup + cells`` of its cell as a notebook
+    in a fresh kernel."""
+    import nbformat
+    from nbclient import NotebookClient
+
+    sources = [*setup[0], *kind.setup, *[kind.cell] * (warmup + cells)]
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in sources])
+    env = dict(os.environ)
+    if setup[1] is not None:
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (setup[1], env.get("PYTHONPATH")) if p)
+    NotebookClient(notebook, kernel_name="python3", record_timing=True, timeout=120).execute(
+        env=env
+    )
+    times = []
+    for cell in notebook.cells[-cells:]:
+        stamps = cell.metadata["execution"]
+        busy, reply = (
+            datetime.datetime.fromisoformat(stamps[key].replace("Z", "+00:00"))
+            for key in ("iopub.status.busy", "shell.execute_reply")
+        )
+        times.append((reply - busy).total_seconds() * 1e3)
+    return times
+
+
 def added_ci(arm: list[float], bare: list[float], resamples: int = 1000) -> tuple[float, float]:
     """95% bootstrap interval of median(arm) - median(bare)."""
     rng = random.Random(0)
@@ -343,6 +379,7 @@ def main() -> None:
         kind = KINDS[name]
         pooled = {arm: ([], []) for arm in setups}  # arm -> (its times, its bare kernels')
         queued = {arm: ([], []) for arm in setups}  # the same, a cell's share of a block
+        by_nbclient = {arm: ([], []) for arm in setups}  # the same, as nbclient records them
         statuses: dict[str, list[str]] = {arm: [] for arm in setups}
         for r in range(args.rounds):
             order = list(setups) if r % 2 == 0 else list(reversed(setups))
@@ -363,6 +400,11 @@ def main() -> None:
                 queued[arm][0].extend(pair.arm_queued)
                 queued[arm][1].extend(pair.bare_queued)
                 statuses[arm].append(pair.status)
+                if args.nbclient:
+                    sides = [(setups[arm], 0), (BARE, 1)]
+                    for side, at in sides if r % 2 == 0 else sides[::-1]:
+                        times = nbclient_times(side, kind, args.cells, args.warmup)
+                        by_nbclient[arm][at].extend(times)
         median_target, p99_target = targets[name]
         details = {}
         for arm, (mine, bare) in pooled.items():
@@ -407,6 +449,27 @@ def main() -> None:
                     None,
                     note,
                     added_ci(mine_queued, bare_queued),
+                )
+            mine_nb, bare_nb = by_nbclient[arm]
+            if mine_nb and bare_nb:
+                arm_n, bare_n = stats.describe(mine_nb), stats.describe(bare_nb)
+                details[arm].update(nbclient=arm_n, bare_nbclient=bare_n)
+                added = arm_n["median"] - bare_n["median"]
+                note = f"{arm_n['median']:.3f} ms vs bare {bare_n['median']:.3f} ms, busy to reply"
+                result.log(f"{name}, {arm}: by nbclient, added {added:+.3f} ms ({note})")
+                result.add(
+                    f"{name}: added, {arm}, nbclient",
+                    added,
+                    "ms",
+                    median_target if ours else None,
+                    note,
+                    added_ci(mine_nb, bare_nb),
+                )
+                result.add(
+                    f"{name}: added, {arm}, nbclient p99",
+                    arm_n["p99"] - bare_n["p99"],
+                    "ms",
+                    p99_target if ours else None,
                 )
         result.details[name] = {"cell": kind.cell, "arms": details}
     result.finish()
