@@ -20,12 +20,11 @@ The kinds (torch on the GPU when one is usable, else on the CPU; without torch, 
 
 The added cost is an arm's median (and p99) minus that of the bare kernels beside it, pooled
 over the rounds, with a bootstrap interval of the medians' difference. A kernel finishes a
-quiet cell's end 10 ms after the cell's reply, or at the next cell's start if that comes first:
-by default a kernel's next cell follows as soon as the other kernel's cell beside it is done,
-so a kernel idles for about one cell between its own (5–10 ms on the development VM, about that
-10 ms: some ends are finished in it, the rest at the next cell's start, which then waits for
-them; the kernel's status counts those as waited for); ``--pause MS`` puts a user's pause
-between a kernel's cells (over 10 ms: the end is finished in it). ``--queued N``: blocks of N
+quiet cell's end once the cell's idle status is sent, or at the next cell's start if that comes
+first (then that cell waits for it; the kernel's status counts it as waited for): by default a
+kernel's next cell follows as soon as the other kernel's cell beside it is done, so a kernel
+idles for about one cell between its own (5–10 ms on the development VM), and ``--pause MS``
+puts a user's pause between a kernel's cells. ``--queued N``: blocks of N
 cells sent truly at once (as Run All sends them), each timed from the first request to the last
 cell's idle status and divided by N, the two kernels taking turns a block each. ``--nbclient``:
 each arm's cells and the bare kernel's also run as a notebook by nbclient (as papermill and CI
