@@ -1,12 +1,15 @@
 """A quiet cell's put-off end is queued on ipykernel's IOPub thread behind the cell's idle
 status, and runs on the main thread only once that status is sent (issue 43): with an IOPub
 thread that runs what it is given in order, on its own thread, as ipykernel's does
-(``IOPubThread.schedule``), held shut until the test opens it."""
+(``IOPubThread.schedule``), held shut until the test opens it. Each runs in a Python of its own:
+its main thread must have no event loop running (a browser test's Playwright leaves one)."""
 
 from __future__ import annotations
 
 import asyncio
 import collections
+import subprocess
+import sys
 import threading
 from types import SimpleNamespace
 
@@ -63,6 +66,21 @@ def _kernel(loop: asyncio.AbstractEventLoop, iopub) -> SimpleNamespace:
 
 
 def test_a_put_off_end_runs_on_the_main_thread_once_the_idle_status_is_sent():
+    _in_own_process("queued_behind_the_idle_status")
+
+
+def test_without_an_iopub_thread_that_takes_it_the_end_waits_a_fixed_delay():
+    _in_own_process("a_fixed_delay")
+
+
+def _in_own_process(scenario: str) -> None:
+    done = subprocess.run(
+        [sys.executable, __file__, scenario], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+
+
+def queued_behind_the_idle_status() -> None:
     iopub = GatedIOPub()
     loop = asyncio.new_event_loop()
     happened: list[str] = []
@@ -108,7 +126,7 @@ def _waited_without_queue(iopub) -> tuple[float, threading.Thread | None]:
         loop.close()
 
 
-def test_without_an_iopub_thread_that_takes_it_the_end_waits_a_fixed_delay():
+def a_fixed_delay() -> None:
     class Refusing:
         def schedule(self, f) -> None:
             raise RuntimeError("closed")
@@ -117,3 +135,10 @@ def test_without_an_iopub_thread_that_takes_it_the_end_waits_a_fixed_delay():
         waited, thread = _waited_without_queue(iopub)
         assert waited >= after_reply.SETTLE * 0.9, (iopub, waited)
         assert thread is threading.main_thread()
+
+
+if __name__ == "__main__":
+    {
+        "queued_behind_the_idle_status": queued_behind_the_idle_status,
+        "a_fixed_delay": a_fixed_delay,
+    }[sys.argv[1]]()
