@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from ._api.recorded import Recorded
     from ._forensics.holder_scan import HolderScan
     from ._views.reprs.fit_result import FitResult
+    from ._views.reprs.whatif_result import WhatifResult
 
 # Reading recordings (numpy, SQLite) and scanning holders are imported on first use, so that
 # ``%load_ext nbgpumon`` does not wait for them; ``nbgpumon.Recorded`` and
@@ -48,6 +49,7 @@ _LAZY = {
     "MemoryExplained": ("._forensics.explain", "MemoryExplained"),
     "HolderScan": ("._forensics.holder_scan", "HolderScan"),
     "FitResult": ("._views.reprs.fit_result", "FitResult"),
+    "WhatifResult": ("._views.reprs.whatif_result", "WhatifResult"),
 }
 
 
@@ -83,6 +85,7 @@ __all__ = [
     "RecordingNotFound",
     "Region",
     "UsageError",
+    "WhatifResult",
     "__version__",
     "cells",
     "cells_frame",
@@ -97,6 +100,7 @@ __all__ = [
     "serve",
     "sessions",
     "track",
+    "whatif",
 ]
 
 
@@ -163,6 +167,37 @@ def fit(*args: Any, **kwargs: Any) -> FitResult:
     largest peak off it) and memory that grows with size; otherwise the result says why.
     Returns a :class:`FitResult`, whose repr is a short table (what the notebook shows)."""
     return monitor().fit(*args, **kwargs)
+
+
+def whatif(
+    step: Any,
+    fixes: Any = None,
+    size: int | None = None,
+    model: Any = None,
+    restore: bool = True,
+) -> WhatifResult:
+    """What would each fix save on this step? Run ``step`` once to warm up, once as it is
+    (the baseline), then once under each fix, each run a tracked region in the ledger
+    (``whatif amp``), and show each fix's exact peak allocated on the step's GPU (every
+    framework together) and its time, against the baseline's.
+
+    ``step``: a function of no argument, or of the batch size where ``size=N`` is given (as
+    ``fit`` calls it). ``fixes``: names, by default every fix of the framework's that applies:
+    ``amp`` (autocast; bf16 where the GPU has it, else fp16), ``checkpointing`` (the model's
+    own switch, else each block of its largest ModuleList or Sequential), ``no_grad``
+    (inference mode, for a step that calls no backward), ``expandable_segments`` (the
+    allocator's setting), ``foreach=False``, ``fused=True`` (the optimizer's options), and
+    ``accumulate=K`` (the step at ``size // K``: its peak one micro-batch's, its time K of
+    them; needs ``size``). ``model``: the module the fixes work on; by default the
+    namespace's module of the most parameters (the result names it).
+
+    The model's weights, buffers and gradients, its optimizers' and scheduler's state, the
+    random generators and grad mode are copied to the host first and put back after each run,
+    also one that raises or runs out of memory (``restore=False`` skips the copy, for a
+    model too big to copy: the runs then change it). Returns a :class:`WhatifResult`:
+    ``.baseline`` and ``.rows``, each with ``.fix``, ``.applied``, ``.peak`` (bytes),
+    ``.seconds`` and ``.note``."""
+    return monitor().whatif(step, fixes, size, model, restore)
 
 
 def load(path: str, session: int | None = None) -> Recorded:

@@ -14,6 +14,7 @@ torch = pytest.importorskip("torch")
 
 from nbgpumon._sources.frameworks.torch import fixes  # noqa: E402
 from nbgpumon._sources.frameworks.torch.trial_state import TrialState  # noqa: E402
+from nbgpumon._sources.frameworks.trials import TrialTarget  # noqa: E402
 
 pytestmark = pytest.mark.torch
 
@@ -37,6 +38,10 @@ def _step(model, optimizer, scheduler=None) -> None:
     if scheduler is not None:
         scheduler.step()
     random.random()
+
+
+def _on_cpu(model, *optimizers) -> TrialTarget:
+    return TrialTarget(model, optimizers=optimizers, device_type="cpu")
 
 
 def _same(a: dict, b: dict) -> bool:
@@ -81,7 +86,7 @@ def test_a_trial_state_puts_back_all_that_a_training_step_changed():
 
 def test_amp_casts_under_autocast_while_on_and_not_after():
     model = _model()
-    target = fixes.Target(model, (), "cpu")
+    target = _on_cpu(model)
     amp = fixes.fix_named("amp")
     assert amp is not None and amp.why_not(target) == ""
     with amp.applied(target) as note:
@@ -89,17 +94,17 @@ def test_amp_casts_under_autocast_while_on_and_not_after():
         out = model[0](torch.randn(2, 8))
         assert out.dtype == torch.bfloat16 and note == ""
     assert not torch.is_autocast_enabled("cpu")
-    assert amp.why_not(fixes.Target(None)) == "no model to cast"
+    assert amp.why_not(_on_cpu(None)) == "no model to cast"
     ints = torch.nn.Embedding(4, 2)
     ints.weight = torch.nn.Parameter(torch.zeros(4, 2, dtype=torch.int64), requires_grad=False)
-    assert "floating-point" in amp.why_not(fixes.Target(ints, (), "cpu"))
+    assert "floating-point" in amp.why_not(_on_cpu(ints))
 
 
 def test_no_grad_runs_a_step_without_backward_and_refuses_one_with_it():
     model = _model().eval()
     no_grad = fixes.fix_named("no_grad")
     assert no_grad is not None
-    target = fixes.Target(model, (), "cpu")
+    target = _on_cpu(model)
     with no_grad.applied(target):
         assert torch.is_inference_mode_enabled()
         model(torch.randn(4, 8))
@@ -130,7 +135,7 @@ def test_checkpointing_wraps_the_largest_block_list_and_gives_the_same_gradients
 
     check = fixes.fix_named("checkpointing")
     assert check is not None
-    target = fixes.Target(model, (), "cpu")
+    target = _on_cpu(model)
     assert check.why_not(target) == ""
     assert fixes.blocks_of(model)[0] == "layers"
     with check.applied(target) as note:
@@ -144,7 +149,7 @@ def test_checkpointing_wraps_the_largest_block_list_and_gives_the_same_gradients
     with pytest.raises(ZeroDivisionError), check.applied(target):
         raise ZeroDivisionError("a step that fails under the fix")
     assert not any("forward" in block.__dict__ for block in model.layers)
-    assert "no nn.ModuleList" in check.why_not(fixes.Target(torch.nn.Linear(2, 2), (), "cpu"))
+    assert "no nn.ModuleList" in check.why_not(_on_cpu(torch.nn.Linear(2, 2)))
 
 
 class SwitchedModel(torch.nn.Module):
@@ -170,7 +175,7 @@ class SwitchedModel(torch.nn.Module):
 def test_checkpointing_uses_a_models_own_switch_non_reentrant_and_puts_use_cache_back():
     model = SwitchedModel()
     check = fixes.fix_named("checkpointing")
-    target = fixes.Target(model, (), "cpu")
+    target = _on_cpu(model)
     assert check.why_not(target) == ""
     with check.applied(target) as note:
         assert model.is_gradient_checkpointing and not model.config.use_cache
@@ -185,7 +190,7 @@ def test_checkpointing_uses_a_models_own_switch_non_reentrant_and_puts_use_cache
 def test_expandable_segments_need_a_cuda_device():
     fix = fixes.fix_named("expandable_segments")
     assert fix is not None
-    assert fix.why_not(fixes.Target(_model(), (), "cpu")) == "needs a CUDA device"
+    assert fix.why_not(_on_cpu(_model())) == "needs a CUDA device"
 
 
 def test_the_optimizers_options_are_set_on_each_group_for_the_run_and_put_back():
@@ -193,7 +198,7 @@ def test_the_optimizers_options_are_set_on_each_group_for_the_run_and_put_back()
     optimizer = torch.optim.AdamW(
         [{"params": model[0].parameters()}, {"params": model[3].parameters(), "lr": 0.01}]
     )
-    target = fixes.Target(model, (optimizer,), "cpu")
+    target = _on_cpu(model, optimizer)
     foreach, fused = fixes.fix_named("foreach=False"), fixes.fix_named("fused=True")
     assert foreach is not None and fused is not None
     assert foreach.why_not(target) == "" and fused.why_not(target) == ""
@@ -204,11 +209,11 @@ def test_the_optimizers_options_are_set_on_each_group_for_the_run_and_put_back()
     with foreach.applied(target):
         assert all(g["foreach"] is False for g in optimizer.param_groups)
     assert all(g["foreach"] is None for g in optimizer.param_groups)
-    assert "no optimizer" in foreach.why_not(fixes.Target(model, (), "cpu"))
+    assert "no optimizer" in foreach.why_not(_on_cpu(model))
     sgd = torch.optim.SGD(model.parameters(), lr=0.1, foreach=False)
-    assert foreach.why_not(fixes.Target(model, (sgd,), "cpu")) == "already foreach=False"
+    assert foreach.why_not(_on_cpu(model, sgd)) == "already foreach=False"
     lbfgs = torch.optim.LBFGS(model.parameters())
-    assert fused.why_not(fixes.Target(model, (lbfgs,), "cpu")) == "LBFGS has no fused option"
+    assert fused.why_not(_on_cpu(model, lbfgs)) == "LBFGS has no fused option"
 
 
 def test_every_fix_has_a_name_of_its_own():

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from traitlets import TraitError
@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from .._forensics.holder_scan import HolderScan
     from .._session.facts.settings import SettingOutcome, SettingRefused
     from .._views.reprs.fit_result import FitResult
+    from .._views.reprs.whatif_result import WhatifResult
     from .._views.widget.live_chart import GPUMonWidget, Publisher
     from .._views.widget.static_view import StaticView
     from .explain import CellExplanation, Explanation
@@ -416,6 +417,23 @@ class Monitor:
         if self.closed:
             raise UsageError("this monitor is closed; nbgpumon.monitor() gives the current one")
         return FitResult(run_fit(self._session, asked))
+
+    def whatif(
+        self,
+        step: Callable[..., Any],
+        fixes: Iterable[str] | str | None = None,
+        size: int | None = None,
+        model: Any = None,
+        restore: bool = True,
+    ) -> WhatifResult:
+        """Run ``step`` as it is and under each fix, each run a tracked region, and show what
+        each fix saves of its peak (what :func:`nbgpumon.whatif` does)."""
+        from .._session.analysis.whatif import run_whatif
+        from .._views.reprs.whatif_result import WhatifResult
+
+        if self.closed:
+            raise UsageError("this monitor is closed; nbgpumon.monitor() gives the current one")
+        return WhatifResult(run_whatif(self._session, step, fixes, size, model, restore))
 
     def advise(self) -> str:
         """Hints from what this session measured, each with the numbers behind it."""

@@ -225,6 +225,25 @@ class GPUMonMagics(Magics):
         runs = [_load(p) for p in paths]
         print(compare(runs[0], runs[1] if len(runs) > 1 else mon, mon, Thresholds()))  # whole
 
+    def _whatif(self, mon: Monitor, rest: str) -> None:
+        usage = BY_NAME["whatif"].usage
+        words = _shell_words(rest, "whatif", usage)
+        size = None
+        if "--size" in words:
+            at = words.index("--size")
+            given = words[at + 1 : at + 2]
+            if not given or not given[0].isdigit() or int(given[0]) < 1:
+                raise UsageError(f"--size takes a positive whole number; {usage}")
+            size = int(given[0])
+            del words[at : at + 2]
+        if not words:
+            raise UsageError(usage)
+        name, *fixes = words
+        step = self.shell.user_ns.get(name)
+        if not callable(step):
+            raise UsageError(f"whatif: no function named {name!r} in the namespace; {usage}")
+        display(mon.whatif(step, fixes or None, size))
+
     def _trace(self, mon: Monitor, rest: list[str]) -> None:
         print(f"nbgpumon: {mon.trace(rest[0] == 'on')}")
 

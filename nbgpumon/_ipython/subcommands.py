@@ -146,6 +146,14 @@ cells of one run only, and the regressions flagged
     Subcommand("advise", (("%gpumon advise [PATH]", """\
 hints from what was measured (this session, or a
 recording), each citing its numbers; none without evidence"""),), takes=REST),
+    Subcommand("whatif", (("%gpumon whatif NAME [FIX ...] [--size N]", """\
+run the step NAME (a function in the namespace) as it is
+and under each fix (default: every one that applies: amp,
+checkpointing, no_grad, expandable_segments, foreach=False,
+fused=True, accumulate=K with --size), each a tracked
+region: what each saves of its peak and its time
+(nbgpumon.whatif(step) for the result's rows)"""),), takes=LINE,
+               usage="usage: %gpumon whatif NAME [FIX ...] [--size N]"),
     Subcommand("trace", (("%gpumon trace on|off", """\
 record CUDA allocation stacks ({history}'s memory history):
 after each cell, what it left behind by cell and line""".format_map(_NAMED)),),

@@ -22,6 +22,7 @@ from .holder_walk import HolderKinds
 from .memory_history import MemoryHistory
 from .nvtx_marks import NvtxMarks
 from .out_of_memory import OutOfMemory
+from .trials import Trials
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,6 +100,8 @@ class Framework:
     profiler: CellProfiler | None = None  # runs a cell under its operator profiler, if any
     pool_advice: tuple[PoolAdvice, ...] = ()  # the advisor's hints about its pool
     precision_advice: PrecisionAdvice | None = None  # and about models in full precision
+    # analysis: a what-if run's model, fixes and trial state (nbgpumon.whatif), if it has them
+    trials: Trials | None = None
 
 
 _plugins: PluginList[Framework] = PluginList("a framework plug-in")

@@ -11,6 +11,7 @@ from .metrics import LABEL
 from .nvtx import TorchNvtx
 from .oom import OOM
 from .profiler import TorchCellProfiler
+from .trials import TorchTrials
 
 PLUGIN = register_framework(
     Framework(
@@ -38,6 +39,7 @@ PLUGIN = register_framework(
         nvtx=TorchNvtx(),
         profiler=TorchCellProfiler(),
         pool_advice=(FRAGMENTATION,),
+        trials=TorchTrials(),
         precision_advice=PRECISION,
     )
 )

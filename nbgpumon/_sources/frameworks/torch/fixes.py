@@ -11,37 +11,10 @@ import contextlib
 import functools
 import os
 from collections.abc import Iterator
-from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
+from ..trials import Fix, TrialTarget
 from .trial_state import torch_module
-
-
-@dataclass(frozen=True)
-class Target:
-    """What a fix works on: the model (None: none found), the optimizers that hold its
-    parameters, and where its parameters live ("cuda", "cpu")."""
-
-    model: Any
-    optimizers: tuple[Any, ...] = ()
-    device_type: str = "cuda"
-
-
-class Fix(Protocol):
-    name: str
-
-    def why_not(self, target: Target) -> str:
-        """ "" where the fix applies to ``target``, else why not, in a few words."""
-        ...
-
-    def applied(self, target: Target) -> contextlib.AbstractContextManager[str]:
-        """A block in which the fix is on; what it yields: what to know of the run ("" for
-        nothing). Leaving the block undoes it, also on an error."""
-        ...
-
-    def refused(self, error: BaseException) -> str:
-        """Why the step cannot run under the fix, where ``error`` says so; "" otherwise."""
-        ...
 
 
 class _Fix:
@@ -56,7 +29,7 @@ class Amp(_Fix):
 
     name = "amp"
 
-    def why_not(self, target: Target) -> str:
+    def why_not(self, target: TrialTarget) -> str:
         if target.model is None:
             return "no model to cast"
         if not any(p.is_floating_point() for p in target.model.parameters()):
@@ -64,7 +37,7 @@ class Amp(_Fix):
         return ""
 
     @contextlib.contextmanager
-    def applied(self, target: Target) -> Iterator[str]:
+    def applied(self, target: TrialTarget) -> Iterator[str]:
         torch = torch_module()
         half = _half_dtype(torch, target.device_type)
         note = "" if half is torch.bfloat16 else "fp16: train with a GradScaler and fp32 weights"
@@ -83,11 +56,11 @@ class NoGrad(_Fix):
 
     name = "no_grad"
 
-    def why_not(self, target: Target) -> str:
+    def why_not(self, target: TrialTarget) -> str:
         return ""  # (a step that calls backward says so as it runs: refused)
 
     @contextlib.contextmanager
-    def applied(self, target: Target) -> Iterator[str]:
+    def applied(self, target: TrialTarget) -> Iterator[str]:
         with torch_module().inference_mode():
             yield ""
 
@@ -106,7 +79,7 @@ class Checkpointing(_Fix):
 
     name = "checkpointing"
 
-    def why_not(self, target: Target) -> str:
+    def why_not(self, target: TrialTarget) -> str:
         model = target.model
         if model is None:
             return "no model to checkpoint"
@@ -117,7 +90,7 @@ class Checkpointing(_Fix):
         return ""
 
     @contextlib.contextmanager
-    def applied(self, target: Target) -> Iterator[str]:
+    def applied(self, target: TrialTarget) -> Iterator[str]:
         model = target.model
         if _has_switch(model):
             config = getattr(model, "config", None)
@@ -185,7 +158,7 @@ class ExpandableSegments(_Fix):
 
     name = "expandable_segments"
 
-    def why_not(self, target: Target) -> str:
+    def why_not(self, target: TrialTarget) -> str:
         if target.device_type != "cuda":
             return "needs a CUDA device"
         if _allocator_setter(torch_module()) is None:
@@ -195,7 +168,7 @@ class ExpandableSegments(_Fix):
         return ""
 
     @contextlib.contextmanager
-    def applied(self, target: Target) -> Iterator[str]:
+    def applied(self, target: TrialTarget) -> Iterator[str]:
         torch = torch_module()
         setter = _allocator_setter(torch)
         assert setter is not None  # (why_not said so)
@@ -232,7 +205,7 @@ class OptimizerOption(_Fix):
         self.option, self.value = option, value
         self.name = f"{option}={value}"
 
-    def why_not(self, target: Target) -> str:
+    def why_not(self, target: TrialTarget) -> str:
         if not target.optimizers:
             return "no optimizer holds the model's parameters"
         for optimizer in target.optimizers:
@@ -249,7 +222,7 @@ class OptimizerOption(_Fix):
         return ""
 
     @contextlib.contextmanager
-    def applied(self, target: Target) -> Iterator[str]:
+    def applied(self, target: TrialTarget) -> Iterator[str]:
         groups = [group for optimizer in target.optimizers for group in optimizer.param_groups]
         kept = [(group, group.get("foreach"), group.get("fused")) for group in groups]
         try:
@@ -263,7 +236,7 @@ class OptimizerOption(_Fix):
                 group["foreach"], group["fused"] = foreach, fused
 
 
-def _why_not_fused(target: Target) -> str:
+def _why_not_fused(target: TrialTarget) -> str:
     torch = torch_module()
     try:
         from_utils = torch.utils._foreach_utils._get_fused_kernels_supported_devices
