@@ -18,13 +18,9 @@ def until(
     """``condition()``'s first truthy value, asked every ``every`` s; AssertionError naming
     ``what`` after ``timeout`` s (the condition is asked once more at the deadline)."""
     deadline = time.monotonic() + timeout
-    while True:
-        found = condition()
-        if found:
-            return found
-        if time.monotonic() > deadline:
-            raise AssertionError(f"waited {timeout:g} s for {what}")
+    while not (found := _asked(condition, what, timeout, deadline)):
         time.sleep(every)
+    return found
 
 
 async def until_async(
@@ -34,10 +30,14 @@ async def until_async(
     import asyncio
 
     deadline = time.monotonic() + timeout
-    while True:
-        found = condition()
-        if found:
-            return found
-        if time.monotonic() > deadline:
-            raise AssertionError(f"waited {timeout:g} s for {what}")
+    while not (found := _asked(condition, what, timeout, deadline)):
         await asyncio.sleep(every)
+    return found
+
+
+def _asked(condition: Callable[[], T], what: str, timeout: float, deadline: float) -> T:
+    """``condition()``; AssertionError naming ``what`` where it is false past ``deadline``."""
+    found = condition()
+    if not found and time.monotonic() > deadline:
+        raise AssertionError(f"waited {timeout:g} s for {what}")
+    return found
