@@ -228,3 +228,25 @@ def test_the_magic_runs_a_step_of_the_namespace_by_name():
         strict=True,
     ):
         assert says in run.text and "Traceback" not in run.text, run.text
+
+
+class OutOfMemoryError(RuntimeError):
+    """Named as torch's is: what ``whatif`` takes for running out of memory."""
+
+
+def test_a_run_that_runs_out_of_memory_is_a_row_that_says_so_and_the_next_runs(mon):
+    _, optimizer, train_step, _ = _training()
+
+    def step() -> None:
+        train_step()
+        if torch.is_autocast_enabled("cpu"):
+            raise OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
+
+    result = mon.whatif(step, fixes=["amp", "foreach=False"])
+    amp, foreach = result.rows
+    assert amp.applied and amp.out_of_memory and amp.note == "ran out of memory"
+    assert foreach.applied and not foreach.out_of_memory
+    regions = {c.index: c for c in mon.cells() if c.kind == "region"}
+    assert regions[amp.record].status == "oom"
+    assert not optimizer.state and not torch.is_autocast_enabled("cpu")
+    assert "ran out of memory" in str(result)
