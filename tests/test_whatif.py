@@ -5,6 +5,8 @@ line. The peaks themselves need a GPU: tests/test_whatif_gpu.py."""
 
 from __future__ import annotations
 
+import weakref
+
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -236,8 +238,13 @@ class OutOfMemoryError(RuntimeError):
 
 def test_a_run_that_runs_out_of_memory_is_a_row_that_says_so_and_the_next_runs(mon):
     _, optimizer, train_step, _ = _training()
+    made: list[weakref.ref] = []  # what each run allocated
+    alive: list[int] = []  # at each run's start: how much of the earlier runs' is still held
 
     def step() -> None:
+        alive.append(sum(ref() is not None for ref in made))
+        block = torch.ones(256, 1024)
+        made.append(weakref.ref(block))
         train_step()
         if torch.is_autocast_enabled("cpu"):
             raise OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
@@ -250,3 +257,5 @@ def test_a_run_that_runs_out_of_memory_is_a_row_that_says_so_and_the_next_runs(m
     assert regions[amp.record].status == "oom"
     assert not optimizer.state and not torch.is_autocast_enabled("cpu")
     assert "ran out of memory" in str(result)
+    # the runs out of memory left nothing held: their frames went before the next run
+    assert len(alive) == 6 and not any(alive), alive

@@ -108,18 +108,21 @@ def run_whatif(
     state = trials.state(target) if restore else None
     call = _caller(step, size)
     with exact_peaks(session):
+        failure = None
         try:
             _run(call, None, trials, target, [])  # compiles, builds workspaces: unmeasured
         except Exception as exc:
-            raise _raised(exc, "the warm-up") from None
+            failure = _raised(exc, "the warm-up")  # (raised below: it holds no frame of it)
         finally:
             if state is not None:
                 state.restore()
             gc.collect()
+        if failure is not None:
+            raise failure
         baseline = _trial(session, BASELINE, call, None, trials, target, state, warm=False)
         rows = []
         for fix in asked:
-            rows.append(_trial_of(session, fix, step, size, trials, target, state, baseline))
+            rows.append(_trial_of(session, fix, step, size, trials, target, state))
     return WhatifRun(
         label=label,
         baseline=baseline,
@@ -234,7 +237,6 @@ def _trial_of(
     trials: Trials,
     target: TrialTarget,
     state: Any,
-    baseline: TrialRow,
 ) -> TrialRow:
     if asked.fix is None:  # accumulate=K: one micro-batch, its time K of them
         assert size is not None  # (_steps said so)
@@ -272,33 +274,35 @@ def _trial(
             gc.collect()
     region = session.cells_pipeline.track(f"whatif {name}")
     notes: list[str] = []
-    error = None
+    out_of_memory, refused, failure = False, "", None
     try:
         with region:
             _run(call, fix, trials, target, notes)
     except Exception as exc:  # (the region's record has its status: "oom", "error")
-        error = exc
+        # what it says is kept, not the error: its frames hold the run's tensors
+        out_of_memory = is_out_of_memory(exc)
+        refused = fix.refused(exc) if fix is not None and not out_of_memory else ""
+        if not (out_of_memory or refused):
+            failure = _raised(exc, f"whatif {name}" if fix is not None else "the baseline")
     finally:
         if state is not None:
             state.restore()
         gc.collect()  # (an out-of-memory run's frames and tensors go before the next)
+    if failure is not None:
+        raise failure
+    if refused:
+        return TrialRow(name, applied=False, note=refused)
     note = notes[0] if notes else ""
-    if error is not None and not is_out_of_memory(error):
-        refused = fix.refused(error) if fix is not None else ""
-        if refused:
-            return TrialRow(name, applied=False, note=refused)
-        raise _raised(error, f"whatif {name}" if fix is not None else "the baseline")
     record = region.record
     peak, exact = _peak(record, target)
-    out = error is not None
     return TrialRow(
         name,
         applied=True,
         peak=peak,
         seconds=record.duration if record is not None else None,
-        note=_joined("ran out of memory", note) if out else note,
+        note=_joined("ran out of memory", note) if out_of_memory else note,
         exact=exact,
-        out_of_memory=out,
+        out_of_memory=out_of_memory,
         record=record.index if record is not None else None,
     )
 
