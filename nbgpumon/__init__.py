@@ -23,6 +23,7 @@ from ._foundation.version import __version__
 from ._ipython.shell import current_shell as _current_shell
 from ._ledger.records import CellRecord, DeviceUsage
 from ._session.analysis.fit_arguments import FitArguments as _FitArguments
+from ._session.analysis.whatif_arguments import WhatifArguments as _WhatifArguments
 from ._session.config import GPUMon
 from ._session.region import Region
 from ._sources import frameworks as _frameworks  # noqa: F401  (registers the built-in plug-ins first)
@@ -169,13 +170,8 @@ def fit(*args: Any, **kwargs: Any) -> FitResult:
     return monitor().fit(*args, **kwargs)
 
 
-def whatif(
-    step: Any,
-    fixes: Any = None,
-    size: int | None = None,
-    model: Any = None,
-    restore: bool = True,
-) -> WhatifResult:
+@_forwards_to(_WhatifArguments)
+def whatif(*args: Any, **kwargs: Any) -> WhatifResult:
     """What would each fix save on this step? Run ``step`` once to warm up, once as it is
     (the baseline), then once under each fix, each run a tracked region in the ledger
     (``whatif amp``), and show each fix's exact peak allocated on the step's GPU (every
@@ -197,7 +193,7 @@ def whatif(
     model too big to copy: the runs then change it). Returns a :class:`WhatifResult`:
     ``.baseline`` and ``.rows``, each with ``.fix``, ``.applied``, ``.peak`` (bytes),
     ``.seconds`` and ``.note``."""
-    return monitor().whatif(step, fixes, size, model, restore)
+    return monitor().whatif(*args, **kwargs)
 
 
 def load(path: str, session: int | None = None) -> Recorded:

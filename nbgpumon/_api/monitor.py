@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from traitlets import TraitError
@@ -17,6 +17,7 @@ from .._foundation.forwarding import forwards_to
 from .._ledger.records import CellRecord
 from .._sampling.timeline import Timeline
 from .._session.analysis.fit_arguments import FitArguments
+from .._session.analysis.whatif_arguments import WhatifArguments
 from .._session.cell_pipeline import CellPipeline
 from .._session.controls.cluster import ClusterControl
 from .._session.facts.status import ExporterFacts
@@ -418,22 +419,17 @@ class Monitor:
             raise UsageError("this monitor is closed; nbgpumon.monitor() gives the current one")
         return FitResult(run_fit(self._session, asked))
 
-    def whatif(
-        self,
-        step: Callable[..., Any],
-        fixes: Iterable[str] | str | None = None,
-        size: int | None = None,
-        model: Any = None,
-        restore: bool = True,
-    ) -> WhatifResult:
+    @forwards_to(WhatifArguments)
+    def whatif(self, *args: Any, **kwargs: Any) -> WhatifResult:
         """Run ``step`` as it is and under each fix, each run a tracked region, and show what
         each fix saves of its peak (what :func:`nbgpumon.whatif` does)."""
         from .._session.analysis.whatif import run_whatif
         from .._views.reprs.whatif_result import WhatifResult
 
+        asked = WhatifArguments(*args, **kwargs)
         if self.closed:
             raise UsageError("this monitor is closed; nbgpumon.monitor() gives the current one")
-        return WhatifResult(run_whatif(self._session, step, fixes, size, model, restore))
+        return WhatifResult(run_whatif(self._session, asked))
 
     def advise(self) -> str:
         """Hints from what this session measured, each with the numbers behind it."""

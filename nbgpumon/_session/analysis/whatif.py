@@ -13,10 +13,11 @@ row's note, why a fix did not apply) that the views word.
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import gc
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -25,6 +26,7 @@ from ..._ledger.outcome import is_out_of_memory
 from ..._sources.frameworks import frameworks
 from ..._sources.frameworks.trials import Fix, Trials, TrialTarget
 from .exact_peaks import exact_peaks
+from .whatif_arguments import WhatifArguments
 
 if TYPE_CHECKING:
     from ..._ledger.records import CellRecord
@@ -78,15 +80,9 @@ class _Asked:
     steps: int = 0
 
 
-def run_whatif(
-    session: Session,
-    step: Callable[..., Any],
-    fixes: Iterable[str] | str | None = None,
-    size: int | None = None,
-    model: Any = None,
-    restore: bool = True,
-) -> WhatifRun:
-    """Run ``step`` as it is and under each fix; see ``nbgpumon.whatif``."""
+def run_whatif(session: Session, asked: WhatifArguments) -> WhatifRun:
+    """Run ``asked.step`` as it is and under each fix; see ``nbgpumon.whatif``."""
+    step, size = asked.step, asked.size
     if not callable(step):
         raise UsageError("whatif(step) takes the function that runs one step: whatif(train_step)")
     if size is not None and (not isinstance(size, int) or isinstance(size, bool) or size < 1):
@@ -98,30 +94,23 @@ def run_whatif(
     trials = _trials()
     namespace = _namespace(session, step)
     try:
-        target = trials.target(namespace, model)
+        target = trials.target(namespace, asked.model)
     except ValueError as exc:
         raise UsageError(f"whatif: {exc}") from None
     if target.model is None:
         raise UsageError("whatif found no model in the namespace: pass it, whatif(step, model=net)")
-    asked = _asked_fixes(trials, fixes, size)
+    to_run = _asked_fixes(trials, asked.fixes, size)
     label = getattr(step, "__name__", "step")
-    state = trials.state(target) if restore else None
+    state = trials.state(target) if asked.restore else None
     call = _caller(step, size)
     with exact_peaks(session):
-        failure = None
-        try:
-            _run(call, None, trials, target, [])  # compiles, builds workspaces: unmeasured
-        except Exception as exc:
-            failure = _raised(exc, "the warm-up")  # (raised below: it holds no frame of it)
-        finally:
-            if state is not None:
-                state.restore()
-            gc.collect()
+        # compiles, builds workspaces: unmeasured
+        failure = _unmeasured(call, None, trials, target, state, "the warm-up")
         if failure is not None:
             raise failure
         baseline = _trial(session, BASELINE, call, None, trials, target, state, warm=False)
         rows = []
-        for fix in asked:
+        for fix in to_run:
             rows.append(_trial_of(session, fix, step, size, trials, target, state))
     return WhatifRun(
         label=label,
@@ -264,30 +253,21 @@ def _trial(
     """One measured run of ``call`` under ``fix`` (None: as it is), as the region ``whatif
     NAME``, after an unmeasured one where ``warm``; the state put back after each."""
     if warm:  # one unmeasured run under it first: its time leaves out first uses
-        try:
-            _run(call, fix, trials, target, [])
-        except Exception:  # (the measured run meets it again, in its region)
-            pass
-        finally:
-            if state is not None:
-                state.restore()
-            gc.collect()
+        # (a failure: the measured run meets it again, in its region)
+        _unmeasured(call, fix, trials, target, state, f"whatif {name}")
     region = session.cells_pipeline.track(f"whatif {name}")
     notes: list[str] = []
     out_of_memory, refused, failure = False, "", None
-    try:
-        with region:
-            _run(call, fix, trials, target, notes)
-    except Exception as exc:  # (the region's record has its status: "oom", "error")
-        # what it says is kept, not the error: its frames hold the run's tensors
-        out_of_memory = is_out_of_memory(exc)
-        refused = fix.refused(exc) if fix is not None and not out_of_memory else ""
-        if not (out_of_memory or refused):
-            failure = _raised(exc, f"whatif {name}" if fix is not None else "the baseline")
-    finally:
-        if state is not None:
-            state.restore()
-        gc.collect()  # (an out-of-memory run's frames and tensors go before the next)
+    with _put_back(state):
+        try:
+            with region:
+                _run(call, fix, trials, target, notes)
+        except Exception as exc:  # (the region's record has its status: "oom", "error")
+            # what it says is kept, not the error: its frames hold the run's tensors
+            out_of_memory = is_out_of_memory(exc)
+            refused = fix.refused(exc) if fix is not None and not out_of_memory else ""
+            if not (out_of_memory or refused):
+                failure = _raised(exc, f"whatif {name}" if fix is not None else "the baseline")
     if failure is not None:
         raise failure
     if refused:
@@ -305,6 +285,38 @@ def _trial(
         out_of_memory=out_of_memory,
         record=record.index if record is not None else None,
     )
+
+
+def _unmeasured(
+    call: Callable[[], Any],
+    fix: Fix | None,
+    trials: Trials,
+    target: TrialTarget,
+    state: Any,
+    where: str,
+) -> UsageError | None:
+    """Run ``call`` under ``fix`` outside any region, the state put back after it; the
+    one-line error of a run that raised (None: it did not), to raise where the caller wants
+    it: it holds no frame of the run."""
+    with _put_back(state):
+        try:
+            _run(call, fix, trials, target, [])
+        except Exception as exc:
+            return _raised(exc, where)
+    return None
+
+
+@contextlib.contextmanager
+def _put_back(state: Any) -> Iterator[None]:
+    """A block after which the step's state is put back (``state``; None: not copied) and
+    what the run made in cycles is collected, so that a run out of memory leaves its tensors
+    to none of the next."""
+    try:
+        yield
+    finally:
+        if state is not None:
+            state.restore()
+        gc.collect()
 
 
 def _run(
