@@ -254,11 +254,16 @@ def arm_setups(arms: list[str], base: str | None) -> dict[str, Setup]:
     return out
 
 
-def start(path_first: str | None) -> tuple[Any, Any]:
+def kernel_env(path_first: str | None) -> dict[str, str]:
+    """This process's environment, with ``path_first`` (a checkout) first on the kernel's path."""
     env = dict(os.environ)
     if path_first is not None:
         env["PYTHONPATH"] = os.pathsep.join(p for p in (path_first, env.get("PYTHONPATH")) if p)
-    return start_new_kernel(kernel_name="python3", env=env)
+    return env
+
+
+def start(path_first: str | None) -> tuple[Any, Any]:
+    return start_new_kernel(kernel_name="python3", env=kernel_env(path_first))
 
 
 @dataclass
@@ -329,11 +334,8 @@ def nbclient_times(setup: Setup, kind: CellKind, cells: int, warmup: int) -> lis
 
     sources = [*setup[0], *kind.setup, *[kind.cell] * (warmup + cells)]
     notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in sources])
-    env = dict(os.environ)
-    if setup[1] is not None:
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (setup[1], env.get("PYTHONPATH")) if p)
     NotebookClient(notebook, kernel_name="python3", record_timing=True, timeout=120).execute(
-        env=env
+        env=kernel_env(setup[1])
     )
     times = []
     for cell in notebook.cells[-cells:]:
