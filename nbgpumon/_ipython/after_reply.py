@@ -40,11 +40,12 @@ def after_reply_of(shell: Any) -> AfterReply | None:
         iopub = None
 
     held: list[tuple[Callable[[], None], Held]] = []  # the last call, as held (made once)
+    main = threading.main_thread().ident
 
     def put_off(call: Callable[[], None]) -> bool:
         # The kernel's loop runs the cell (post_run_cell comes inside its handler): a call
         # timed now runs once that handler has sent the reply and the idle status.
-        if threading.current_thread() is not threading.main_thread():
+        if threading.get_ident() != main:
             return False
         try:
             running = asyncio.get_running_loop()

@@ -119,6 +119,7 @@ class Ledger:
         # (source, the module its users import: None where no plug-in names one) for the
         # sources not imported yet, which need not be asked
         self._imports = tuple((s, _module_of(s)) for s in self.allocators)
+        self._imported_of: tuple[int, tuple[AllocatorSource, ...]] = (-1, ())  # (_imported)
         # the next cell's running stats of the sampled columns, registered while idle and
         # paused until its start (a cell's start then makes none)
         self._ready: tuple[Any, RunningStats] | None = None
@@ -357,10 +358,16 @@ class Ledger:
         return opened.execution_count if opened is not None else None
 
     # -- helpers --------------------------------------------------------------------------
-    def _imported(self) -> list[AllocatorSource]:
-        """The sources whose framework is imported (or may be: no plug-in names its module)."""
+    def _imported(self) -> tuple[AllocatorSource, ...]:
+        """The sources whose framework is imported (or may be: no plug-in names its module),
+        found again only when the number of imported modules changed (imports only add, and a
+        cell's edges ask three times)."""
         modules = sys.modules
-        return [s for s, module in self._imports if module is None or module in modules]
+        count, found = self._imported_of
+        if count != len(modules):
+            found = tuple(s for s, module in self._imports if module is None or module in modules)
+            self._imported_of = (len(modules), found)
+        return found
 
     def _device_used(self, ask: bool) -> list[int | None] | None:
         """The devices' used memory at a cell's edge; None where the device did not answer.

@@ -111,7 +111,8 @@ class RingStore:
             "f", [NAN if v is None else v for v in values]
         )
         raw.count += 1
-        warm_numpy_fold()
+        if not _numpy_fold_warm:  # (no call a tick once done)
+            warm_numpy_fold()
         if self.levels and math.floor(t / self.bucket_seconds[0]) != self._open0:
             self._fold(0, t, raw.count - 1)  # (about once a second: a bucket to close)
         return raw.count
@@ -187,21 +188,22 @@ class RingStore:
 _numpy_fold_warm = False
 
 
-def warm_numpy_fold() -> None:
+def warm_numpy_fold() -> bool:
     """Once numpy is loaded, fold a tiny buffer with it, once. numpy's first fold grows the
     process by about 0.6 MiB (its lazy set-up, code pages touched): paid here, before a cell's
     start readings (the cell pipeline calls this) or at the next row, not at the first bucket to
     close with numpy, which can fall seconds later inside a cell whose host memory the ledger
-    would charge with it. Costs one check a call once done."""
+    would charge with it. Costs one check a call once done; returns whether it is done."""
     global _numpy_fold_warm
     if _numpy_fold_warm or not _numpy_loaded():
-        return
+        return _numpy_fold_warm
     _numpy_fold_warm = True
     from .numpy_fold import fold
 
     values, counts = array("f", [0.0, 1.0]), array("i", [1, 1])
     fold(values, None, None, None, 1, [0, 1])  # raw rows
     fold(values, values, values, counts, 1, [0, 1])  # buckets: their lows, highs and counts
+    return True
 
 
 def _numpy_loaded() -> bool:

@@ -92,6 +92,7 @@ class CellPipeline:
         self.told_before_reply: Callable[[], bool] = _never
         self._pending: _PutOff | None = None  # a quiet cell's end, put off until its reply
         self._lost = ""  # a put-off end that failed, said at the next cell's end
+        self._fold_warm = False  # numpy's first fold done (warm_numpy_fold): not asked again
 
     def begin(
         self, execution_count: int | None, source: str, cell_id: str | None = None
@@ -105,7 +106,8 @@ class CellPipeline:
         self._sampler.wait_until_prepared(PREPARE_WAIT)  # (a cell run at once after loading)
         if self.children is not None:
             self.children.settle()  # (what an earlier cell's children did since)
-        warm_numpy_fold()  # numpy's first fold, before the start readings: not the cell's
+        if not self._fold_warm:  # numpy's first fold, before the start readings: not the cell's
+            self._fold_warm = warm_numpy_fold()
         clock.lap(stage.WAITS)
         shell = self._shell()
         if shell is not None:
@@ -219,6 +221,7 @@ class CellPipeline:
         self.clock.lap(stage.END_READINGS)  # (its record made of them)
         if self.children is not None:
             record = self.children.charge(record)  # (the processes it started)
+            self.children.ready_for_next()  # (the next cell's start reads less)
         self.clock.lap(stage.CHILDREN)
         return record
 

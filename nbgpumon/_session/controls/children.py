@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 
+from ..._foundation.clock import wall_clock
 from ..._ledger.ledger import Ledger
 from ..._ledger.records import CellRecord
 from ..._sources.processes.children import ChildUsage
@@ -26,6 +27,9 @@ from ..._sources.processes.source import ProcessSource
 # once is the next one's: rarer than a child started first thing in a cell.)
 TICK = 0.02
 PIDS_KEPT = 1024  # cells whose last PID at their start is kept
+# Seconds the last PID read after a cell's end stands for the next cell's start: well inside the
+# time a busy machine takes to hand out WRAP numbers, so the order it gives stays exact.
+BASELINE_FRESH = 10.0
 MAX_CHILDREN = 64  # kept in one record: a cell that starts thousands keeps its first ones
 
 
@@ -43,11 +47,23 @@ class ChildrenControl:
         self.on_changed: Callable[[], None] = _nothing  # a record was brought up to date
         # each recent cell's start -> the last PID handed out as it began (bounded)
         self._last_pids: dict[float, int] = {}
+        # (when, the last PID then), read after a cell's end for the next cell's start
+        self._baseline: tuple[float, int] | None = None
+
+    def ready_for_next(self) -> None:
+        """No cell runs (after a cell's reply): the last PID handed out now, for the next cell's
+        start, which then reads nothing. The PIDs after it are the next cell's,
+        or a thread's that started a process between the two cells (counted as the next's)."""
+        last = last_pid()
+        self._baseline = (wall_clock(), last) if last is not None else None
 
     def began(self, start: float) -> None:
         """A cell began at ``start`` (its record's): the PIDs after the last one now are its
-        or a later cell's (main thread: one read of a kept file)."""
-        last = last_pid()
+        or a later cell's (main thread: the last PID read after the last cell's end, where it is
+        fresh; else one read of a kept file)."""
+        baseline, self._baseline = self._baseline, None
+        fresh = baseline is not None and 0 <= start - baseline[0] <= BASELINE_FRESH
+        last = baseline[1] if baseline is not None and fresh else last_pid()
         if last is not None:
             if len(self._last_pids) >= PIDS_KEPT:
                 self._last_pids.pop(next(iter(self._last_pids)))

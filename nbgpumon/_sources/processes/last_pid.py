@@ -1,8 +1,8 @@
 """The last PID the kernel handed out in this PID namespace (``/proc/sys/kernel/ns_last_pid``). Read
-at each cell's start, it orders a child against cells exactly, where its start time, read to a 10 ms
-clock tick, cannot (a ``Popen`` first thing in a cell run right after another). One ``pread`` of a
-kept descriptor; None where the file is missing (an old or locked-down kernel: the start time
-decides then)."""
+after each cell's end for the next cell's start (or at that start, where it is stale), it orders a
+child against cells exactly, where its start time, read to a 10 ms clock tick, cannot (a ``Popen``
+first thing in a cell run right after another). One ``pread`` of a kept descriptor; None where the
+file is missing (an old or locked-down kernel: the start time decides then)."""
 
 from __future__ import annotations
 

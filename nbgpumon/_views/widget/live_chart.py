@@ -163,6 +163,9 @@ class Publisher:
         self._rows: list[dict[str, Any]] = []  # rows made and not sent yet (_make_rows)
         self._history_due = False  # a cell ended since the history snapshot was packed
         self._ticked = time.monotonic()  # the sampler's last tick, as this heard of it
+        # seconds without a tick after which it has stalled (kept with the widget's interval:
+        # a cell's start and end ask, and a trait's read costs microseconds there)
+        self._stall_after = max(STALLED_AFTER, 3 * self.widget.interval)
         self.bytes_sent = 0  # payload bytes of samples messages, for the benchmark
         self.messages_sent = 0
         # the cluster's: its version when its columns were last sent (None: never), the
@@ -358,7 +361,7 @@ class Publisher:
 
     def _stalled(self, now: float) -> bool:
         """Whether the sampler has not ticked for a while (its thread stopped, or stuck)."""
-        return now - self._ticked > max(STALLED_AFTER, 3 * self.widget.interval)
+        return now - self._ticked > self._stall_after
 
     def _publish_all_cells(self) -> None:
         """The whole ledger as the ``cells`` trait: the state a view starts from."""
@@ -412,6 +415,7 @@ class Publisher:
         with self._lock:
             self.widget.status = status_line(status)
             self.widget.interval = status.interval
+            self._stall_after = max(STALLED_AFTER, 3 * status.interval)
             # torch's first read maps the devices by UUID, after the widget was made
             if devices != self.widget.devices:
                 self.widget.devices = devices
