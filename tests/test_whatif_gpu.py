@@ -67,6 +67,17 @@ def _check(mon, step, model, optimizer, size, name):
         # small to split counts whole, and which cached block a request gets depends on the
         # cache, which the runs before left otherwise
         assert row.exact and abs(row.peak - by_hand) <= ROUNDING, (row.fix, row.peak, by_hand)
+    # what the advice and the post-mortem quote, read back from the ledger: each row's saving
+    from nbgpumon._ledger.measured_fixes import measured_fixes
+    from nbgpumon._views.words.measured_fixes import measured_line
+
+    measured = measured_fixes(mon.cells())
+    for row in result.rows:
+        if row.applied and not row.out_of_memory and row.peak is not None:
+            change = row.peak / result.baseline.peak - 1
+            assert measured[row.fix].change == pytest.approx(change), row.fix
+    kept["advice"] = measured_line(measured.values())
+    assert "(measured on your step by whatif in [" in kept["advice"]
     keep_gpu_file(f"whatif_{name}.json", kept)
     return result
 

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from .._foundation.errors import UsageError, exception_line
 from .._ledger.kinds_notes import KindsReadFailed
 from .._ledger.ledger import EndReadings, Ledger, Measurement
+from .._ledger.measured_fixes import MeasuredFix, measured_fixes
 from .._ledger.outcome import first_line, is_host_out_of_memory
 from .._ledger.records import CellRecord, Retention
 from .._ledger.traced import TracedItem
@@ -59,6 +60,7 @@ class CellOutcome:
 
     record: CellRecord  # with what it left alive by line (tracing on): ``record.traced``
     oom: OomFacts | None = None  # the post-mortem's facts (a GPU out-of-memory error)
+    measured: tuple[MeasuredFix, ...] = ()  # with ``oom``: what whatif measured of the fixes
     reset_notice: str = ""  # a plug-in's words on the first reset of its peak counter
     range_error: str = ""  # the NVTX ranges' new problem
     notices: tuple[Notice, ...] = ()  # what the recorder met (invariant 14)
@@ -308,6 +310,7 @@ class CellPipeline:
                 flight = self._tracing.oom_flight_record(shell, record, traced)
                 oom = dataclasses.replace(oom, **flight)
             clock.lap(stage.POST_MORTEM)
+            return CellOutcome(record, oom, tuple(measured_fixes(self.ledger.records()).values()))
         return CellOutcome(record, oom)
 
     def _peak_items(self, record: CellRecord) -> tuple[TracedItem, ...]:

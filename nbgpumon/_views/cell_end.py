@@ -29,7 +29,7 @@ def cell_lines(outcome: CellOutcome, summary: bool) -> list[str]:
     if outcome.oom is not None:
         from .memory.oom import report  # (the holder walk's types: only after an OOM)
 
-        lines.append(report(outcome.oom))
+        lines.append(report(outcome.oom, outcome.measured))
     return lines + [f"nbgpumon: {notice_line(n)}" for n in outcome.notices]
 
 

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from ..._foundation.metrics import device_of, device_role, metric
+from ..._ledger.measured_fixes import MeasuredFix, measured_fixes
 from ..._ledger.records import TRANSIENT, CellRecord
 from ..._sources.frameworks import frameworks
 from ..._sources.frameworks.advice import PoolAdvice
@@ -62,6 +63,8 @@ class Evidence:
     fp32_modules: list[str] | None = None  # live only: modules with float32 parameters
     # live only: each GPU's memory by kind now (device index -> the holder scan's categories)
     memory_kinds: dict[int, dict[str, int]] = field(default_factory=dict)
+    # what whatif measured of each fix on the user's step, from the ledger's regions
+    measured: tuple[MeasuredFix, ...] = ()
 
     def device_column(self, role: str, device: int) -> np.ndarray | None:
         """The device source's ``role`` column ("mem_used") of GPU ``device``, if sampled."""
@@ -369,15 +372,17 @@ def evidence(
     """What the rules read from a session, live or recorded; the live-only facts (allocator
     retries, modules in float32) come from the caller, which can ask the kernel."""
     window = data.window()
+    records = list(data.records)
     return Evidence(
         columns=list(data.columns),
         times=window.times,
         values=window.high.astype(np.float64),  # bucket maxima: a peak must not average away
-        records=list(data.records),
+        records=records,
         gpus=[(d.index, d.name) for d in data.devices],
         alloc_retries=dict(alloc_retries or {}),
         fp32_modules=fp32_modules,
         memory_kinds=dict(memory_kinds or {}),
+        measured=tuple(measured_fixes(records).values()),
     )
 
 

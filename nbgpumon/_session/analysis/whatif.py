@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..._foundation.errors import UsageError, exception_line
+from ..._ledger.measured_fixes import REGION
 from ..._ledger.outcome import is_out_of_memory
 from ..._sources.frameworks import frameworks
 from ..._sources.frameworks.trials import Fix, Trials, TrialTarget
@@ -255,7 +256,7 @@ def _trial(
     if warm:  # one unmeasured run under it first: its time leaves out first uses
         # (a failure: the measured run meets it again, in its region)
         _unmeasured(call, fix, trials, target, state, f"whatif {name}")
-    region = session.cells_pipeline.track(f"whatif {name}")
+    region = session.cells_pipeline.track(REGION + name)
     notes: list[str] = []
     out_of_memory, refused, failure = False, "", None
     with _put_back(state):

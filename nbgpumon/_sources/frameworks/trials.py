@@ -30,6 +30,9 @@ class Fix(Protocol):
     """One fix a framework can try on a step."""
 
     name: str
+    # what it lowers, as the advice finds it: "activations" (and temporaries) or "cache"
+    # (reserved but unused): the hints that name such a fix quote what it saved
+    relieves: str
 
     def why_not(self, target: TrialTarget) -> str:
         """ "" where the fix applies to ``target``, else why not, in a few words."""

@@ -3,19 +3,23 @@ where it ran out, who holds what, and what to try, most memory back first."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from ..._forensics.holder_scan import root_of
 from ..._forensics.oom_snapshot import NOT_TRACING, SAVED, TRACING_NOT_YET, FlightRecord
 from ..._forensics.postmortem import FRAGMENTED, OomFacts, PluginWords
 from ..._foundation.wording import format_bytes
+from ..._ledger.measured_fixes import MeasuredFix
+from ..words.measured_fixes import UNMEASURED, measured_line
 from ..words.processes import process_who
 from ..words.traced import format_live
 from .holders import scan_cut_words
 
 
-def report(facts: OomFacts) -> str:
-    """The post-mortem, as lines of plain text."""
+def report(facts: OomFacts, measured: Sequence[MeasuredFix] = ()) -> str:
+    """The post-mortem, as lines of plain text; ``measured``: what ``whatif`` measured of the
+    fixes on the user's step, quoted after what to try (else how to measure it)."""
     words = _words(facts)
     where = "" if facts.cuda_index is None else f" on cuda:{facts.cuda_index}"
     if facts.device_name:
@@ -53,6 +57,7 @@ def report(facts: OomFacts) -> str:
         lines.append(f"  {snapshot_line(facts.snapshot)}")
     lines.append("  what to try, most memory back first:")
     lines += [f"    {n}. {text}" for n, text in enumerate(fixes(facts), 1)]
+    lines.append(f"  {measured_line(measured) or UNMEASURED}")
     return "\n".join(lines)
 
 

@@ -4,11 +4,13 @@ the generic rules' words are here."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..._foundation.metrics import device_label
 from ..._foundation.wording import format_bytes, format_percent, format_seconds
+from ..._ledger.measured_fixes import ACTIVATIONS, CACHE, MeasuredFix
 from ..._session.analysis.advice import (
     ActivationsFinding,
     Evidence,
@@ -23,6 +25,7 @@ from ..._session.analysis.advice import (
     looked_for,
     recorded_evidence,
 )
+from .measured_fixes import UNMEASURED, measured_line
 
 __all__ = ["Evidence", "Hint", "advise", "evidence", "hints_text", "recorded_evidence"]
 
@@ -32,14 +35,29 @@ class Hint:
     topic: str  # "fragmentation", "input pipeline", "memory limit", "JAX preallocation", ...
     evidence: str  # the numbers that triggered it
     advice: str  # what to do
+    measured: str = ""  # what whatif measured of the fixes it names, or how to measure it
 
     def __str__(self) -> str:
-        return f"{self.topic}: {self.evidence}\n  → {self.advice}"
+        measured = f"\n  measured: {self.measured}" if self.measured else ""
+        return f"{self.topic}: {self.evidence}\n  → {self.advice}{measured}"
 
 
 def advise(ev: Evidence) -> list[Hint]:
-    """Every hint the evidence supports, in rule order."""
-    return [hint(found) for found in findings(ev)]
+    """Every hint the evidence supports, in rule order, each quoting what ``whatif`` measured
+    of the fixes it names."""
+    return [_cited(hint(found), found, ev.measured) for found in findings(ev)]
+
+
+def _cited(said: Hint, found: Finding, measured: tuple[MeasuredFix, ...]) -> Hint:
+    """``said`` with the measured savings of its fixes: those that lower activations for the
+    activations and memory-limit hints (or how to measure them), the cache's for a pool's."""
+    if isinstance(found, (ActivationsFinding, MemoryLimitFinding)):
+        line = measured_line(measured, ACTIVATIONS) or UNMEASURED
+    elif isinstance(found, PoolFinding):
+        line = measured_line(measured, CACHE)
+    else:
+        return said
+    return dataclasses.replace(said, measured=line)
 
 
 def hint(found: Finding) -> Hint:

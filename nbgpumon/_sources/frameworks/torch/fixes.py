@@ -19,6 +19,7 @@ from .trial_state import torch_module
 
 class _Fix:
     name = ""
+    relieves = "activations"  # (Fix.relieves: what each lowers, but expandable segments)
 
     def refused(self, error: BaseException) -> str:
         return ""
@@ -157,6 +158,7 @@ class ExpandableSegments(_Fix):
     were."""
 
     name = "expandable_segments"
+    relieves = "cache"
 
     def why_not(self, target: TrialTarget) -> str:
         if target.device_type != "cuda":
