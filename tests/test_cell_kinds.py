@@ -179,15 +179,15 @@ def test_memory_that_the_known_holders_miss_sends_one_whole_walk():
 
     bag.append(torch.ones(WALK_AGAIN // 4 + MIB // 4))  # over WALK_AGAIN, no name bound
     grown = cells.run(set()).devices[0]
-    assert dict(grown.kinds_after)["arrays held by variables"] == storage_bytes(bag)
+    assert dict(grown.kinds_after)["arrays held by variables (torch)"] == storage_bytes(bag)
     assert UNEXPLAINED not in dict(grown.kinds_after)
     assert cells.kinds.whole_walks == 1
 
     bag.append(torch.ones(MIB // 4))  # bag is known now: the narrow walk finds it
     again = cells.run(set()).devices[0]
-    assert dict(again.kinds_after)["arrays held by variables"] == storage_bytes(bag)
+    assert dict(again.kinds_after)["arrays held by variables (torch)"] == storage_bytes(bag)
     assert cells.kinds.whole_walks == 1
-    assert again.kept_by_kind == {"arrays held by variables": MIB}
+    assert again.kept_by_kind == {"arrays held by variables (torch)": MIB}
 
 
 def test_the_leak_verdicts_whole_walk_is_used_as_it_is():
@@ -199,7 +199,7 @@ def test_the_leak_verdicts_whole_walk_is_used_as_it_is():
     whole = holder_scan.scan(shell, "host")
     after = cells.held()
     record = cells.kinds.read(torch_record(0, after, after), lambda: (set(), set()), whole=whole)
-    assert dict(record.devices[0].kinds_after) == {"arrays held by variables": 4 * MIB}
+    assert dict(record.devices[0].kinds_after) == {"arrays held by variables (torch)": 4 * MIB}
     assert cells.kinds.narrow_walks == 0 and cells.kinds.whole_walks == 0
 
 
@@ -428,7 +428,7 @@ def test_a_cell_whose_new_names_hold_all_it_allocated_walks_them_alone_and_agree
     def run(changed: set[str], grew: int, freed: int = 0) -> CellRecord:
         return cells.run(changed, total=grew + freed)
 
-    narrow, arrays = cells.kinds.narrow_walks, "arrays held by variables"
+    narrow, arrays = cells.kinds.narrow_walks, "arrays held by variables (torch)"
     held = dict(
         cells.kinds.read(torch_record(*[cells.held()] * 3, 99, 0), lambda: (set(), set()))
         .devices[0]

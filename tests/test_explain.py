@@ -192,6 +192,33 @@ def test_the_html_is_one_stacked_bar_per_gpu_with_a_tip_per_category_and_the_wor
     assert "gpu1 (cuda:1): nothing of this kernel's" in explain_text([used, unused]).splitlines()
 
 
+def test_each_frameworks_arrays_are_a_category_of_their_own_in_words_and_bar():
+    from nbgpumon._views.memory.explain import explain_html
+    from nbgpumon._views.palette import CATEGORY_COLORS
+
+    found = {
+        "arrays held by variables (JAX)": 2 * GIB,
+        "parameters": GIB,
+        "arrays held by variables (torch)": GIB,
+    }
+    owners = {"torch": 2 * GIB, "jax": 2 * GIB}
+    stats = {"torch": _stats(2 * GIB, 2 * GIB), "jax": _stats(2 * GIB, 2 * GIB)}
+    e = explain_device(0, 0, found, owners, stats, 4 * GIB)
+    # in the categories' order: parameters, then each framework's arrays as the walk found them
+    assert list(e.categories) == [
+        "parameters", "arrays held by variables (JAX)", "arrays held by variables (torch)",
+    ]  # fmt: skip
+    lines = explain_lines([e])
+    assert any(line.startswith("  arrays held by variables (JAX)  ") for line in lines)
+    page = explain_html([e])
+    for name in ("arrays held by variables (JAX)", "arrays held by variables (torch)"):
+        assert f"background:{CATEGORY_COLORS[name]}" in page.replace(" ", ""), name
+    assert (
+        CATEGORY_COLORS["arrays held by variables (JAX)"]
+        != CATEGORY_COLORS["arrays held by variables (torch)"]
+    )
+
+
 def test_the_out_of_memory_post_mortem_says_the_failing_devices_memory_by_kind():
     from nbgpumon._forensics.holder_scan import Holder, HolderScan
     from nbgpumon._forensics.postmortem import OomFacts

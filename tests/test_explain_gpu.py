@@ -32,7 +32,7 @@ truth = {
     'gradients': cuda_bytes(p.grad for p in model.parameters()),
     'optimizer state': cuda_bytes(v for s in opt.state.values() for v in s.values()),
     'buffers': cuda_bytes(model.buffers()),
-    'arrays held by variables': cuda_bytes([batch]),
+    'arrays held by variables (torch)': cuda_bytes([batch]),
     'cache': torch.cuda.memory_reserved() - torch.cuda.memory_allocated(),
 }
 pynvml.nvmlInit()
@@ -97,7 +97,9 @@ def test_gpt2_after_a_step_is_explained_to_the_byte(runs):
     categories, truth = got["categories"], got["truth"]
     for name in ("parameters", "gradients", "optimizer state", "buffers"):
         assert categories.get(name, 0) == truth[name], (name, got)
-    assert categories["arrays held by variables"] == truth["arrays held by variables"]
+    assert (
+        categories["arrays held by variables (torch)"] == truth["arrays held by variables (torch)"]
+    )
     assert categories.get("torch cache (reserved, unused)", 0) == truth["cache"], got
     assert sum(categories.values()) == got["total"] == truth["driver"], got
     assert got["measured"] == "the driver's figure for this process"
@@ -108,7 +110,10 @@ def test_the_step_cells_record_says_the_same_at_its_end_and_splits_its_exact_pea
     cell = keep_gpu_file("explain_gpu_step_cell.json", runs[6].json_after("CELL="))
     for name in ("parameters", "gradients", "optimizer state", "buffers"):
         assert cell["after"].get(name, 0) == truth[name], (name, cell)
-    assert cell["after"]["arrays held by variables"] == truth["arrays held by variables"]
+    assert (
+        cell["after"]["arrays held by variables (torch)"]
+        == truth["arrays held by variables (torch)"]
+    )
     assert sum(cell["after"].values()) == cell["allocated"], cell
     # the step made the gradients and Adam's state; it kept them
     assert cell["kept"]["gradients"] == truth["gradients"], cell
@@ -159,7 +164,7 @@ def test_cupy_arrays_and_its_pool_are_explained_to_the_byte():
         timeout=300,
     )
     got = keep_gpu_file("explain_gpu_cupy.json", runs[2].json_after("EXPLAINED="))
-    assert got["categories"]["arrays held by variables"] == got["arrays"] == 2**30, got
+    assert got["categories"]["arrays held by variables (CuPy)"] == got["arrays"] == 2**30, got
     assert got["categories"]["CuPy pool (reserved, unused)"] == got["unused"], got
     assert sum(got["categories"].values()) == got["total"] == got["driver"], got
 
@@ -179,7 +184,7 @@ def test_jax_arrays_and_its_pool_are_explained_and_add_up_to_the_drivers_figure(
         timeout=300,
     )
     got = keep_gpu_file("explain_gpu_jax.json", runs[2].json_after("EXPLAINED="))
-    assert got["categories"]["arrays held by variables"] == 2**30, got
+    assert got["categories"]["arrays held by variables (JAX)"] == 2**30, got
     assert got["categories"].get("JAX pool (reserved, unused)", 0) == got["unused"], got
     assert sum(got["categories"].values()) == got["total"] == got["driver"], got
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from nbgpumon._forensics import holder_scan as holders
-from nbgpumon._sources.frameworks.holder_walk import CATEGORIES
+from nbgpumon._sources.frameworks.holder_walk import in_category_order
 
 from fake_shell import shell_with, storage_bytes
 
@@ -35,10 +35,10 @@ def test_a_trained_model_is_told_apart_by_kind_to_the_byte():
         "gradients": storage_bytes(p.grad for p in model.parameters()),
         "optimizer state": storage_bytes(state),
         "buffers": storage_bytes(model.buffers()),
-        "arrays held by variables": storage_bytes([batch]),
+        "arrays held by variables (torch)": storage_bytes([batch]),
         "outputs and tracebacks": MIB,
     }
-    assert list(found) == [c for c in CATEGORIES if c in found]  # in the stable order
+    assert list(found) == in_category_order(found)  # in the stable order
 
 
 def test_the_categories_hold_what_the_holders_hold():
@@ -53,7 +53,7 @@ def test_the_categories_hold_what_the_holders_hold():
     assert host == {
         "parameters": storage_bytes([weight]),
         "gradients": storage_bytes([weight.grad]),
-        "arrays held by variables": MIB,
+        "arrays held by variables (numpy)": MIB,  # (the first holder of the storage)
     }
     assert sum(host.values()) == scan.total
 
@@ -84,7 +84,7 @@ def test_a_traceback_s_arrays_are_hidden_references():
     except RuntimeError as exc:
         shell.last_execution_result = type("R", (), {"error_in_exec": exc, "result": None})()
     host = holders.scan(shell, "host").categories["host"]
-    assert host == {"arrays held by variables": 2 * MIB, "outputs and tracebacks": MIB}
+    assert host == {"arrays held by variables (numpy)": 2 * MIB, "outputs and tracebacks": MIB}
 
 
 def test_the_holders_words_say_the_kinds_on_each_device():
@@ -158,5 +158,27 @@ def test_a_flax_train_state_and_a_bare_optax_state_are_told_apart_by_kind():
     bare = holders.scan(shell_with(params=params, opt_state=opt_state), "host").categories
     assert bare["host"] == {
         "optimizer state": _jax_bytes(opt_state),
-        "arrays held by variables": _jax_bytes(params),
+        "arrays held by variables (JAX)": _jax_bytes(params),
     }
+
+
+def test_arrays_held_by_variables_are_told_apart_by_framework():
+    torch = pytest.importorskip("torch")
+    jnp = pytest.importorskip("jax.numpy")
+    tensor, array = torch.ones(MIB // 4), np.ones(2 * MIB // 8)
+    jax_array = jnp.ones(3 * MIB // 4, dtype=jnp.float32)
+    kept = [tensor, array, jax_array]  # one container, three frameworks' arrays in it
+    found = holders.scan(shell_with(kept=kept), "host").categories["host"]
+    assert found == {
+        "arrays held by variables (torch)": MIB,
+        "arrays held by variables (numpy)": 2 * MIB,
+        "arrays held by variables (JAX)": _jax_bytes(jax_array),
+    }
+    assert list(found) == in_category_order(found)
+    # the order of the categories puts each framework's arrays where "arrays held by variables"
+    # stands; a recording's unsplit name keeps its place too
+    assert in_category_order(
+        ["outputs and tracebacks", "arrays held by variables (JAX)", "gradients",
+         "arrays held by variables", "unexplained"]
+    ) == ["gradients", "arrays held by variables (JAX)", "arrays held by variables",
+          "outputs and tracebacks"]  # fmt: skip

@@ -25,7 +25,7 @@ from typing import Any, NamedTuple
 
 from .._ledger.kinds_notes import CarriedOver, KindsNote
 from .._ledger.records import CellRecord, DeviceUsage
-from .._sources.frameworks.holder_walk import CATEGORIES
+from .._sources.frameworks.holder_walk import in_category_order
 from . import holder_scan
 from .explain import UNEXPLAINED, allocated_by_kind
 
@@ -263,7 +263,8 @@ class CellKinds:
     ) -> tuple[Kinds, Notes]:
         """``kinds`` in their order, kept as ``place``'s figures now (a read of new names: the
         last whole walk's unexplained stays its baseline)."""
-        ordered = tuple((k, kinds[k]) for k in (*CATEGORIES, UNEXPLAINED) if kinds.get(k))
+        names = [*in_category_order(kinds), UNEXPLAINED]
+        ordered = tuple((k, kinds[k]) for k in names if kinds.get(k))
         known = self._places[place]
         self._places[place] = _Place(dict(allocated), ordered, known.unexplained_at_walk)
         return ordered, ()

@@ -19,7 +19,7 @@ from .._ledger.kinds_notes import KindsNote, ScanCut, ScanFoundMore
 from .._ledger.records import CellRecord
 from .._ledger.traced import TracedItem
 from .._sources.base import AllocatorStats
-from .._sources.frameworks.holder_walk import CATEGORIES
+from .._sources.frameworks.holder_walk import in_category_order
 from .._sources.frameworks.plugin import facts_of
 
 UNEXPLAINED = "unexplained"
@@ -91,7 +91,7 @@ def allocated_by_kind(
     (``found``), then what each framework counts beyond what the scan found of its
     (``found_by_framework``, against ``allocated``: framework -> bytes) as unexplained; with the
     notes on readings that disagree."""
-    categories = {name: found[name] for name in CATEGORIES if found.get(name)}
+    categories = {name: found[name] for name in in_category_order(found) if found[name]}
     notes: list[ScanFoundMore] = []
     unexplained = 0
     for name, in_use in allocated.items():

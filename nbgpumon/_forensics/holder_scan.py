@@ -30,12 +30,12 @@ from .._foundation.instance_attrs import instance_dict
 from .._ledger.kinds_notes import ScanCut
 from .._sources.frameworks import frameworks
 from .._sources.frameworks.holder_walk import (
-    ARRAYS,
-    CATEGORIES,
     HIDDEN,
     HolderKinds,
     Storage,
     StorageKey,
+    arrays_held_by,
+    in_category_order,
 )
 
 if TYPE_CHECKING:
@@ -90,7 +90,8 @@ class HolderScan:
     partial: ScanCut | None  # None when complete, else where the walk stopped early
     processes: tuple[ProcessOnGpu, ...] = ()  # processes using the GPU(s), named
     # where the memory is ("cuda:N", "host") -> what it is (holder_walk.CATEGORIES, in that
-    # order; only those found) -> bytes: the same storages as ``holders``, by kind
+    # order, each framework's arrays apart; only those found) -> bytes: the same storages as
+    # ``holders``, by kind
     categories: dict[str, dict[str, int]] = field(default_factory=dict)
     # where -> whose ("torch", "jax", "cupy": a plug-in's name; "numpy") -> bytes: the same
     # storages by the framework whose array or container the walk counted them in
@@ -190,6 +191,8 @@ class _Walk:
         self.visiting_hidden = False
         self.category: str | None = None  # what the visit under way finds, where it says
         self.framework = NUMPY  # whose array or container is being counted
+        # each framework's arrays held by variables, by its name (made once a walk)
+        self.arrays_kind = {name: arrays_held_by(label) for name, label in _labels().items()}
         self.by_place: dict[str, dict[str, int]] = {}  # "cuda:N"/"host" -> category -> bytes
         self.by_framework: dict[str, dict[str, int]] = {}  # "cuda:N"/"host" -> plug-in -> bytes
         self.by_root: dict[str, list[RootStorage] | None] = {}  # (HolderScan.roots)
@@ -232,7 +235,10 @@ class _Walk:
         self.reached.add(holder)
         if key in self.seen_storages or size <= 0 or key in self.known_reached:
             return
-        kind = category or self.category or (HIDDEN if self.visiting_hidden else ARRAYS)
+        kind = category or self.category
+        if kind is None:
+            arrays = self.arrays_kind.get(self.framework) or arrays_held_by(self.framework)
+            kind = HIDDEN if self.visiting_hidden else arrays
         if key in self.known:  # (counted by an earlier walk: only which root holds it now)
             self.known_reached.add(key)
         else:
@@ -370,7 +376,7 @@ class _Walk:
         )
         partial = ScanCut(self.budget, self.objects) if self.stopped else None
         categories = {
-            place: {c: found[c] for c in CATEGORIES if c in found}
+            place: {c: found[c] for c in in_category_order(found)}
             for place, found in sorted(self.by_place.items())
         }
         frameworks = {place: dict(owners) for place, owners in sorted(self.by_framework.items())}
@@ -419,6 +425,11 @@ def _is_ours(obj: Any) -> bool:
     # its timeline's arrays are nbgpumon's memory, and its shell reference reaches every
     # variable: followed, it would be credited with the user's tensors
     return (getattr(type(obj), "__module__", "") or "").startswith("nbgpumon.")
+
+
+def _labels() -> dict[str, str]:
+    """Each plug-in's label by its name, and numpy's (whose plain arrays the walk counts)."""
+    return {plugin.name: plugin.label for plugin in frameworks()} | {NUMPY: NUMPY}
 
 
 def framework_kinds(device: str) -> list[tuple[str, HolderKinds]]:

@@ -55,7 +55,11 @@ CATEGORY_COLORS = {
     "gradients": "#60a5fa",
     "optimizer state": "#f59e0b",
     "buffers": "#a855f7",
-    "arrays held by variables": "#10b981",
+    "arrays held by variables": "#10b981",  # (a recording made before they were split)
+    "arrays held by variables (torch)": "#10b981",
+    "arrays held by variables (JAX)": "#34d399",
+    "arrays held by variables (CuPy)": "#047857",
+    "arrays held by variables (numpy)": "#6ee7b7",
     "outputs and tracebacks": "#ec4899",
     "unexplained": "#ef4444",
     "CUDA context and libraries": "#334155",

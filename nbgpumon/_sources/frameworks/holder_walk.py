@@ -9,7 +9,7 @@ framework's module in ``sys.modules`` (None when the user has not imported it), 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -18,15 +18,34 @@ StorageKey = tuple[str, int]
 Storage = tuple[StorageKey, int]  # with its size in bytes
 
 # What a storage is, as the walk credits it (the breakdown of memory by kind). A plug-in says
-# the first four; anything else is an array held by a variable, or by one of IPython's hidden
-# references (``Out[N]``, a stored traceback) when the walk reached it from one.
+# the first four; anything else is an array held by a variable (one category per framework:
+# ``arrays_held_by``), or by one of IPython's hidden references (``Out[N]``, a stored
+# traceback) when the walk reached it from one.
 PARAMETERS = "parameters"
 GRADIENTS = "gradients"
 OPTIMIZER_STATE = "optimizer state"
 BUFFERS = "buffers"
-ARRAYS = "arrays held by variables"
+ARRAYS = "arrays held by variables"  # (each framework's: ``arrays_held_by``)
 HIDDEN = "outputs and tracebacks"
 CATEGORIES = (PARAMETERS, GRADIENTS, OPTIMIZER_STATE, BUFFERS, ARRAYS, HIDDEN)
+
+
+def arrays_held_by(label: str) -> str:
+    """The category of one framework's arrays held by variables (its label as its users write
+    it): "arrays held by variables (torch)", "... (JAX)", "... (CuPy)", "... (numpy)"."""
+    return f"{ARRAYS} ({label})"
+
+
+def in_category_order(names: Iterable[str]) -> list[str]:
+    """Those of ``names`` that are categories, in :data:`CATEGORIES`' order, each framework's
+    arrays where :data:`ARRAYS` stands, in the order given (the walk's: the plug-ins')."""
+    rank = {name: at for at, name in enumerate(CATEGORIES)}
+    ranked = [
+        (rank[ARRAYS] if name.startswith(ARRAYS) else rank[name], name)
+        for name in names
+        if name in rank or name.startswith(ARRAYS)
+    ]
+    return [name for _, name in sorted(ranked, key=lambda r: r[0])]
 
 
 class Reach(Protocol):
