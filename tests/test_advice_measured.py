@@ -86,3 +86,21 @@ def test_the_post_mortem_quotes_every_fix_measured_or_how_to_measure():
         "(measured on your step by whatif in [14])"
     )
     assert report(facts).splitlines()[-1] == f"  {UNMEASURED}"
+
+
+def test_a_pool_hint_quotes_only_its_own_frameworks_fixes_that_lower_the_cache():
+    fragmented = quiet_samples()
+    fragmented["reserved"] = np.where(np.arange(100) > 60, 30 * GIB, 11 * GIB).astype(float)
+    fragmented["inactive_split"] = np.full(100, 4.0 * GIB)
+    (hint,) = advise(recorded_evidence(session(fragmented, regions(14, FIRST))))
+    assert hint.topic == "fragmentation"
+    assert (
+        hint.measured == "expandable_segments −25% peak (measured on your step by whatif in [14])"
+    )
+
+    preallocated = quiet_samples()
+    preallocated["jax.reserved"] = np.full(100, 105.0 * GIB)
+    preallocated["jax.allocated"] = np.full(100, 1.0 * GIB)
+    (hint,) = advise(recorded_evidence(session(preallocated, regions(14, FIRST))))
+    assert hint.topic == "JAX preallocation" and hint.measured == ""  # (torch's fix: not JAX's)
+    assert "measured:" not in str(hint)

@@ -28,6 +28,7 @@ class MeasuredFix:
     change: float | None
     cell: str  # "[14]"
     relieves: str = ACTIVATIONS  # what the fix lowers (Fix.relieves; accumulate: activations)
+    framework: str = ""  # the plug-in whose fix it is ("": accumulate, any framework's step)
 
     @property
     def out_of_memory(self) -> bool:
@@ -37,7 +38,9 @@ class MeasuredFix:
 def measured_fixes(records: Iterable[CellRecord]) -> dict[str, MeasuredFix]:
     """Each fix's newest measurement, by its name, oldest first; {} where ``whatif`` never ran."""
     found: dict[str, MeasuredFix] = {}
-    relieves = {fix.name: fix.relieves for f in frameworks() if f.trials for fix in f.trials.fixes}
+    owners = {
+        fix.name: (f.name, fix.relieves) for f in frameworks() if f.trials for fix in f.trials.fixes
+    }
     baseline: CellRecord | None = None
     gpu: int | None = None  # the device index of the baseline's highest peak
     for record in records:
@@ -58,7 +61,8 @@ def measured_fixes(records: Iterable[CellRecord]) -> dict[str, MeasuredFix]:
             continue  # (no exact figure to compare)
         found.pop(fix, None)  # (the newest last)
         cell = baseline.name.split(" ", 1)[0]
-        found[fix] = MeasuredFix(fix, change, cell, relieves.get(fix, ACTIVATIONS))
+        framework, relieves = owners.get(fix, ("", ACTIVATIONS))
+        found[fix] = MeasuredFix(fix, change, cell, relieves, framework)
     return found
 
 

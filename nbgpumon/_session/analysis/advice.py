@@ -93,6 +93,7 @@ class PoolFinding:
     during: str = ""  # "[7]": the cell the sample fell in
     split: float | None = None  # bytes in split blocks, when worth citing
     retries: int = 0
+    framework: str = ""  # the plug-in whose pool it is
 
     @property
     def topic(self) -> str:
@@ -192,7 +193,9 @@ def pool_findings(ev: Evidence, framework: str, words: PoolAdvice) -> list[PoolF
             split = float(np.nanmax(column))
         pool_bytes, used_bytes, during = hit if hit is not None else (None, None, "")
         found.append(
-            PoolFinding(words, index, name, pool_bytes, used_bytes, during, split, retries)
+            PoolFinding(
+                words, index, name, pool_bytes, used_bytes, during, split, retries, framework
+            )
         )
     return found
 

@@ -53,8 +53,8 @@ def _cited(said: Hint, found: Finding, measured: tuple[MeasuredFix, ...]) -> Hin
     activations and memory-limit hints (or how to measure them), the cache's for a pool's."""
     if isinstance(found, (ActivationsFinding, MemoryLimitFinding)):
         line = measured_line(measured, ACTIVATIONS) or UNMEASURED
-    elif isinstance(found, PoolFinding):
-        line = measured_line(measured, CACHE)
+    elif isinstance(found, PoolFinding):  # (the fixes of the framework whose pool it is)
+        line = measured_line((m for m in measured if m.framework == found.framework), CACHE)
     else:
         return said
     return dataclasses.replace(said, measured=line)
