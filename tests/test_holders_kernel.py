@@ -130,7 +130,9 @@ def test_an_out_of_memory_error_prints_a_post_mortem_that_keeps_no_frame_alive()
     assert "out of GPU memory (torch) in [3]: asked for 2.0 GiB" in report, report
     assert "held by: traceback frame step() local 'x' 256 MiB" in report, report
     assert "%gpumon free: drops the stored traceback (256 MiB)" in report, report
-    assert report.rstrip().splitlines()[-1].endswith("gradient accumulation")
+    *_, general, measure = report.rstrip().splitlines()
+    assert general.endswith("gradient accumulation")  # the generic advice, last of what to try
+    assert "nbgpumon.whatif(" in measure  # (no whatif ran: how to measure the fixes)
     assert runs[4].stdout.strip() == "ALIVE False"
     assert runs[5].error == "MemoryError" and "out of GPU memory" not in runs[5].stdout
 

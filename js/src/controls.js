@@ -5,7 +5,7 @@
 // last two are this kernel's, hidden while other nodes are shown. They change view state only;
 // nothing goes to the kernel.
 import { cudaLabelOf } from "./devices.js";
-import { KIND_COLORS, OTHER_COLOR } from "./kinds.js";
+import { KIND_COLORS, OTHER_COLOR, kindGroup } from "./kinds.js";
 
 export const WINDOWS = [
   { label: "1 min", seconds: 60 },
@@ -194,7 +194,8 @@ export class Controls {
  * of their own in KIND_COLORS' order, then one "other" for the rest (they share its grey).
  */
 export function legendKinds(kinds) {
-  const entries = Object.entries(KIND_COLORS).filter(([kind]) => kinds.has(kind));
-  const other = [...kinds].some((kind) => !(kind in KIND_COLORS));
+  const drawn = new Set([...kinds].map(kindGroup));
+  const entries = Object.entries(KIND_COLORS).filter(([kind]) => drawn.has(kind));
+  const other = [...drawn].some((kind) => !(kind in KIND_COLORS));
   return other ? [...entries, ["other", OTHER_COLOR]] : entries;
 }

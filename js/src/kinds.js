@@ -10,18 +10,21 @@ export const KIND_COLORS = {
   "optimizer state": "#f59e0b",
   buffers: "#a855f7",
   "arrays held by variables": "#10b981",
-  "arrays held by variables (torch)": "#10b981",
-  "arrays held by variables (JAX)": "#34d399",
-  "arrays held by variables (CuPy)": "#047857",
-  "arrays held by variables (numpy)": "#6ee7b7",
   "outputs and tracebacks": "#ec4899",
   unexplained: "#ef4444",
   "activations and temporaries": "#f97316",
 };
 export const OTHER_COLOR = "#94a3b8";
+// Each framework's arrays held by variables ("arrays held by variables (X)") are one kind in
+// the bands, its green, and one legend entry: the tips name each framework's.
+const ARRAYS = "arrays held by variables";
+/** The kind `kind` is drawn as: each framework's arrays as the arrays' kind. */
+export function kindGroup(kind) {
+  return kind.startsWith(`${ARRAYS} (`) ? ARRAYS : kind;
+}
 /** The colour of memory of kind `kind`. */
 export function kindColor(kind) {
-  return KIND_COLORS[kind] ?? OTHER_COLOR;
+  return KIND_COLORS[kindGroup(kind)] ?? OTHER_COLOR;
 }
 
 /** Cell `c`'s memory on GPU `device` by kind, [kind, bytes] in its order (well-formed only). */

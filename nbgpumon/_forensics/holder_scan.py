@@ -432,6 +432,15 @@ def _labels() -> dict[str, str]:
     return {plugin.name: plugin.label for plugin in frameworks()} | {NUMPY: NUMPY}
 
 
+def arrays_rank(category: str) -> int | None:
+    """Where one framework's arrays held by variables (``arrays_held_by``) come among the
+    frameworks': the plug-ins' order, numpy's last; None for another category."""
+    for at, label in enumerate(_labels().values()):
+        if category == arrays_held_by(label):
+            return at
+    return None
+
+
 def framework_kinds(device: str) -> list[tuple[str, HolderKinds]]:
     """What each registered plug-in's arrays and containers are, for a walk of ``device``,
     with the plug-in's name."""

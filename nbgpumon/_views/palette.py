@@ -55,15 +55,14 @@ CATEGORY_COLORS = {
     "gradients": "#60a5fa",
     "optimizer state": "#f59e0b",
     "buffers": "#a855f7",
-    "arrays held by variables": "#10b981",  # (a recording made before they were split)
-    "arrays held by variables (torch)": "#10b981",
-    "arrays held by variables (JAX)": "#34d399",
-    "arrays held by variables (CuPy)": "#047857",
-    "arrays held by variables (numpy)": "#6ee7b7",
+    "arrays held by variables": "#10b981",
     "outputs and tracebacks": "#ec4899",
     "unexplained": "#ef4444",
     "CUDA context and libraries": "#334155",
     "activations and temporaries": "#f97316",
 }
+# Each framework's arrays held by variables ("arrays held by variables (X)") in explain's bars:
+# in the plug-ins' order, numpy's after them (the live chart's bands draw them all in the first)
+ARRAYS_GREENS = ("#10b981", "#34d399", "#047857", "#6ee7b7")
 # A framework's unused reserve, and any category without a colour above, take these in turn
 RESERVE_GREYS = ("#94a3b8", "#cbd5e1", "#64748b")

@@ -19,10 +19,11 @@ from ..._forensics.explain import (
     Fragmented,
     NoProcessFigure,
 )
+from ..._forensics.holder_scan import arrays_rank
 from ..._foundation.wording import format_bytes
 from ..._ledger.kinds_notes import CarriedOver, KindsNote, KindsReadFailed, ScanCut, ScanFoundMore
 from ..._ledger.records import TRANSIENT
-from ..palette import CATEGORY_COLORS, RESERVE_GREYS
+from ..palette import ARRAYS_GREENS, CATEGORY_COLORS, RESERVE_GREYS
 from ..words.text_view import pre_html
 from ..words.traced import traced_line
 from .holders import scan_cut_words
@@ -213,9 +214,19 @@ def _bar(head: str, categories: dict[str, int], scale: int) -> str:
 
 
 def _colours(names: list[str]) -> dict[str, str]:
-    """Each category's colour: its own, else a reserve's grey in turn."""
+    """Each category's colour: its own, a framework's arrays' green, else a reserve's grey in
+    turn."""
     others = iter(RESERVE_GREYS * (len(names) // len(RESERVE_GREYS) + 1))
-    return {name: CATEGORY_COLORS.get(name) or next(others) for name in names}
+    return {
+        name: CATEGORY_COLORS.get(name) or _arrays_green(name) or next(others) for name in names
+    }
+
+
+def _arrays_green(name: str) -> str | None:
+    """The green of one framework's arrays held by variables: by the plug-ins' order, numpy's
+    after them; None for another category."""
+    at = arrays_rank(name)
+    return None if at is None else ARRAYS_GREENS[at % len(ARRAYS_GREENS)]
 
 
 def kinds_words(record: CellRecord) -> str:
