@@ -57,21 +57,25 @@ def test_with_nothing_measured_the_hint_says_how_to_measure_it():
 
 
 def test_the_newest_run_of_a_fix_wins_and_one_out_of_memory_says_so():
-    newer = (("baseline", 10 * GIB, "ok"), ("amp", 5 * GIB, "ok"), ("accumulate=2", 0, "oom"))
+    # no_grad refused (the step calls backward: its region ended in an error), fused changed
+    # nothing: the first is not quoted, the second as whatif's table says it
+    newer = (("baseline", 10 * GIB, "ok"), ("amp", 5 * GIB, "ok"), ("accumulate=2", 0, "oom"),
+             ("no_grad", 2 * GIB, "error"), ("fused=True", 10 * GIB - 2**20, "ok"))  # fmt: skip
     # a region the user named so, in a cell with no baseline of its own, is no whatif's
     stray = regions(30, (("amp", GIB, "ok"),), first_index=20)
     records = regions(14, FIRST) + regions(21, newer, first_index=10) + stray
     measured = measured_fixes(records)
     assert [(m.fix, m.cell) for m in measured.values()] == [
         ("checkpointing", "[14]"), ("expandable_segments", "[14]"), ("amp", "[21]"),
-        ("accumulate=2", "[21]"),
+        ("accumulate=2", "[21]"), ("fused=True", "[21]"),
     ]  # fmt: skip
     assert measured["amp"].change == -0.5 and measured["accumulate=2"].out_of_memory
     assert measured["expandable_segments"].relieves == "cache"  # (torch's fix says so)
     (hint,) = advise(recorded_evidence(session(near_the_limit(), records)))
     assert hint.measured == (
         "checkpointing −50% peak (measured on your step by whatif in [14]); amp −50% peak, "
-        "accumulate=2 still ran out of memory (measured on your step by whatif in [21])"
+        "accumulate=2 still ran out of memory, fused=True ±0% peak (measured on your step by "
+        "whatif in [21])"
     )
 
 

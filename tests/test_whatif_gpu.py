@@ -76,6 +76,8 @@ def _check(mon, step, model, optimizer, size, name):
         if row.applied and not row.out_of_memory and row.peak is not None:
             change = row.peak / result.baseline.peak - 1
             assert measured[row.fix].change == pytest.approx(change), row.fix
+        elif not row.applied:  # (a fix refused by the step, no_grad here: never quoted)
+            assert row.fix not in measured, row.fix
     kept["advice"] = measured_line(measured.values())
     assert "(measured on your step by whatif in [" in kept["advice"]
     keep_gpu_file(f"whatif_{name}.json", kept)

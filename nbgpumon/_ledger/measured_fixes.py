@@ -55,6 +55,8 @@ def measured_fixes(records: Iterable[CellRecord]) -> dict[str, MeasuredFix]:
         base, peak = _peak_on(baseline, gpu), _peak_on(record, gpu)
         if record.status == "oom":
             change = None
+        elif record.status != "ok":
+            continue  # (a fix the step refused, as no_grad a step that calls backward)
         elif base and peak is not None:
             change = peak / base - 1
         else:

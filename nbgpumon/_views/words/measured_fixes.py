@@ -31,5 +31,6 @@ def measured_line(measured: Iterable[MeasuredFix], relieves: str | None = None) 
 def _change(fix: MeasuredFix) -> str:
     if fix.change is None:
         return f"{fix.fix} still ran out of memory"
-    sign = "−" if fix.change < 0 else "+"
-    return f"{fix.fix} {sign}{abs(fix.change):.0%} peak"
+    percent = round(abs(fix.change) * 100)
+    sign = "±" if percent == 0 else "−" if fix.change < 0 else "+"  # (as whatif's table says)
+    return f"{fix.fix} {sign}{percent}% peak"
