@@ -236,9 +236,10 @@ class _Walk:
         if key in self.seen_storages or size <= 0 or key in self.known_reached:
             return
         kind = category or self.category
-        if kind is None:
-            arrays = self.arrays_kind.get(self.framework) or arrays_held_by(self.framework)
-            kind = HIDDEN if self.visiting_hidden else arrays
+        if kind is None and self.visiting_hidden:
+            kind = HIDDEN
+        elif kind is None:  # (each framework's own: made once a walk, not once a storage)
+            kind = self.arrays_kind.get(self.framework) or arrays_held_by(self.framework)
         if key in self.known:  # (counted by an earlier walk: only which root holds it now)
             self.known_reached.add(key)
         else:

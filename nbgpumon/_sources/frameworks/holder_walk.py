@@ -28,6 +28,7 @@ BUFFERS = "buffers"
 ARRAYS = "arrays held by variables"  # (each framework's: ``arrays_held_by``)
 HIDDEN = "outputs and tracebacks"
 CATEGORIES = (PARAMETERS, GRADIENTS, OPTIMIZER_STATE, BUFFERS, ARRAYS, HIDDEN)
+_RANK = {name: at for at, name in enumerate(CATEGORIES)}  # (in_category_order)
 
 
 def arrays_held_by(label: str) -> str:
@@ -39,11 +40,10 @@ def arrays_held_by(label: str) -> str:
 def in_category_order(names: Iterable[str]) -> list[str]:
     """Those of ``names`` that are categories, in :data:`CATEGORIES`' order, each framework's
     arrays where :data:`ARRAYS` stands, in the order given (the walk's: the plug-ins')."""
-    rank = {name: at for at, name in enumerate(CATEGORIES)}
     ranked = [
-        (rank[ARRAYS] if name.startswith(ARRAYS) else rank[name], name)
+        (_RANK[ARRAYS] if name.startswith(ARRAYS) else _RANK[name], name)
         for name in names
-        if name in rank or name.startswith(ARRAYS)
+        if name in _RANK or name.startswith(ARRAYS)
     ]
     return [name for _, name in sorted(ranked, key=lambda r: r[0])]
 
