@@ -223,6 +223,7 @@ def main() -> None:
         held = cuda_setup.hold_gpu_tensors(result, "allocator reads")
     module = stub_nvml.stubbed_binding(args.gpus) if args.nvml == "stub" else None
     mon = nbgpumon.Monitor(nvml_module=module)
+    mon.config.idle_interval = 0  # (every tick at the interval: what a tick costs)
     gpus = len(mon._session.device_source.devices)
     per = max(gpus, 1)
     result.details.update(

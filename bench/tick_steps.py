@@ -37,6 +37,7 @@ def main() -> None:
         return
 
     mon = nbgpumon.Monitor(nvml_module=pynvml)
+    mon.config.idle_interval = 0  # (every tick at the interval: what a tick costs)
     lib = mon._session.device_source.library
     s = mon._session.sampler
 

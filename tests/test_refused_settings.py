@@ -23,6 +23,7 @@ BAD = {
     "detail_interval": -1,
     "slow_interval": "often",
     "process_interval": "often",
+    "idle_interval": 0.001,
     "peak_mode": "x",
     "summary": "maybe",
     "history": 0,

@@ -32,7 +32,10 @@ GPU = Device(0, "Toy GPU", 8 * GIB, 0, "GPU-toy")
 
 
 def _live(**devices) -> Status:
-    sampler = SamplerFacts(0.1, 0.5, 0.5, 1.0, 2.0, 7, 20e-6, CostReport(0.0, 0, 0.0), "")
+    sampler = SamplerFacts(
+        0.1, 0.5, 0.5, 1.0, 2.0, 7, 20e-6, CostReport(0.0, 0, 0.0), "",
+        idle_interval=1.0, quiet_share=0.25,
+    )  # fmt: skip
     facts = {
         "label": "Toy",
         "status": "ok",
@@ -79,6 +82,10 @@ def test_a_live_status_is_said_from_its_facts():
     lines = status_lines(status)
     assert lines[0].startswith("sampler: running, memory every 0.1 s, utilization and RSS every")
     assert lines[1] == "sampler cost: no tick yet"  # (its own words: test_sampler_cost.py)
+    assert lines[2] == (
+        "while idle: every 1 s (no cell running, no child process, GPU memory, utilization "
+        "and RSS unchanged), 25% of the time so far"
+    )
     assert "Toy: driver 1.0, binding ?, 1 GPU" in lines
     assert "    power: unavailable (not supported)" in lines
     assert "  Toy FW: active: cuda:0 1.0 GiB in use, 2.0 GiB reserved; peaks its own way" in lines

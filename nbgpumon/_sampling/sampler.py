@@ -26,6 +26,7 @@ from .._sources.base import (
     Source,
 )
 from .node_timeline import NodeTimeline
+from .quiet import QuietWatch
 from .sampler_cost import CostReport, SamplerCost
 from .timeline import Timeline
 
@@ -88,6 +89,9 @@ class Sampler:
         self._row: list[float | None] | None = None
         self._every_tick: list[tuple[Source, int, int]] = []
         self.cost = SamplerCost(self.sources)  # its own CPU and wall time, by tick class
+        # where given, whether nothing moves: then it waits quiet.idle_interval between ticks
+        self.quiet: QuietWatch | None = None
+        self._cell_woke = False  # woken by a cell's start: its next tick an interval from then
         _live_samplers.add(self)
 
     # -- control --------------------------------------------------------------------------
@@ -158,6 +162,14 @@ class Sampler:
         self.interval = seconds
         self._wake_up()
 
+    def wake_for_cell(self) -> None:
+        """A cell began while the thread waits its quiet interval: it ticks an interval from
+        now, and at its interval from then on (main thread; a lock's release)."""
+        if self.quiet is not None:
+            self.quiet.asleep = False  # (the next cell before that tick wakes it no more)
+        self._cell_woke = True
+        self._wake_up()
+
     def _wake_up(self) -> None:
         with contextlib.suppress(RuntimeError):  # (already woken: it was not held)
             self._wake.release()
@@ -190,15 +202,25 @@ class Sampler:
         next_tick = time.monotonic()
         while not stop.is_set():
             cpu = self._tick(cpu, stop)  # charged from the last tick's end: its wait and wake too
-            next_tick += self.interval
-            delay = next_tick - time.monotonic()
+            quiet, mono = self.quiet, time.monotonic()
+            if quiet is not None and quiet.after_tick(self._row, mono):
+                next_tick += max(quiet.idle_interval, self.interval)
+            else:
+                next_tick += self.interval
+            delay = next_tick - mono
             if delay < 0:  # fell behind (suspended, slow driver): skip, don't burst
                 next_tick = time.monotonic()
                 delay = 0
             # the wait: a timed acquire of the held lock, cut short by a wake-up (stop, a new
-            # interval), after which the new interval is kept from then on
-            if self._wake.acquire(timeout=delay):
+            # interval, a cell's start), after which the new interval is kept from then on
+            while self._wake.acquire(timeout=delay):
                 next_tick = time.monotonic()
+                if not self._cell_woke or stop.is_set():
+                    break
+                # a cell began: its first row an interval later, not during its start
+                self._cell_woke = False
+                next_tick += self.interval
+                delay = self.interval
 
     def tick(self) -> None:
         """One round of reads; callable directly (tests, benchmarks). Never raises."""
@@ -328,6 +350,7 @@ class Sampler:
             self._lock = threading.Lock()
             self._stop = threading.Event()
             self._wake = _held_lock()
+            self._cell_woke = False
             self._thread = None
             self._at_end, self._end_lock = [None], threading.Lock()
             self._subscribers = []

@@ -105,7 +105,13 @@ class CellPipeline:
         self._finish_pending(waited_for=True)  # (the cell before, when its end was put off)
         clock = self.clock
         clock.start()
-        self._sampler.wait_until_prepared(PREPARE_WAIT)  # (a cell run at once after loading)
+        sampler = self._sampler
+        sampler.wait_until_prepared(PREPARE_WAIT)  # (a cell run at once after loading)
+        quiet = sampler.quiet
+        if quiet is not None:  # (the sampler at its interval while a cell runs)
+            quiet.cell_running = True
+            if quiet.asleep:
+                sampler.wake_for_cell()
         if self.children is not None:
             self.children.settle()  # (what an earlier cell's children did since)
         if not self._fold_warm:  # numpy's first fold, before the start readings: not the cell's
@@ -151,6 +157,8 @@ class CellPipeline:
         clock = self.clock
         clock.resume()
         self._tracing.close_range()
+        if self._sampler.quiet is not None:
+            self._sampler.quiet.cell_running = False
         # whether the recorder was on while the cell ran (a cell that initialised CUDA turns
         # it on at its end)
         traced_during_cell = self._tracing.active

@@ -10,6 +10,7 @@ from traitlets import Bool, Enum, Float, Int, TraitError, Unicode, validate
 from traitlets.config import Config, Configurable
 
 from .._ledger.ledger import PEAK_MODES
+from .._sampling.quiet import IDLE_INTERVAL, QUIET_AFTER
 from .._sampling.sampler import MAX_INTERVAL, MIN_INTERVAL
 from .._sources.devices import device_sources
 from .._sources.frameworks import frameworks, plugin_settings
@@ -24,6 +25,11 @@ _RANGES: dict[str, tuple[Callable[[float], bool], str, str]] = {
     **dict.fromkeys(
         ("interval", "allocator_interval", "detail_interval", "slow_interval", "process_interval"),
         (lambda v: MIN_INTERVAL <= v <= MAX_INTERVAL, _INTERVAL_SAYS, _INTERVAL_EXAMPLE),
+    ),
+    "idle_interval": (
+        lambda v: v == 0 or MIN_INTERVAL <= v <= MAX_INTERVAL,
+        f"is 0 (off) or {MIN_INTERVAL} to {MAX_INTERVAL:g} seconds",
+        "; e.g. %config GPUMon.idle_interval = 2",
     ),
     "leak_threshold": (lambda v: v >= 0, "is a number of bytes >= 0 (0: off)", ""),
     "record_raw_seconds": (
@@ -81,6 +87,13 @@ class GPUMon(Configurable):
         0.2,
         help="Seconds between looks at this kernel's child processes; while it has any, the "
         "GPUs' process lists are read this often too (a child's peak is the highest of them).",
+    ).tag(config=True)
+    idle_interval = Float(
+        IDLE_INTERVAL,
+        help="Seconds between samples while nothing moves: no cell running, no child process, "
+        "every GPU idle with its memory unchanged and the kernel's RSS steady for "
+        f"{QUIET_AFTER:g} s (the first change, or a cell, brings back interval); 0: always "
+        "interval.",
     ).tag(config=True)
     peak_mode = Enum(
         PEAK_MODES,

@@ -5,6 +5,7 @@ words: ``_views/status/session_status.py``)."""
 from __future__ import annotations
 
 import threading
+import time
 from typing import Any
 
 from .._foundation.gpu_names import gpu_key
@@ -70,6 +71,8 @@ def _sampler(mon: Session) -> SamplerFacts:
         last_tick_seconds=s.last_tick_seconds,
         cost=s.cost_report(),
         error=s.error or "",
+        idle_interval=cfg.idle_interval,
+        quiet_share=s.quiet.quiet_share(time.monotonic()) if s.quiet is not None else 0.0,
     )
 
 

@@ -18,10 +18,12 @@ from traitlets import TraitError
 
 from .._forensics.tracing_answer import TracingState
 from .._foundation.errors import RecordingError, UsageError
+from .._foundation.metrics import metric
 from .._ledger.ledger import Ledger
 from .._ledger.records import CellRecord
 from .._recording.notices import RecorderState, RecordingChange
 from .._sampling.node_timeline import NodeTimeline
+from .._sampling.quiet import QuietWatch
 from .._sampling.sampler import Sampler, timeline_columns
 from .._sampling.timeline import Timeline
 from .._sources.allocator_columns import AllocatorColumns
@@ -55,7 +57,7 @@ from .live_status import live_status
 
 _LIVE_SETTINGS = [
     "interval", "allocator_interval", "detail_interval", "slow_interval", "process_interval",
-    "peak_mode",
+    "idle_interval", "peak_mode",
     "record_path", "prometheus_url", "prometheus_match", "cluster_interval",
     "cluster_timeout", "cluster_host_label", "nvtx",
     *(setting.name for _, setting in plugin_settings()),  # the plug-ins' own (cupy_peak_hook)
@@ -124,6 +126,7 @@ class Session:
         counts = role(self.device_source, CallCountRole)  # (None: the cost counts no calls)
         self.sampler.cost.device_counter = counts.call_counts if counts is not None else None
         self.sampler.cost.device_label = self.device_source.label
+        self.sampler.quiet = self._quiet_watch(cfg.idle_interval)
         self.ledger = Ledger(
             self.device_source, self.allocators, self.host, self.timeline,
             peak_mode=cfg.peak_mode, capacity=cfg.history, ask=self.device_ask,
@@ -157,16 +160,32 @@ class Session:
         self.exporter_facts_of: Callable[[], ExporterFacts | None] = _no_exporter
         _open_sessions.add(self)
 
+    def _quiet_watch(self, idle_interval: float) -> QuietWatch:
+        """What tells the sampler nothing moves: the GPUs' memory and utilization, the RSS,
+        this kernel's children (the cell pipeline tells it of cells)."""
+        devices, processes = self.device_source, self.process_source
+        indices = [d.index for d in devices.devices]
+        used, util = metric(devices.name, "mem_used"), metric(devices.name, "gpu_util")
+        return QuietWatch(
+            self.timeline.columns,
+            used=[used.column(i) for i in indices],
+            util=[util.column(i) for i in indices],
+            rss=metric(self.host.name, "rss").column(),
+            busy=lambda: processes.has_children,  # (the source, not self: see the sampler's)
+            idle_interval=idle_interval,
+        )
+
     def _ledger_in_step(self) -> None:
         """The ledger's cadences from GPUMon's: how late the allocators' first read in a cell may
         come, how long the sampler's reading of the device stands for now."""
         cfg = self.config
         self.ledger.allocator_lag = cfg.allocator_interval + cfg.interval
-        self.ledger.reading_fresh_for = max(1.0, 3 * cfg.interval)
+        # (while the sampler waits its idle interval nothing moved: its reading stands)
+        self.ledger.reading_fresh_for = max(1.0, 3 * cfg.interval, 2 * cfg.idle_interval)
 
     def _config_changed(self, change: dict) -> None:
         name, value = change["name"], change["new"]
-        if name in ("interval", "allocator_interval"):
+        if name in ("interval", "allocator_interval", "idle_interval"):
             self._ledger_in_step()
         if name == "interval":
             self.sampler.set_interval(value)
@@ -174,6 +193,8 @@ class Session:
             self.sampler.intervals[_INTERVALS[name]] = value
         elif name == "process_interval":
             self.process_source.interval = value
+        elif name == "idle_interval" and self.sampler.quiet is not None:
+            self.sampler.quiet.idle_interval = value
         elif name == "peak_mode":
             self.ledger.peak_mode = value
         elif name in _PLUGIN_SETTINGS:

@@ -33,6 +33,8 @@ class SamplerFacts:
     cost: CostReport  # what the sampler thread took
     error: str  # "" when none
     process_interval: float = 0.2  # this kernel's children (and, while it has any, processes)
+    idle_interval: float = 0.0  # between ticks while nothing moves (0: always ``interval``)
+    quiet_share: float = 0.0  # of the time it ran, the fraction it waited ``idle_interval``
 
 
 @dataclass(frozen=True, slots=True)

@@ -143,6 +143,7 @@ def _live_lines(state: str, live: LiveStatus) -> list[str]:
         f"sampler: {running}, {fast} ({', '.join(_cadences(s, devices))}), "
         f"{counted(s.ticks, 'tick')}, last tick {s.last_tick_seconds * 1e6:.0f} µs",
         cost_line(s.cost),
+        _idle_line(s),
         cell_path_line(live.cell_path),
     ]
     if s.error:
@@ -203,6 +204,18 @@ def _live_lines(state: str, live: LiveStatus) -> list[str]:
         f"{counted(live.records, 'record')} in the ledger"
     )
     return lines
+
+
+def _idle_line(s: SamplerFacts) -> str:
+    """How often it reads while nothing moves, and whether that is now."""
+    if not s.idle_interval:
+        return "while idle: at the same interval (GPUMon.idle_interval = 0)"
+    if s.idle_interval <= s.interval:
+        return "while idle: at the same interval (GPUMon.idle_interval is not longer)"
+    return (
+        f"while idle: every {s.idle_interval:g} s (no cell running, no child process, GPU "
+        f"memory, utilization and RSS unchanged), {s.quiet_share:.0%} of the time so far"
+    )
 
 
 def _cadences(s: SamplerFacts, devices: DeviceSourceFacts) -> list[str]:
