@@ -85,6 +85,16 @@ def test_each_fix_runs_as_a_region_and_the_model_is_as_it_was_after(mon):
     assert not torch.is_autocast_enabled("cpu") and torch.is_grad_enabled()
     assert not any("forward" in m.__dict__ for m in model.modules())
 
+    # what each run held as it ended, on the model's device (the host here): AdamW's two
+    # moments and a step count a parameter, a gradient a parameter
+    params = sum(p.numel() * 4 for p in model.parameters())
+    buffers = sum(b.numel() * b.element_size() for b in model.buffers())
+    base = result.baseline
+    assert base.weights == params + buffers and base.gradients == params
+    assert 2 * params <= base.optimizer_state <= 2 * params + 64 * len(list(model.parameters()))
+    assert base.activations is None and base.reserved_peak is None  # (no GPU figure)
+    assert "made of" not in str(result)  # (the step runs on no GPU: no such table)
+
 
 def test_the_fixes_asked_for_run_in_their_order_and_the_model_found_is_named(mon):
     _, _, train_step, _ = _training()
@@ -94,8 +104,9 @@ def test_the_fixes_asked_for_run_in_their_order_and_the_model_found_is_named(mon
         train_step()
         head(torch.randn(1, 2))
 
-    result = mon.whatif(step_with_two_modules, fixes=["foreach=False", "amp"])
-    assert [row.fix for row in result.rows] == ["foreach=False", "amp"]
+    result = mon.whatif(step_with_two_modules, fixes=["foreach=False", "amp", "amp_uncached"])
+    assert [row.fix for row in result.rows] == ["foreach=False", "amp", "amp_uncached"]
+    assert result.rows[2].applied and "cache_enabled=False" in result.rows[2].note
     # the module of the most parameters, found through train_step's own variables
     assert result.run.model_name == "model" and result.run.model_type == "Sequential"
     text = repr(result)
@@ -259,3 +270,48 @@ def test_a_run_that_runs_out_of_memory_is_a_row_that_says_so_and_the_next_runs(m
     assert "ran out of memory" in str(result)
     # the runs out of memory left nothing held: their frames went before the next run
     assert len(alive) == 6 and not any(alive), alive
+
+
+def test_on_a_gpu_the_result_says_what_each_runs_peak_is_made_of():
+    from nbgpumon._session.analysis.whatif import TrialRow, WhatifRun
+
+    mib = 2**20
+    base = TrialRow("baseline", True, 900 * mib, 0.2, exact=True, activations=600 * mib,
+                    weights=100 * mib, gradients=100 * mib, optimizer_state=200 * mib,
+                    reserved_peak=1200 * mib)  # fmt: skip
+    amp = TrialRow("amp", True, 600 * mib, 0.1, exact=True, activations=300 * mib,
+                   weights=100 * mib, gradients=100 * mib, optimizer_state=200 * mib,
+                   reserved_peak=800 * mib)  # fmt: skip
+    off = TrialRow("no_grad", False, note="the step calls backward (no_grad is for evaluation)")
+    run = WhatifRun("train_step", base, (amp, off), "net", "<Net>", 4 * mib, 0, None)
+    result = WhatifResult(run)
+    text = str(result).splitlines()
+    at = text.index("what each run's peak is made of:")
+    heads, first, second = (line.split("  ") for line in text[at + 1 : at + 4])
+    assert [c.strip() for c in heads if c.strip()][:3] == ["fix", "activations", "vs baseline"]
+    assert [c.strip() for c in first if c.strip()] == [
+        "baseline", "600 MiB", "200 MiB", "100 MiB", "1.2 GiB",
+    ]  # fmt: skip
+    assert [c.strip() for c in second if c.strip()] == [
+        "amp", "300 MiB", "−50%", "200 MiB", "100 MiB", "800 MiB", "−33%",
+    ]  # fmt: skip
+    assert len(text) == at + 5 and text[-1].startswith("  activations: the part of the peak")
+    page = result._repr_html_()
+    assert page.count("<table>") == 2 and "&lt;Net&gt;" in page and "<Net>" not in page
+    assert page.count("<tr>") == 4 + 3  # heads and three runs; heads and the two that ran
+
+
+def test_a_compiled_model_is_said_to_recompile_in_the_unmeasured_runs(mon):
+    model, optimizer, _, _ = _training()
+    compiled = torch.compile(model, backend="eager")  # (no compiler needed)
+
+    def train_step() -> None:
+        optimizer.zero_grad()
+        compiled(torch.randn(8, 16)).square().mean().backward()
+        optimizer.step()
+
+    result = mon.whatif(train_step, fixes=["amp"], model=compiled)
+    assert result.run.compiled and result.rows[0].applied
+    assert "compiled: a fix that changes .training or the dtypes recompiles it" in str(result)
+    plain = mon.whatif(train_step, fixes=["amp"], model=model)
+    assert not plain.run.compiled and "compiled" not in str(plain)

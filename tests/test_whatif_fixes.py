@@ -100,6 +100,28 @@ def test_amp_casts_under_autocast_while_on_and_not_after():
     assert "floating-point" in amp.why_not(_on_cpu(ints))
 
 
+def test_amp_without_its_weight_cache_is_tried_where_amp_saved_next_to_nothing():
+    from nbgpumon._session.analysis.whatif import TrialRow, _no_saving
+
+    model = _model()
+    target = _on_cpu(model)
+    amp, uncached = fixes.fix_named("amp"), fixes.fix_named("amp_uncached")
+    assert amp.if_no_saving is uncached and uncached.if_no_saving is None
+    assert uncached not in fixes.FIXES  # (not run unless amp saved nothing, or asked for)
+    with uncached.applied(target) as note:
+        assert torch.is_autocast_enabled("cpu") and not torch.is_autocast_cache_enabled()
+        assert model[0](torch.randn(2, 8)).dtype == torch.bfloat16
+        assert note.startswith("autocast(cache_enabled=False)")
+    assert not torch.is_autocast_enabled("cpu") and torch.is_autocast_cache_enabled()
+    base = TrialRow("baseline", True, peak=1000)
+    assert _no_saving(TrialRow("amp", True, peak=990), base)  # 1% lower
+    assert _no_saving(TrialRow("amp", True, peak=1200), base)  # higher
+    assert not _no_saving(TrialRow("amp", True, peak=900), base)  # 10% lower
+    assert not _no_saving(TrialRow("amp", False, note="no model to cast"), base)
+    assert not _no_saving(TrialRow("amp", True, peak=990, out_of_memory=True), base)
+    assert not _no_saving(TrialRow("amp", True, peak=None), base)
+
+
 def test_no_grad_runs_a_step_without_backward_and_refuses_one_with_it():
     model = _model().eval()
     no_grad = fixes.fix_named("no_grad")

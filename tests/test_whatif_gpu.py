@@ -54,6 +54,17 @@ def _check(mon, step, model, optimizer, size, name):
 
     target = TrialTarget(model, optimizers=(optimizer,), device_type="cuda", cuda_index=0)
     state = TrialState(model, [optimizer])
+    # what each run's peak is made of: a gradient a parameter and AdamW's two moments a
+    # parameter as the run ended (step counts too where fused keeps them on the GPU), the
+    # activations within the peak, the allocator's reserved peak above it
+    params = list(model.parameters())
+    param_bytes = sum(p.numel() * p.element_size() for p in params)
+    for row in [result.baseline, *result.rows]:
+        if row.applied and not row.out_of_memory:
+            assert row.gradients == param_bytes, row.fix
+            assert 2 * param_bytes <= row.optimizer_state <= 2 * param_bytes + 512 * len(params)
+            assert 0 <= row.activations <= row.peak <= row.reserved_peak, row.fix
+    assert "what each run's peak is made of:" in str(result)
     for row in [result.baseline, *result.rows]:
         if not row.applied or row.out_of_memory or row.fix.startswith("accumulate"):
             kept["rows"].append({"fix": row.fix, "applied": row.applied, "note": row.note})
@@ -61,8 +72,10 @@ def _check(mon, step, model, optimizer, size, name):
         fix = fix_named(row.fix) if row.fix != "baseline" else None
         by_hand = _by_hand(lambda: step(size) if size else step(), fix, target, state)
         kept["rows"].append(
-            {"fix": row.fix, "peak": row.peak, "by_hand": by_hand, "seconds": row.seconds}
-        )
+            {"fix": row.fix, "peak": row.peak, "by_hand": by_hand, "seconds": row.seconds,
+             "activations": row.activations, "optimizer_state": row.optimizer_state,
+             "reserved_peak": row.reserved_peak}
+        )  # fmt: skip
         # the same, but for the caching allocator's rounding: a block whose remainder is too
         # small to split counts whole, and which cached block a request gets depends on the
         # cache, which the runs before left otherwise
@@ -105,6 +118,11 @@ def test_an_mlp_s_fixes_are_measured_as_torch_measures_them():
     # this MLP's peak is in AdamW's step (its multi-tensor temporaries), not its activations
     assert rows["fused=True"].peak < result.baseline.peak
     assert not rows["no_grad"].applied
+    # autocast's weight-cast cache: where amp saved next to nothing, amp without it follows
+    if rows["amp"].peak > result.baseline.peak * 0.95:
+        assert rows["amp_uncached"].applied, list(rows)
+    else:
+        assert "amp_uncached" not in rows
 
 
 def test_gpt2_small_s_fixes_are_measured_as_torch_measures_them():

@@ -25,7 +25,7 @@ from ..._foundation.errors import UsageError, exception_line
 from ..._ledger.measured_fixes import REGION
 from ..._ledger.outcome import is_out_of_memory
 from ..._sources.frameworks import frameworks
-from ..._sources.frameworks.trials import Fix, Trials, TrialTarget
+from ..._sources.frameworks.trials import NO_SAVING, Fix, RunMemory, Trials, TrialTarget
 from .exact_peaks import exact_peaks
 from .whatif_arguments import WhatifArguments
 
@@ -54,6 +54,14 @@ class TrialRow:
     exact: bool = False  # the peak came from the allocators' counters
     out_of_memory: bool = False
     record: int | None = None  # the region's record index, ``whatif amp`` in the ledger
+    # what the peak is made of, bytes on the step's GPU (None: not known): the part of it
+    # freed by the run's end (activations and temporaries), and what the model held then
+    activations: int | None = None
+    weights: int | None = None
+    gradients: int | None = None
+    optimizer_state: int | None = None
+    # the framework's reserved high-water mark in the run (its cache and fragmentation too)
+    reserved_peak: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,6 +78,7 @@ class WhatifRun:
     state_bytes: int | None
     cuda_index: int | None
     size: int | None
+    compiled: bool = False  # the model is compiled: each fix's unmeasured run recompiles it
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,9 +119,14 @@ def run_whatif(session: Session, asked: WhatifArguments) -> WhatifRun:
         if failure is not None:
             raise failure
         baseline = _trial(session, BASELINE, call, None, trials, target, state, warm=False)
-        rows = []
+        rows: list[TrialRow] = []
         for fix in to_run:
-            rows.append(_trial_of(session, fix, step, size, trials, target, state))
+            row = _trial_of(session, fix, step, size, trials, target, state)
+            rows.append(row)
+            then = getattr(fix.fix, "if_no_saving", None)
+            if then is not None and then.name not in _names(to_run) and _no_saving(row, baseline):
+                rows.append(_trial_of(session, _Asked(then.name, then), step, size, trials,
+                                      target, state))  # fmt: skip
     return WhatifRun(
         label=label,
         baseline=baseline,
@@ -122,6 +136,7 @@ def run_whatif(session: Session, asked: WhatifArguments) -> WhatifRun:
         state_bytes=state.nbytes() if state is not None else None,
         cuda_index=target.cuda_index,
         size=size,
+        compiled=target.compiled,
     )
 
 
@@ -177,8 +192,13 @@ def _asked_fixes(
     """The fixes to run, in order: those named, or every one of the plug-in's (and accumulate
     where there is a size); an unknown name is a one-line error with the closest one."""
     known = {fix.name: fix for fix in trials.fixes}
+    for fix in trials.fixes:  # (those tried where a fix saved nothing: asked by name too)
+        then = getattr(fix, "if_no_saving", None)
+        if then is not None:
+            known.setdefault(then.name, then)
     if fixes is None:
-        names = [*known, *([f"{ACCUMULATE}={DEFAULT_STEPS}"] if size is not None else [])]
+        names = [f.name for f in trials.fixes]
+        names += [f"{ACCUMULATE}={DEFAULT_STEPS}"] if size is not None else []
     elif isinstance(fixes, str):
         names = [fixes]
     else:
@@ -258,11 +278,15 @@ def _trial(
         _unmeasured(call, fix, trials, target, state, f"whatif {name}")
     region = session.cells_pipeline.track(REGION + name)
     notes: list[str] = []
+    held: list[RunMemory] = []
     out_of_memory, refused, failure = False, "", None
     with _put_back(state):
         try:
             with region:
                 _run(call, fix, trials, target, notes)
+            # outside its time, before the state is put back (the region's start reset the
+            # framework's peaks, its end does not)
+            held.append(trials.memory(target))
         except Exception as exc:  # (the region's record has its status: "oom", "error")
             # what it says is kept, not the error: its frames hold the run's tensors
             out_of_memory = is_out_of_memory(exc)
@@ -276,6 +300,7 @@ def _trial(
     note = notes[0] if notes else ""
     record = region.record
     peak, exact = _peak(record, target)
+    memory = held[0] if held else RunMemory()
     return TrialRow(
         name,
         applied=True,
@@ -285,6 +310,11 @@ def _trial(
         exact=exact,
         out_of_memory=out_of_memory,
         record=record.index if record is not None else None,
+        activations=_freed_by_the_end(record, target, peak),
+        weights=memory.weights,
+        gradients=memory.gradients,
+        optimizer_state=memory.optimizer_state,
+        reserved_peak=memory.reserved_peak,
     )
 
 
@@ -351,6 +381,29 @@ def _peak(record: CellRecord | None, target: TrialTarget) -> tuple[int | None, b
                 f.peak_exact for f in device.frameworks
             )
     return None, False
+
+
+def _names(asked: list[_Asked]) -> set[str]:
+    return {a.name for a in asked}
+
+
+def _no_saving(row: TrialRow, baseline: TrialRow) -> bool:
+    """Whether ``row``'s fix ran and lowered the baseline's peak by less than NO_SAVING."""
+    if not row.applied or row.out_of_memory or row.peak is None or not baseline.peak:
+        return False
+    return row.peak > baseline.peak * (1 - NO_SAVING)
+
+
+def _freed_by_the_end(
+    record: CellRecord | None, target: TrialTarget, peak: int | None
+) -> int | None:
+    """The part of the run's ``peak`` it freed by its end: its activations and temporaries."""
+    if record is None or peak is None:
+        return None
+    for device in record.devices:
+        if device.cuda_index == target.cuda_index and device.allocated_after is not None:
+            return max(0, peak - device.allocated_after)
+    return None
 
 
 def _raised(error: BaseException, where: str) -> UsageError:

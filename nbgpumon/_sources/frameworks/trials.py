@@ -24,6 +24,21 @@ class TrialTarget:
     others: tuple[Any, ...] = ()
     device_type: str = "cuda"
     cuda_index: int | None = None
+    # a compiled model (torch.compile's wrapper): a fix that changes ``.training`` or the
+    # dtypes makes it compile again, in the run before each measured one
+    compiled: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class RunMemory:
+    """What a trial's run holds just after it, bytes on the step's device (None: not known):
+    the model's weights (parameters and buffers), its gradients, its optimizers' state, and the
+    framework's reserved high-water mark since the run began (its cache included)."""
+
+    weights: int | None = None
+    gradients: int | None = None
+    optimizer_state: int | None = None
+    reserved_peak: int | None = None
 
 
 class Fix(Protocol):
@@ -46,6 +61,13 @@ class Fix(Protocol):
     def refused(self, error: BaseException) -> str:
         """Why the step cannot run under the fix, where ``error`` says so; "" otherwise."""
         ...
+
+    # Optionally, ``if_no_saving``: another fix to try where this one lowered the step's peak
+    # by under NO_SAVING (autocast's weight-cast cache can take what its casts saved); it
+    # can also be asked for by its name.
+
+
+NO_SAVING = 0.05  # a fix that lowered the peak by less than this fraction saved next to nothing
 
 
 class TrialState(Protocol):
@@ -76,4 +98,9 @@ class Trials(Protocol):
 
     def synchronize(self, target: TrialTarget) -> None:
         """Wait until ``target``'s device has done the work queued on it (a step's time)."""
+        ...
+
+    def memory(self, target: TrialTarget) -> RunMemory:
+        """What ``target`` holds now, by kind, and the reserved peak since the last reset of
+        the framework's peak counters (a run's region resets them at its start)."""
         ...

@@ -6,7 +6,15 @@ from __future__ import annotations
 import html
 
 from ..._session.analysis.whatif import TrialRow, WhatifRun
-from ..words.whatif import HEADS, whatif_heading, whatif_rows, whatif_text
+from ..words.whatif import (
+    HEADS,
+    KIND_HEADS,
+    KINDS_SAY,
+    kind_rows,
+    whatif_heading,
+    whatif_rows,
+    whatif_text,
+)
 from .short import short_text
 
 
@@ -16,8 +24,11 @@ class WhatifResult:
     ``baseline``: the step as it is; ``rows``: one per fix, in the order run. Each has ``fix``
     (str), ``applied`` (bool), ``peak`` (bytes: the exact peak allocated on the step's GPU, by
     every framework together; None where unknown), ``seconds``, ``note`` (why a fix did not
-    apply, or what to know of its run), ``exact``, ``out_of_memory`` and ``record`` (the index
-    of its region, ``whatif NAME``, in the ledger)."""
+    apply, or what to know of its run), ``exact``, ``out_of_memory``, ``record`` (the index
+    of its region, ``whatif NAME``, in the ledger) and what its peak was made of, bytes
+    (None: unknown): ``activations`` (the part of the peak freed by the run's end),
+    ``weights``, ``gradients``, ``optimizer_state`` (as the run left them) and
+    ``reserved_peak`` (the most the allocator held from the device)."""
 
     def __init__(self, run: WhatifRun) -> None:
         self.run = run
@@ -35,18 +46,32 @@ class WhatifResult:
         return short_text(self.text().splitlines(), "print(result) shows them all")
 
     def _repr_html_(self) -> str:
-        head = "".join(f"<th>{html.escape(h)}</th>" for h in HEADS)
-        body = "".join(
-            "<tr>"
-            + "".join(
-                f'<td style="text-align:{"left" if i in (0, len(cells) - 1) else "right"}">'
-                f"{html.escape(cell)}</td>"
-                for i, cell in enumerate(cells)
-            )
-            + "</tr>"
-            for cells in whatif_rows(self.run)
+        parts = [
+            f"<div><p>{html.escape(whatif_heading(self.run))}</p>",
+            _table(HEADS, whatif_rows(self.run), note_last=True),
+        ]
+        kinds = kind_rows(self.run)
+        if kinds:
+            parts += [
+                "<p>what each run's peak is made of:</p>",
+                _table(KIND_HEADS, kinds, note_last=False),
+                f"<p>{html.escape(KINDS_SAY)}</p>",
+            ]
+        return "".join(parts) + "</div>"
+
+
+def _table(heads: tuple[str, ...], rows: list[tuple[str, ...]], note_last: bool) -> str:
+    """An HTML table of escaped text: the first column (and the note, ``note_last``) left,
+    the figures right."""
+    head = "".join(f"<th>{html.escape(h)}</th>" for h in heads)
+    left = {0, len(heads) - 1} if note_last else {0}
+    body = "".join(
+        "<tr>"
+        + "".join(
+            f'<td style="text-align:{"left" if i in left else "right"}">{html.escape(cell)}</td>'
+            for i, cell in enumerate(cells)
         )
-        return (
-            f"<div><p>{html.escape(whatif_heading(self.run))}</p>"
-            f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>"
-        )
+        + "</tr>"
+        for cells in rows
+    )
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"

@@ -7,6 +7,17 @@ from ..._foundation.wording import format_bytes, format_seconds
 from ..._session.analysis.whatif import TrialRow, WhatifRun
 
 HEADS = ("fix", "peak", "vs baseline", "time", "vs baseline", "")
+# what each run's peak is made of: its activations (the part freed by the run's end), what the
+# model held at the end, and the allocator's reserved high-water mark
+KIND_HEADS = (
+    "fix", "activations", "vs baseline", "optimizer state", "gradients", "reserved peak",
+    "vs baseline",
+)  # fmt: skip
+KINDS_SAY = (
+    "activations: the part of the peak freed by the run's end (activations and temporaries); "
+    "optimizer state and gradients as the run left them; reserved peak: the most the "
+    "allocator held from the device (its cache and fragmentation above the peak)"
+)
 
 
 def whatif_rows(run: WhatifRun) -> list[tuple[str, ...]]:
@@ -31,6 +42,34 @@ def _cells(row: TrialRow, baseline: TrialRow | None) -> tuple[str, ...]:
         change(row.seconds, baseline.seconds),
         row.note,
     )
+
+
+def kind_rows(run: WhatifRun) -> list[tuple[str, ...]]:
+    """The second table's cells, a tuple per run that ran (the baseline first); none where the
+    step runs on no GPU or no run has a figure to show."""
+    if run.cuda_index is None:
+        return []
+    ran = [row for row in (run.baseline, *run.rows) if row.applied]
+    figures = ("activations", "optimizer_state", "gradients", "reserved_peak")
+    if not any(getattr(row, f) is not None for row in ran for f in figures):
+        return []
+    base = run.baseline
+    return [
+        (
+            row.fix,
+            _bytes(row.activations),
+            "" if row is base else change(row.activations, base.activations),
+            _bytes(row.optimizer_state),
+            _bytes(row.gradients),
+            _bytes(row.reserved_peak),
+            "" if row is base else change(row.reserved_peak, base.reserved_peak),
+        )
+        for row in ran
+    ]
+
+
+def _bytes(value: int | None) -> str:
+    return "—" if value is None else format_bytes(value)
 
 
 def peak_text(peak: int | None, exact: bool) -> str:
@@ -62,16 +101,36 @@ def whatif_heading(run: WhatifRun) -> str:
         copy = f"; its state ({format_bytes(run.state_bytes)}) put back after each run"
     else:
         copy = "; its state not copied (restore=False): the runs changed it"
-    return f"nbgpumon.whatif: {run.label}{size} on {model}, peak allocated on {where}{copy}"
+    compiled = (
+        "; compiled: a fix that changes .training or the dtypes recompiles it, in the "
+        "unmeasured run before each measured one"
+        if run.compiled
+        else ""
+    )
+    return (
+        f"nbgpumon.whatif: {run.label}{size} on {model}, peak allocated on {where}{copy}{compiled}"
+    )
 
 
 def whatif_text(run: WhatifRun) -> str:
-    """The heading and the table, in columns."""
-    rows = [HEADS, *whatif_rows(run)]
-    widths = [max(len(row[i]) for row in rows) for i in range(len(HEADS) - 1)]
-    lines = [whatif_heading(run)]
-    for row in rows:
-        cells = [row[0].ljust(widths[0])]
-        cells += [row[i].rjust(widths[i]) for i in range(1, len(HEADS) - 1)]
-        lines.append(("  " + "  ".join(cells) + ("  " + row[-1] if row[-1] else "")).rstrip())
+    """The heading and the table, in columns; then what each run's peak is made of."""
+    lines = [whatif_heading(run), *_columns([HEADS, *whatif_rows(run)], note_last=True)]
+    kinds = kind_rows(run)
+    if kinds:
+        lines += ["", "what each run's peak is made of:"]
+        lines += _columns([KIND_HEADS, *kinds], note_last=False)
+        lines.append("  " + KINDS_SAY)
     return "\n".join(lines)
+
+
+def _columns(rows: list[tuple[str, ...]], note_last: bool) -> list[str]:
+    """``rows`` as aligned lines: the first column left, the others right; ``note_last``: the
+    last cell free text after them."""
+    width = len(rows[0]) - (1 if note_last else 0)
+    widths = [max(len(row[i]) for row in rows) for i in range(width)]
+    out = []
+    for row in rows:
+        cells = [row[0].ljust(widths[0])] + [row[i].rjust(widths[i]) for i in range(1, width)]
+        note = row[-1] if note_last and row[-1] else ""
+        out.append(("  " + "  ".join(cells) + ("  " + note if note else "")).rstrip())
+    return out

@@ -37,13 +37,34 @@ class Amp(_Fix):
             return "the model has no floating-point parameters"
         return ""
 
+    cache = True  # autocast's cast cache: each weight cast once per autocast block, kept to its end
+
+    @property
+    def if_no_saving(self) -> Fix | None:
+        """What to try where this saved next to nothing: autocast without its weight-cast
+        cache, whose half-precision copies of the weights can take what the casts saved."""
+        return AMP_UNCACHED if self.cache else None
+
     @contextlib.contextmanager
     def applied(self, target: TrialTarget) -> Iterator[str]:
         torch = torch_module()
         half = _half_dtype(torch, target.device_type)
-        note = "" if half is torch.bfloat16 else "fp16: train with a GradScaler and fp32 weights"
-        with torch.autocast(target.device_type, dtype=half):
-            yield note
+        notes = [] if half is torch.bfloat16 else ["fp16: train with a GradScaler and fp32 weights"]
+        if not self.cache:
+            notes.insert(0, "autocast(cache_enabled=False): each use of a weight casts it again")
+        with torch.autocast(target.device_type, dtype=half, cache_enabled=self.cache):
+            yield "; ".join(notes)
+
+
+class AmpUncached(Amp):
+    """``amp`` without autocast's weight-cast cache (``cache_enabled=False``): tried where
+    ``amp`` saved next to nothing, or asked for by name."""
+
+    name = "amp_uncached"
+    cache = False
+
+
+AMP_UNCACHED = AmpUncached()
 
 
 def _half_dtype(torch: Any, device_type: str) -> Any:
@@ -268,5 +289,6 @@ FIXES: tuple[Fix, ...] = (
 
 
 def fix_named(name: str) -> Fix | None:
-    """The fix called ``name`` (``FIXES``), or None."""
-    return next((fix for fix in FIXES if fix.name == name), None)
+    """The fix called ``name`` (``FIXES``, or one tried where one of them saved nothing), or
+    None."""
+    return next((fix for fix in (*FIXES, AMP_UNCACHED) if fix.name == name), None)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..trials import Fix, TrialTarget
+from ..trials import Fix, RunMemory, TrialTarget
 from .fixes import FIXES
 from .trial_state import TrialState, torch_module
 
@@ -41,7 +41,8 @@ class TorchTrials:
         device = next((p.device for p in model.parameters()), None)
         device_type = device.type if device is not None else "cpu"
         index = device.index if device is not None and device.type == "cuda" else None
-        return TrialTarget(model, name, optimizers, others, device_type, index)
+        compiled = hasattr(model, "_orig_mod")  # (torch.compile's OptimizedModule)
+        return TrialTarget(model, name, optimizers, others, device_type, index, compiled)
 
     def state(self, target: TrialTarget) -> TrialState:
         return TrialState(target.model, target.optimizers, target.others)
@@ -50,6 +51,43 @@ class TorchTrials:
         cuda = torch_module().cuda
         if target.device_type == "cuda" and cuda.is_initialized():
             cuda.synchronize(target.cuda_index)
+
+    def memory(self, target: TrialTarget) -> RunMemory:
+        torch = torch_module()
+        model = target.model
+        if model is None:
+            return RunMemory()
+        device = next((p.device for p in model.parameters()), None)
+        weights = _bytes_on([*model.parameters(), *model.buffers()], device)
+        gradients = _bytes_on([p.grad for p in model.parameters()], device)
+        state = [
+            value
+            for optimizer in target.optimizers
+            for per_param in list(optimizer.state.values())
+            for value in (per_param.values() if isinstance(per_param, dict) else ())
+        ]
+        reserved = None
+        cuda = torch.cuda
+        if target.cuda_index is not None and cuda.is_initialized():
+            stats = cuda.memory_stats(target.cuda_index)
+            reserved = stats.get("reserved_bytes.all.peak")
+        return RunMemory(weights, gradients, _bytes_on(state, device), reserved)
+
+
+def _bytes_on(values: list[Any], device: Any) -> int:
+    """Bytes of the tensors among ``values`` that live on ``device``, each storage once."""
+    torch = torch_module()
+    seen: set[int] = set()
+    total = 0
+    for value in values:
+        if not isinstance(value, torch.Tensor) or value.device != device:
+            continue
+        storage = value.untyped_storage()
+        key = storage.data_ptr()
+        if key not in seen:
+            seen.add(key)
+            total += storage.nbytes()
+    return total
 
 
 def _values(namespace: Mapping[str, Any]) -> list[Any]:
