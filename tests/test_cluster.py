@@ -278,7 +278,7 @@ def test_a_server_that_stops_mid_run_is_a_status_and_reading_resumes_when_it_is_
 ):
     server = PrometheusServer(tmp_path, {"dcgm": [dcgm_target.address]}).start()
     server.wait_for_series("DCGM_FI_DEV_FB_USED", 5)
-    s = session()
+    s = session(idle_interval=0)  # (every tick at the interval: counted)
     try:
         assert read(s, server.url).startswith("cluster: 2 nodes")
         server.stop()
@@ -299,7 +299,7 @@ def test_a_server_that_stops_mid_run_is_a_status_and_reading_resumes_when_it_is_
 def test_a_slow_server_never_stalls_a_tick():
     api = FakeApi()
     api.mode = "slow"
-    s = session(cluster_timeout=1.5)
+    s = session(cluster_timeout=1.5, idle_interval=0)  # (every tick at the interval: counted)
     try:
         started = time.monotonic()
         line = read(s, api.url)
@@ -327,7 +327,8 @@ def test_a_slow_server_never_stalls_a_tick():
 def test_a_server_answering_errors_or_garbage_is_a_status_line(mode, says):
     api = FakeApi()
     api.mode = mode
-    s = session(cluster_interval=1)  # it can't learn the scrape interval from this server
+    # it can't learn the scrape interval from this server; every tick at the interval: counted
+    s = session(cluster_interval=1, idle_interval=0)
     try:
         line = read(s, api.url)
         assert says in line

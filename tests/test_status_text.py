@@ -81,8 +81,8 @@ def test_a_live_status_is_said_from_its_facts():
     )
     lines = status_lines(status)
     assert lines[0].startswith("sampler: running, memory every 0.1 s, utilization and RSS every")
-    assert lines[1] == "sampler cost: no tick yet"  # (its own words: test_sampler_cost.py)
-    assert lines[2] == (
+    assert lines[2] == "sampler cost: no tick yet"  # (its own words: test_sampler_cost.py)
+    assert lines[1] == (
         "while idle: every 1 s (no cell running, no child process, GPU memory, utilization "
         "and RSS unchanged), 25% of the time so far"
     )

@@ -139,7 +139,8 @@ def test_status_says_the_toy_and_its_own_metrics_in_its_words(toy_run):
     assert not re.search("power|temperature|PCIe|processes|children", sampler), sampler
     assert not any(ln.startswith("processes on the GPUs") for ln in status)
     # its cost: no library calls counted (the toy has no such role)
-    assert status[1].startswith("sampler cost") and "call" not in status[1], status[1]
+    assert status[1].startswith("while idle: every 1 s"), status[1]
+    assert status[2].startswith("sampler cost") and "call" not in status[2], status[2]
     assert shown["line"].startswith("sampling every 0.1 s"), shown["line"]
 
 

@@ -142,8 +142,8 @@ def _live_lines(state: str, live: LiveStatus) -> list[str]:
     lines = [
         f"sampler: {running}, {fast} ({', '.join(_cadences(s, devices))}), "
         f"{counted(s.ticks, 'tick')}, last tick {s.last_tick_seconds * 1e6:.0f} µs",
-        cost_line(s.cost),
         _idle_line(s),
+        cost_line(s.cost),
         cell_path_line(live.cell_path),
     ]
     if s.error:
