@@ -199,3 +199,20 @@ def test_a_recordings_widget_ignores_a_request_for_the_main_thread(tmp_path):
     widget.send = lambda content, buffers=None: sent.append(content)
     widget._handle_custom_msg({"type": "main_thread"}, [])
     assert sent == []
+
+
+def test_a_sampler_quiet_for_its_idle_interval_is_not_taken_for_stalled():
+    mon = Monitor(nvml_module=fake_pynvml())
+    try:
+        mon.config.idle_interval = 5.0
+        mon.widget()
+        publisher = mon._publisher
+        publisher._publish_status()  # (what a tick does every few seconds)
+        # a tick 4 s ago is a quiet sampler's, not a stalled one's: cells' edges publish
+        # nothing from the main thread
+        publisher._ticked = time.monotonic() - 4.0
+        assert not publisher.main_thread_now()
+        publisher._ticked = time.monotonic() - 11.0
+        assert publisher.main_thread_now()
+    finally:
+        mon.close()

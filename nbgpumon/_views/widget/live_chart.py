@@ -415,7 +415,9 @@ class Publisher:
         with self._lock:
             self.widget.status = status_line(status)
             self.widget.interval = status.interval
-            self._stall_after = max(STALLED_AFTER, 3 * status.interval)
+            # (a quiet sampler ticks every idle interval: no stall)
+            idle = status.live.sampler.idle_interval if status.live is not None else 0.0
+            self._stall_after = max(STALLED_AFTER, 3 * status.interval, 2 * idle)
             # torch's first read maps the devices by UUID, after the widget was made
             if devices != self.widget.devices:
                 self.widget.devices = devices
