@@ -120,11 +120,12 @@ def run_whatif(session: Session, asked: WhatifArguments) -> WhatifRun:
             raise failure
         baseline = _trial(session, BASELINE, call, None, trials, target, state, warm=False)
         rows: list[TrialRow] = []
+        asked_names = {fix.name for fix in to_run}
         for fix in to_run:
             row = _trial_of(session, fix, step, size, trials, target, state)
             rows.append(row)
-            then = getattr(fix.fix, "if_no_saving", None)
-            if then is not None and then.name not in _names(to_run) and _no_saving(row, baseline):
+            then = _if_no_saving(fix.fix)
+            if then is not None and then.name not in asked_names and _no_saving(row, baseline):
                 rows.append(_trial_of(session, _Asked(then.name, then), step, size, trials,
                                       target, state))  # fmt: skip
     return WhatifRun(
@@ -193,7 +194,7 @@ def _asked_fixes(
     where there is a size); an unknown name is a one-line error with the closest one."""
     known = {fix.name: fix for fix in trials.fixes}
     for fix in trials.fixes:  # (those tried where a fix saved nothing: asked by name too)
-        then = getattr(fix, "if_no_saving", None)
+        then = _if_no_saving(fix)
         if then is not None:
             known.setdefault(then.name, then)
     if fixes is None:
@@ -278,7 +279,7 @@ def _trial(
         _unmeasured(call, fix, trials, target, state, f"whatif {name}")
     region = session.cells_pipeline.track(REGION + name)
     notes: list[str] = []
-    held: list[RunMemory] = []
+    memory = RunMemory()  # (what it held at its end: unknown for a run that raised)
     out_of_memory, refused, failure = False, "", None
     with _put_back(state):
         try:
@@ -286,7 +287,7 @@ def _trial(
                 _run(call, fix, trials, target, notes)
             # outside its time, before the state is put back (the region's start reset the
             # framework's peaks, its end does not)
-            held.append(trials.memory(target))
+            memory = trials.memory(target)
         except Exception as exc:  # (the region's record has its status: "oom", "error")
             # what it says is kept, not the error: its frames hold the run's tensors
             out_of_memory = is_out_of_memory(exc)
@@ -300,7 +301,6 @@ def _trial(
     note = notes[0] if notes else ""
     record = region.record
     peak, exact = _peak(record, target)
-    memory = held[0] if held else RunMemory()
     return TrialRow(
         name,
         applied=True,
@@ -383,8 +383,9 @@ def _peak(record: CellRecord | None, target: TrialTarget) -> tuple[int | None, b
     return None, False
 
 
-def _names(asked: list[_Asked]) -> set[str]:
-    return {a.name for a in asked}
+def _if_no_saving(fix: Fix | None) -> Fix | None:
+    """The fix to try where ``fix`` saved next to nothing (an optional attribute of a Fix)."""
+    return getattr(fix, "if_no_saving", None)
 
 
 def _no_saving(row: TrialRow, baseline: TrialRow) -> bool:

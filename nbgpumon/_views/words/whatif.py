@@ -73,9 +73,9 @@ def _bytes(value: int | None) -> str:
 
 
 def peak_text(peak: int | None, exact: bool) -> str:
-    if peak is None:
-        return "—"
-    return format_bytes(peak) if exact else f"≥ {format_bytes(peak)}"
+    if peak is None or exact:
+        return _bytes(peak)
+    return f"≥ {format_bytes(peak)}"
 
 
 def change(value: float | None, base: float | None) -> str:
