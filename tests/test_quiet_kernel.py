@@ -70,3 +70,25 @@ def test_an_idle_kernel_samples_at_its_idle_interval_and_a_cell_at_its_interval(
         if m["msg_type"] in ("stream", "display_data", "execute_result")
     )
     assert "while idle: every 30 s" in status, status
+
+
+def test_a_short_cell_keeps_the_sampler_at_its_interval_for_a_while_after_it(kernel):
+    # (its row and the chart's updates come an interval after it, not an idle interval)
+    kernel.run("%load_ext nbgpumon\n%config GPUMon.idle_interval = 30\nimport nbgpumon as _nbg")
+    cell = "_s = _nbg.monitor()._session.sampler\n_t0 = _s.ticks"  # over within a tick
+    for _ in range(5):  # (the first cells grow the kernel's RSS, which alone wakes it)
+        assert not [m for m in kernel.run(cell) if m["msg_type"] == "error"]
+    until(lambda: _quiet(kernel)[0], "the sampler quiet in an idle kernel")
+    kernel.run(cell)
+    # not a cell: it waits for three ticks after the cell's end without waking the sampler
+    ticks = _printed(
+        kernel,
+        "_end = _time.monotonic() + 20\n"
+        "while _s.ticks < _t0 + 3 and _time.monotonic() < _end:\n"
+        "    _time.sleep(0.01)\n"
+        "print('TICKS=' + _json.dumps(_s.ticks - _t0))",
+        "TICKS",
+        store_history=False,
+    )
+    assert ticks >= 3, ticks
+    until(lambda: _quiet(kernel)[0], "quiet again two seconds later")

@@ -54,6 +54,17 @@ def test_a_running_cell_a_busy_child_a_failed_tick_or_no_idle_interval_keep_it_a
     assert not busy.after_tick(still, 2.0)
 
 
+def test_a_cell_that_began_and_ended_between_two_ticks_counts_as_a_move():
+    still = [2e9, 0.0, 5e8]
+    w = watch(after=1.0)
+    w.after_tick(still, 100.0)
+    assert w.after_tick(still, 101.0)
+    w.cells_begun += 1  # (its start and its end both between the ticks: cell_running False)
+    assert not w.after_tick(still, 101.1) and not w.asleep
+    assert not w.after_tick(still, 101.6)  # its seconds count from the tick that saw it
+    assert w.after_tick(still, 102.1)
+
+
 def test_its_share_of_the_time_counts_the_waits_it_said_were_quiet():
     w = watch(after=1.0)
     still = [2e9, 0.0, 5e8]

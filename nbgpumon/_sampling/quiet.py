@@ -6,7 +6,9 @@ instead of its interval: no cell running, nothing else busy (this kernel's child
 GPU's utilization zero and its memory in use unchanged, and the host's RSS within ``RSS_MOVED``,
 for ``QUIET_AFTER`` seconds. The first tick that sees any of them move, and a cell's start, put
 it back on its interval (a cell's start wakes it: its first row comes an interval later, not
-during the cell's start). The timeline's rows are then sparser while nothing moved, and only then.
+during the cell's start). A cell counts as a move however short it was: what follows it (its
+row, the chart's updates) comes at the interval too. The timeline's rows are then sparser while
+nothing moved, and only then.
 """
 
 from __future__ import annotations
@@ -21,12 +23,13 @@ IDLE_INTERVAL = 1.0  # seconds between ticks while quiet (GPUMon.idle_interval)
 
 class QuietWatch:
     """Whether nothing moves; the sampler asks it after each tick (its thread), the cell
-    pipeline sets ``cell_running`` (the main thread). ``asleep``: the sampler waits
-    ``idle_interval`` now; 0 seconds turns that off. ``after``: the seconds of nothing moving
-    before it does."""
+    pipeline sets ``cell_running`` and counts ``cells_begun`` (the main thread). ``asleep``:
+    the sampler waits ``idle_interval`` now; 0 seconds turns that off. ``after``: the seconds
+    of nothing moving before it does."""
 
-    __slots__ = ("_after", "_busy", "_last", "_moved", "_since", "_tick_at", "_util", "asleep",
-                 "cell_running", "idle_interval", "quiet_seconds", "watched_seconds")  # fmt: skip
+    __slots__ = ("_after", "_busy", "_cells_seen", "_last", "_moved", "_since", "_tick_at",
+                 "_util", "asleep", "cell_running", "cells_begun", "idle_interval",
+                 "quiet_seconds", "watched_seconds")  # fmt: skip
 
     def __init__(
         self,
@@ -49,6 +52,9 @@ class QuietWatch:
         self._since = time.monotonic()  # when something last moved
         self.idle_interval = idle_interval
         self.cell_running = False
+        # cells begun so far, and as many as the last tick saw: a cell that began and ended
+        # between two ticks moved too (a count, not a clock read, on the cell's path)
+        self.cells_begun = self._cells_seen = 0
         self.asleep = False
         # seconds between the ticks it was asked after, and those of them waited quietly
         self.watched_seconds = self.quiet_seconds = 0.0
@@ -74,6 +80,10 @@ class QuietWatch:
                 self.quiet_seconds += mono - self._tick_at
         self._tick_at = mono
         moved = row is None
+        cells = self.cells_begun
+        if cells != self._cells_seen:
+            self._cells_seen = cells
+            moved = True
         if row is not None:
             for i in self._util:
                 if row[i]:  # (None or 0: idle)

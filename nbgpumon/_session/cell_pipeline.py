@@ -110,6 +110,7 @@ class CellPipeline:
         quiet = sampler.quiet
         if quiet is not None:  # (the sampler at its interval while a cell runs)
             quiet.cell_running = True
+            quiet.cells_begun += 1
             if quiet.asleep:
                 sampler.wake_for_cell()
         if self.children is not None:
@@ -157,8 +158,9 @@ class CellPipeline:
         clock = self.clock
         clock.resume()
         self._tracing.close_range()
-        if self._sampler.quiet is not None:
-            self._sampler.quiet.cell_running = False
+        watch = self._sampler.quiet
+        if watch is not None:
+            watch.cell_running = False
         # whether the recorder was on while the cell ran (a cell that initialised CUDA turns
         # it on at its end)
         traced_during_cell = self._tracing.active
