@@ -4,6 +4,7 @@ malformed or asks for rows never sent gets nothing."""
 
 from __future__ import annotations
 
+import json
 import time
 
 import numpy as np
@@ -35,6 +36,14 @@ def sent_widget():
         yield mon, widget, sent
     finally:
         mon.close()
+
+
+def _sent_rows(sent: list[tuple[dict, list]]) -> list[dict]:
+    """The rows of the one ``cells`` message sent: its buffers' JSON, as many as it says."""
+    [(header, buffers)] = [(h, b) for h, b in sent if h.get("type") == "cells"]
+    rows = [row for b in buffers for row in json.loads(bytes(b).decode())]
+    assert header["count"] == len(rows)
+    return rows
 
 
 def test_a_resend_request_gets_the_rows_asked_for_as_one_fill_message(sent_widget):
@@ -134,8 +143,7 @@ def test_a_cell_s_start_and_end_send_nothing_from_the_main_thread_the_next_tick_
     while not [h for h, _ in sent if h.get("type") == "cells"] and time.monotonic() < deadline:
         publisher(mon.data.cursor)
         time.sleep(0.02)
-    [cells] = [h for h, _ in sent if h.get("type") == "cells"]
-    assert [row["count"] for row in cells["rows"]] == [7]
+    assert [row["count"] for row in _sent_rows(sent)] == [7]
     assert widget.running == {}
     assert [m["label"] for m in widget.marks] == ["done"]
 
@@ -156,10 +164,34 @@ def test_rows_are_made_at_each_tick_and_sent_once_in_order_with_the_next_samples
     publisher._next_send = 0.0
     publisher(mon.data.cursor)  # the tick that sends
     publisher(mon.data.cursor)  # (and one more: nothing twice)
-    [cells] = [h for h, _ in sent if h.get("type") == "cells"]
-    assert [row["count"] for row in cells["rows"]] == [1, 2, 3]
+    assert [row["count"] for row in _sent_rows(sent)] == [1, 2, 3]
     assert [row["count"] for row in widget.cells[-3:]] == [1, 2, 3]
     assert publisher._rows == []
+
+
+def test_a_tick_s_many_rows_are_made_a_few_at_a_time_with_the_gil_given_up_between(
+    sent_widget, monkeypatch
+):
+    """Issue 43: Run All's cells of one tick (fifty on a fast host) are made into rows
+    ROWS_AT_ONCE at a time, the GIL given up between, so that a cell starting meanwhile
+    waits for a few rows, not all of them; every row is still made in that tick, in order."""
+    from nbgpumon._views.widget import live_chart
+
+    mon, _widget, _sent = sent_widget
+    publisher, ledger = mon._publisher, mon._session.ledger
+    publisher._next_send = time.monotonic() + 3600  # (no send due: the tick only makes rows)
+    made_before_each_give_way: list[int] = []
+    monkeypatch.setattr(
+        live_chart, "give_way", lambda: made_before_each_give_way.append(len(publisher._rows))
+    )
+    cells = 2 * live_chart.ROWS_AT_ONCE + 3
+    for count in range(1, cells + 1):
+        record = ledger.end(ledger.begin("cell", f"x = {count}", count), execution_count=count)
+        mon._session.cells_pipeline.store(record)
+    publisher(mon.data.cursor)  # one tick
+    assert [row["count"] for row in publisher._rows] == list(range(1, cells + 1))
+    at_once = live_chart.ROWS_AT_ONCE
+    assert made_before_each_give_way == [0, at_once, 2 * at_once]
 
 
 def test_a_page_that_hears_no_thread_asks_for_the_main_thread_and_is_caught_up_at_once(
@@ -178,8 +210,7 @@ def test_a_page_that_hears_no_thread_asks_for_the_main_thread_and_is_caught_up_a
     assert sent == []
     opened = mon._session.ledger.begin("cell", "x = 1", 3)
     mon._session.cells_pipeline.store(mon._session.ledger.end(opened, execution_count=3))
-    [cells] = [h for h, _ in sent if h.get("type") == "cells"]  # sent by the main thread now
-    assert [row["count"] for row in cells["rows"]] == [3]
+    assert [row["count"] for row in _sent_rows(sent)] == [3]  # sent by the main thread now
 
 
 def test_a_recordings_widget_ignores_a_request_for_the_main_thread(tmp_path):

@@ -7,6 +7,7 @@
 import { CellIndex } from "./cell-index.js";
 import { cellKey, validCells } from "./cells.js";
 import { kindsOn } from "./kinds.js";
+import { decodeCells } from "./messages.js";
 import { uidOf } from "./store.js";
 
 export class CellStore {
@@ -130,8 +131,9 @@ export function connectCells(model) {
   const store = cellStoreFor(model);
   if (store.disconnect) store.disconnect();
   const onTrait = () => store.setAll(model.get("cells"));
-  const onMessage = (msg) => {
-    if (msg && msg.type === "cells") store.append(msg);
+  const onMessage = (msg, buffers) => {
+    const cells = decodeCells(msg, buffers);
+    if (cells) store.append(cells);
   };
   onTrait();
   model.on("change:cells", onTrait);

@@ -1,9 +1,11 @@
 // Decoding the kernel's binary payloads (docs/widget-protocol.md): the `samples` custom message
-// with its two buffers, and the packed `history` trait. Both are little-endian. Each decoder
+// with its two buffers, the `cells` message's rows (UTF-8 JSON in one buffer), and the packed
+// `history` trait. Both are little-endian. Each decoder
 // copies into fresh, aligned typed arrays: anywidget hands over DataViews whose byteOffset is
 // not guaranteed to be a multiple of 8.
 
 const LITTLE_ENDIAN = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
+const TEXT = new TextDecoder();
 
 /** A DataView over a DataView, ArrayBuffer, typed array, or base64 string; null otherwise. */
 export function toDataView(raw) {
@@ -79,6 +81,30 @@ export function decodeSamples(msg, buffers, type = "samples") {
     times: readFloat64(tv, 0, rows),
     values: readFloat32(vv, 0, rows * width),
   };
+}
+
+/**
+ * A `cells` message as { type: "cells", first, rows } (the form `CellStore.append` takes), its
+ * rows those of its buffers in order (each a UTF-8 JSON list: the kernel makes a few rows at a
+ * time), or null when it is not one, a buffer is not such a list, or they hold other than
+ * `count` rows. No buffers: no new rows (the ledger let go of old ones).
+ */
+export function decodeCells(msg, buffers) {
+  if (!msg || msg.type !== "cells" || !isCount(msg.count)) return null;
+  const rows = [];
+  for (const raw of buffers ?? []) {
+    const dv = toDataView(raw);
+    if (!dv) return null;
+    let some;
+    try {
+      some = JSON.parse(TEXT.decode(dv));
+    } catch {
+      return null;
+    }
+    if (!Array.isArray(some)) return null;
+    for (const row of some) rows.push(row);
+  }
+  return rows.length === msg.count ? { type: "cells", first: msg.first, rows } : null;
 }
 
 /**

@@ -1,6 +1,7 @@
 import { describe, expect, test } from "vitest";
 import { CellStore, cellStoreFor, connectCells } from "../src/cell-store.js";
 import { FakeModel } from "./fake-model.js";
+import { cells } from "./protocol.js";
 
 function row(index, start = 100 + index) {
   return { index, name: `[${index + 1}]`, count: index + 1, kind: "cell", start, end: start + 0.5, status: "ok" };
@@ -13,7 +14,7 @@ describe("CellStore", () => {
     const store = cellStoreFor(model);
     expect(store.cells.map((c) => c.index)).toEqual([0, 1]);
     const before = store.revision;
-    model.emit("msg:custom", { type: "cells", first: 0, rows: [row(2)] }, []);
+    model.emit("msg:custom", ...cells(0, [row(2)], { misalign: true }));
     expect(store.cells.map((c) => c.index)).toEqual([0, 1, 2]);
     expect(store.revision).toBe(before + 1);
     expect(store.has("cell@102")).toBe(true);

@@ -1,6 +1,6 @@
 import { describe, expect, test } from "vitest";
-import { decodeHistory, decodeSamples, toDataView } from "../src/messages.js";
-import { packHistory, samples } from "./protocol.js";
+import { decodeCells, decodeHistory, decodeSamples, toDataView } from "../src/messages.js";
+import { cells, packHistory, samples } from "./protocol.js";
 
 describe("decodeSamples", () => {
   test("decodes the header and both buffers as the protocol lays them out", () => {
@@ -39,6 +39,35 @@ describe("decodeSamples", () => {
     expect(decodeSamples({ ...msg, rows: 3 }, buffers)).toBeNull();
     expect(decodeSamples(msg, [buffers[0]])).toBeNull();
     expect(decodeSamples({ ...msg, rows: -1 }, buffers)).toBeNull();
+  });
+});
+
+describe("decodeCells", () => {
+  const row = { index: 3, name: "[4]", label: "x = 'ü' # <b>not html</b>", start: 100.25, peak: null };
+  const many = [0, 1, 2, 3, 4].map((i) => ({ ...row, index: 3 + i }));
+
+  test("joins the rows of its buffers in order, at any offset, text as it was", () => {
+    for (const misalign of [false, true]) {
+      const [msg, buffers] = cells(2, many, { misalign, perBuffer: 2 });
+      expect(buffers.length).toBe(3);
+      expect(decodeCells(msg, buffers)).toEqual({ type: "cells", first: 2, rows: many });
+    }
+  });
+
+  test("no buffers and a count of 0: no new rows, `first` still said", () => {
+    expect(decodeCells({ type: "cells", first: 9, count: 0 }, [])).toEqual({ type: "cells", first: 9, rows: [] });
+  });
+
+  test("other messages, bad JSON, a non-list or rows other than counted are rejected", () => {
+    const [msg, buffers] = cells(0, many, { perBuffer: 2 });
+    const bytes = (text) => new TextEncoder().encode(text);
+    expect(decodeCells({ ...msg, type: "samples" }, buffers)).toBeNull();
+    expect(decodeCells(msg, buffers.slice(1))).toBeNull(); // (a buffer missing: too few rows)
+    expect(decodeCells(msg, [])).toBeNull();
+    expect(decodeCells({ ...msg, count: "5" }, buffers)).toBeNull();
+    expect(decodeCells(msg, [...buffers.slice(0, 2), bytes("[{")])).toBeNull();
+    expect(decodeCells(msg, [...buffers.slice(0, 2), bytes('{"rows": []}')])).toBeNull();
+    expect(decodeCells(null, buffers)).toBeNull();
   });
 });
 

@@ -28,6 +28,22 @@ export function samples(start, times, rows, { gap = false, misalign = false, fil
   return [msg, [view(new Uint8Array(t.buffer), misalign), view(new Uint8Array(v.buffer), misalign)]];
 }
 
+/**
+ * A `cells` custom message and its buffers: the rows as UTF-8 JSON lists, `perBuffer` rows each
+ * (as the kernel makes them, a few at a time).
+ * @param {number} first the index of the oldest record the kernel's ledger holds
+ * @param {object[]} rows as the `cells` trait holds them
+ * @param {object} options misalign: the buffers at odd offsets; perBuffer: rows a buffer
+ */
+export function cells(first, rows, { misalign = false, perBuffer = 8 } = {}) {
+  const buffers = [];
+  for (let i = 0; i < rows.length; i += perBuffer) {
+    const bytes = new TextEncoder().encode(JSON.stringify(rows.slice(i, i + perBuffer)));
+    buffers.push(view(bytes, misalign));
+  }
+  return [{ type: "cells", first, count: rows.length }, buffers];
+}
+
 /** The packed `history` bytes: uint32 rows, uint32 width, times, means, lows, highs (LE). */
 export function packHistory(times, mean, low = mean, high = mean) {
   const rows = times.length;

@@ -6,6 +6,7 @@ import "./dom-shims.js";
 import { createWidget } from "../src/widget.js";
 import { CellTable, ROW_HEIGHT } from "../src/table.js";
 import { FakeModel, manualFrames } from "./fake-model.js";
+import { cells } from "./protocol.js";
 import { StubUPlot } from "./stub-uplot.js";
 
 const MANY = 10_000;
@@ -68,7 +69,7 @@ describe("the ledger table with 10,000 cells", () => {
     widget.render({ model, el });
     const second = shownRows(el)[1];
     const [next] = ledger(MANY + 1).slice(-1);
-    model.emit("msg:custom", { type: "cells", first: 1, rows: [next] }, []);
+    model.emit("msg:custom", ...cells(1, [next]));
     frames.flush();
     const rows = shownRows(el);
     expect(rows[0].dataset.cell).toBe(String(MANY + 1));

@@ -4,7 +4,7 @@ import "./dom-shims.js";
 import { createWidget } from "../src/widget.js";
 import { storeFor } from "../src/store.js";
 import { FakeIntersectionObserver, FakeModel, manualFrames } from "./fake-model.js";
-import { packHistory, samples } from "./protocol.js";
+import { cells, packHistory, samples } from "./protocol.js";
 import { StubUPlot } from "./stub-uplot.js";
 import { columns } from "./columns.js";
 import { POINT_BUDGET, bucketColumns } from "../src/budget.js";
@@ -589,7 +589,7 @@ describe("the by-kind toggle", () => {
       { gpu: 0, kind: "a kind of its own", bytes: GiB }, // no colour of its own: "other"
       { gpu: 1, kind: "buffers", bytes: GiB }, // another GPU's
     ];
-    model.emit("msg:custom", { type: "cells", first: 1, rows: [{ ...cell(2, 100.5, 101, { kinds: held }), index: 2 }] }, []);
+    model.emit("msg:custom", ...cells(1, [{ ...cell(2, 100.5, 101, { kinds: held }), index: 2 }]));
     frames.flush();
     expect(legend.hidden).toBe(false);
     expect(legend.textContent.trim().split(/\s{2,}/)).toEqual(["gradients", "other"]);

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 import anywidget
 from traitlets import Bytes, Float, Int, Unicode
 
+from ..._foundation.gil import give_way
 from ..._foundation.metrics import describe_columns, device_of, device_role
 from ..._foundation.windows import Chunk, Window
 from ..._foundation.wording import format_bytes
@@ -40,6 +41,7 @@ from ..words.cell_summary import (
     summary_line,
 )
 from ..words.children import children_text
+from .cells_message import cells_message, rows_json
 from .traits import CELL, COLUMN, DEVICE, MARK, NODE, RUNNING, Row, Rows
 
 if TYPE_CHECKING:
@@ -51,6 +53,7 @@ BUNDLE = Path(__file__).parents[2] / "static" / "widget.js"  # nbgpumon/static
 SEND_EVERY = 0.5  # seconds between samples messages: <= 2 messages/s, <= 1 s latency
 HISTORY_EVERY = 30.0  # at most one history refresh per this many seconds (it is ~1 MB a GPU)
 STATUS_EVERY = 2.0
+ROWS_AT_ONCE = 8  # ledger rows made before the sampler's thread gives the GIL up again
 STALLED_AFTER = 2.0  # seconds without a tick (or three intervals) before the main thread sends
 HISTORY_ROWS = 4000
 NODE_HISTORY_ROWS = 1500  # the cluster's rows come every scrape interval: fewer of them
@@ -161,6 +164,7 @@ class Publisher:
         self._cells_due = False
         self._ledger_due = False  # rows made since the last send, or the marks or running moved
         self._rows: list[dict[str, Any]] = []  # rows made and not sent yet (_make_rows)
+        self._rows_json: list[bytes] = []  # the same as JSON, a few rows a buffer (cells_message)
         self._history_due = False  # a cell ended since the history snapshot was packed
         self._ticked = time.monotonic()  # the sampler's last tick, as this heard of it
         # seconds without a tick after which it has stalled (kept with the widget's interval:
@@ -194,25 +198,35 @@ class Publisher:
         now = self._ticked = time.monotonic()
         if self._cells_due:
             # before the read: a cell that ends meanwhile sets it again. The new records' rows
-            # are made at every tick, a tenth of a second's cells at a time: a cell waits for
-            # the GIL that long at most, not for half a second's rows (Run All)
+            # are made at every tick, ROWS_AT_ONCE at a time with the GIL given up between: a
+            # cell that starts meanwhile waits for a few rows at most, not for a tenth of a
+            # second's (Run All on a fast host: fifty)
             self._cells_due = False
             self._ledger_due = True
-            with self._lock:
-                self._make_rows()
+            left = True
+            while left:
+                give_way()  # (after the tick's reads, and between the rows)
+                with self._lock:
+                    _first, left = self._make_rows(at_most=ROWS_AT_ONCE)
         if now < self._next_send:
             return
         self._next_send = now + SEND_EVERY
+        # each message after the tick's reads, and after each other, with the GIL given up
+        # first: a cell's start or end waits for one of them at most
+        give_way()
         self.send_new()
         if self._ledger_due:  # (only then: the marks alone may be thousands)
             self._ledger_due = False
+            give_way()
             self._publish_ledger()
         if self._history_due and now >= self._next_history:
             self._history_due = False
+            give_way()
             self.refresh_history()
         details = now >= self._next_status
         if details:
             self._next_status = now + STATUS_EVERY
+            give_way()
             self._publish_status()
         self.sync_cluster(details=details)
 
@@ -369,7 +383,7 @@ class Publisher:
         with self._lock:
             self.widget.cells = [cell_row(r) for r in records]
             self._newest_row = records[-1].index if records else -1
-            self._rows = []
+            self._rows, self._rows_json = [], []
 
     def _publish_ledger(self) -> None:
         """The records new since the last call as a ``cells`` message (a row each), then the
@@ -380,8 +394,9 @@ class Publisher:
         whole ledger, while a new cell costs the wire its own row, not the ledger's 10,000.
         """
         with self._lock:  # (both threads publish: each row once, in order)
-            first = self._make_rows()
+            first, _left = self._make_rows()
             rows, self._rows = self._rows, []
+            buffers, self._rows_json = self._rows_json, []
             marks = [{"time": t, "label": label} for t, label in self._data.marks]
             running = running_row(self._data)
             held = self.widget.cells
@@ -391,23 +406,27 @@ class Publisher:
                 dropped += 1
             del held[:dropped]
             if rows or dropped:
-                self.widget.send({"type": "cells", "first": first, "rows": rows})
+                self.widget.send(*cells_message(first, buffers, len(rows)))
             # after the row: a cell that ended leaves `running` once the browser has its row
             with self.widget.hold_sync():
                 self.widget.marks = marks
                 self.widget.running = running
 
-    def _make_rows(self) -> int:
-        """The rows of the records new since the last call, kept to send (under the lock);
-        returns the ledger's first index now."""
+    def _make_rows(self, at_most: int | None = None) -> tuple[int, bool]:
+        """The rows of the records new since the last call (``at_most`` of them), kept to send
+        (under the lock); returns the ledger's first index now, and whether rows were left."""
         first, new = self._data.records_after(self._newest_row)
+        left = at_most is not None and len(new) > at_most
+        if left:
+            new = new[:at_most]
         if new:
             rows = [cell_row(r) for r in new]
             # they join the trait's list in place (no assignment for traitlets to validate)
             GPUMonWidget.cells.check_rows(self.widget, rows)
             self._rows += rows
+            self._rows_json.append(rows_json(rows))
             self._newest_row = new[-1].index
-        return first
+        return first, left
 
     def _publish_status(self) -> None:
         status = self._data.status()
