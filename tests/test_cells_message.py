@@ -19,6 +19,12 @@ def test_buffers_made_apart_hold_the_rows_in_order_and_the_header_counts_them():
     assert cells_message(4, [], 0) == ({"type": "cells", "first": 4, "count": 0}, [])
 
 
+def test_a_label_utf8_cannot_say_still_goes():
+    label = "x = '\ud800'  # half a surrogate pair, from a crafted request"
+    (row,) = json.loads(rows_json([{"label": label}]))
+    assert row == {"label": label}
+
+
 def test_numpy_numbers_are_numbers_and_what_json_has_not_is_null():
     rows = [{"util_mean": np.float32(12.5), "alloc": np.int64(7), "peak": math.nan,
              "kinds": [{"bytes": math.inf, "gpu": 0}], "exact": False}]  # fmt: skip

@@ -16,12 +16,14 @@ from typing import Any
 
 
 def rows_json(rows: list[dict[str, Any]]) -> bytes:
-    """``rows`` as a JSON list, UTF-8: one buffer of a ``cells`` message."""
+    """``rows`` as a JSON list, UTF-8: one buffer of a ``cells`` message. Text beyond ASCII is
+    escaped (``\\u00fc``): a label holding half a surrogate pair, which UTF-8 cannot say, still
+    goes."""
     try:
         text = json.dumps(rows, **_STRICT)
     except ValueError:  # a NaN or an infinity, which JSON has not: null, as a missing value
         text = json.dumps(_finite(rows), **_STRICT)
-    return text.encode()
+    return text.encode("ascii")
 
 
 def cells_message(first: int, buffers: list[bytes], count: int) -> tuple[dict, list[bytes]]:
@@ -40,7 +42,7 @@ def _number(value: Any) -> Any:
 
 
 _STRICT: dict[str, Any] = {
-    "ensure_ascii": False, "allow_nan": False, "separators": (",", ":"), "default": _number,
+    "ensure_ascii": True, "allow_nan": False, "separators": (",", ":"), "default": _number,
 }  # fmt: skip
 
 
