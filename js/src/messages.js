@@ -1,8 +1,8 @@
 // Decoding the kernel's binary payloads (docs/widget-protocol.md): the `samples` custom message
-// with its two buffers, the `cells` message's rows (UTF-8 JSON in one buffer), and the packed
-// `history` trait. Both are little-endian. Each decoder
-// copies into fresh, aligned typed arrays: anywidget hands over DataViews whose byteOffset is
-// not guaranteed to be a multiple of 8.
+// with its two buffers, the `cells` message's rows (UTF-8 JSON lists, one a buffer), and the
+// packed `history` trait. The numbers of `samples` and `history` are little-endian; their
+// decoders copy into fresh, aligned typed arrays: anywidget hands over DataViews whose
+// byteOffset is not guaranteed to be a multiple of 8.
 
 const LITTLE_ENDIAN = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
 const TEXT = new TextDecoder();
